@@ -1,0 +1,111 @@
+/* The pipeline: the plain list of passes, and the driver that runs it. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ir/pass.h"
+
+/* Stage "uop": parse the text into a UOp DAG. */
+static int uop_run(tinyc_module *m)
+{
+	m->uop = tinyc_parse(m->ctx, m->src);
+	if (!m->uop)
+		return -1;
+	if (!m->bind)
+		m->bind = tinyc_bindings_alloc(m->ctx, m->uop);
+	return m->bind ? 0 : -1;
+}
+
+static int uop_verify(tinyc_module *m)
+{
+	return tinyc_verify(m->ctx, m->uop, m->bind);
+}
+
+static int uop_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
+{
+	if (fmt == TINYC_FMT_DOT)
+		tinyc_print_dot(m->uop, out);
+	else
+		tinyc_print(m->uop, out);
+	return 0;
+}
+
+static const tinyc_pass passes[] = {
+	{"uop", "the UOp DAG, canonical form (text or dot)", uop_run, uop_verify, uop_print, NULL},
+};
+
+const tinyc_pass *tinyc_pipeline(int *n)
+{
+	*n = (int)(sizeof(passes) / sizeof(passes[0]));
+	return passes;
+}
+
+int tinyc_pass_find(const char *name)
+{
+	int n;
+	const tinyc_pass *p = tinyc_pipeline(&n);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(p[i].name, name))
+			return i;
+	return -1;
+}
+
+tinyc_module *tinyc_module_alloc(tinyc_ctx *ctx, const tinyc_source *src,
+				 const tinyc_options *opt)
+{
+	tinyc_module *m = tinyc_calloc(ctx, 1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->ctx = ctx;
+	m->src = src;
+	if (opt)
+		m->opt = *opt;
+	return m;
+}
+
+void tinyc_module_free(tinyc_module *m)
+{
+	if (!m)
+		return;
+	int n;
+	const tinyc_pass *p = tinyc_pipeline(&n);
+	for (int i = n - 1; i >= 0; i--)
+		if (p[i].free && m->stage[i])
+			p[i].free(m->stage[i]);
+	tinyc_bindings_free(m->bind);
+	tinyc_graph_free(m->uop);
+	free(m);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Run passes 0..last, verifying the uop stage always, every stage with verify_each,
+ * and the last stage always. */
+int tinyc_module_run_until(tinyc_module *m, int last, int print_after_all, tinyc_buf *dumps)
+{
+	int n;
+	const tinyc_pass *p = tinyc_pipeline(&n);
+	if (last < 0 || last >= n)
+		return tinyc_error(m->ctx, "UnknownStage", "no stage number %d", last);
+	for (int i = 0; i <= last; i++) {
+		double t0 = now_ms();
+		if (p[i].run(m) < 0)
+			return -1;
+		double t1 = now_ms();
+		if ((i == 0 || i == last || m->opt.verify_each) && p[i].verify && p[i].verify(m) < 0)
+			return -1;
+		if (m->opt.verbose)
+			fprintf(stderr, "tinyc: pass %-10s %8.3f ms (verify %.3f ms)\n", p[i].name,
+				t1 - t0, now_ms() - t1);
+		if (print_after_all && dumps) {
+			tinyc_buf_printf(dumps, "// ----- after %s -----\n", p[i].name);
+			p[i].print(m, TINYC_FMT_TEXT, dumps);
+		}
+	}
+	return 0;
+}
