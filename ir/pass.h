@@ -20,6 +20,7 @@ typedef struct tinyc_options {
 	const char *target;	/* "sm_90" etc., or NULL: the device's, else a default */
 	int verify_each;	/* run every verifier, not only the last stage's */
 	int verbose;		/* print timings to stderr */
+	const char *bind;	/* compile-time symbol values, "M=64,N=32", or NULL */
 } tinyc_options;
 
 /* Everything one compilation produces, one field per stage. */

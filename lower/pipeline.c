@@ -11,9 +11,12 @@ static int uop_run(tinyc_module *m)
 	m->uop = tinyc_parse(m->ctx, m->src);
 	if (!m->uop)
 		return -1;
+	m->bind = tinyc_bindings_alloc(m->ctx, m->uop);
 	if (!m->bind)
-		m->bind = tinyc_bindings_alloc(m->ctx, m->uop);
-	return m->bind ? 0 : -1;
+		return -1;
+	if (m->opt.bind && tinyc_bindings_parse(m->ctx, m->uop, m->opt.bind, m->bind) < 0)
+		return -1;
+	return 0;
 }
 
 static int uop_verify(tinyc_module *m)

@@ -1,0 +1,463 @@
+/* tinyc: the command-line driver.
+ *
+ *   tinyc [options] FILE                 compile FILE and dump a stage (default: uop)
+ *   tinyc run FILE [options]             run FILE on inputs (.npy) and write outputs
+ *
+ * Exit status: 0 success, 1 diagnostics (bad input, failed check), 2 usage error.
+ * The driver only parses arguments, runs the pass pipeline (lower/pipeline.c) and prints;
+ * every diagnostic comes from the library through the tinyc_ctx.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ctx.h"
+#include "ir/pass.h"
+#include "ir/tensor.h"
+#include "ir/uop.h"
+
+#ifndef TINYC_VERSION
+#define TINYC_VERSION "0.0.0"
+#endif
+
+enum { EXIT_OK = 0, EXIT_DIAG = 1, EXIT_USAGE = 2 };
+
+/* A NAME=path pair from --in / --out. */
+typedef struct named_path {
+	char *name;		/* tensor name (BUFFER name= or OUTPUT name=) */
+	char *path;		/* .npy file */
+} named_path;
+
+/* Everything the command line says. */
+typedef struct cli {
+	const char *cmd;	/* "compile" or "run" */
+	const char *file;	/* the .uop input */
+	const char *stage;	/* --dump-stage */
+	tinyc_format format;	/* --format */
+	int print_after_all;	/* --print-after-all */
+	tinyc_options opt;	/* --verify-each, -v, --target */
+	char *bind;		/* --bind values joined with ',' */
+	named_path *in;		/* --in */
+	int nin;
+	named_path *out;	/* --out */
+	int nout;
+	int have_seed;		/* --random-inputs given */
+	uint64_t seed;		/* --random-inputs SEED */
+	const char *device;	/* --device */
+	int check;		/* --check: compare with the reference evaluator */
+	double atol, rtol;	/* --atol, --rtol */
+} cli;
+
+static void usage(FILE *out)
+{
+	int n;
+	const tinyc_pass *p = tinyc_pipeline(&n);
+	fprintf(out,
+		"usage: tinyc [options] FILE          compile FILE (tinyc-uop v0) and dump a stage\n"
+		"       tinyc run FILE [options]      run FILE on .npy inputs\n"
+		"\n"
+		"Compile options:\n"
+		"  --dump-stage=NAME     print the IR after stage NAME (default: uop); stages:\n");
+	for (int i = 0; i < n; i++)
+		fprintf(out, "                          %-10s %s\n", p[i].name, p[i].what);
+	fprintf(out,
+		"  --format=text|dot     dump format (dot: Graphviz, for the uop stage)\n"
+		"  --print-after-all     print every stage up to --dump-stage\n"
+		"  --verify-each         run every stage's verifier, not only the last one's\n"
+		"  --bind M=64,N=32      bind size symbols (compile time: specialises the kernel)\n"
+		"  --target=sm_XY        GPU target when no GPU is present (e.g. sm_80, sm_90)\n"
+		"  -v, --verbose         print per-pass times to stderr\n"
+		"\n"
+		"Run options (tinyc run FILE ...):\n"
+		"  --in NAME=x.npy       input tensor for BUFFER name=NAME (repeatable)\n"
+		"  --out NAME=y.npy      write OUTPUT name=NAME to a .npy file (repeatable)\n"
+		"  --random-inputs SEED  fill inputs not given with --in with seeded random data\n"
+		"  --bind M=..,N=..      symbol values; unbound symbols are inferred from inputs\n"
+		"  --device=ref|cpu      ref: the reference evaluator; cpu: the compiled CPU path\n"
+		"                        (default cpu)\n"
+		"  --check               compare every output with the reference evaluator\n"
+		"  --atol=X --rtol=Y     tolerances for --check (default: by dtype)\n"
+		"\n"
+		"Other:\n"
+		"  --help                this text\n"
+		"  --version             print the version\n"
+		"\n"
+		"Exit status: 0 success, 1 diagnostics or failed check, 2 usage error.\n"
+		"Diagnostics are printed as FILE:LINE:COL: error: Kind: message, with a caret.\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tinyc: usage error: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n(see tinyc --help)\n");
+	return EXIT_USAGE;
+}
+
+/* Split NAME=path. */
+static int add_named(named_path **v, int *n, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || !eq[1])
+		return -1;
+	named_path *nv = realloc(*v, (size_t)(*n + 1) * sizeof(**v));
+	if (!nv)
+		return -1;
+	*v = nv;
+	nv[*n].name = strndup(arg, (size_t)(eq - arg));
+	nv[*n].path = strdup(eq + 1);
+	(*n)++;
+	return 0;
+}
+
+static void cli_free(cli *c)
+{
+	for (int i = 0; i < c->nin; i++)
+		free(c->in[i].name), free(c->in[i].path);
+	for (int i = 0; i < c->nout; i++)
+		free(c->out[i].name), free(c->out[i].path);
+	free(c->in);
+	free(c->out);
+	free(c->bind);
+}
+
+/* The value of "--opt=value" or "--opt value"; advances *i for the second form. */
+static const char *opt_value(int argc, char **argv, int *i, const char *opt)
+{
+	size_t n = strlen(opt);
+	if (strncmp(argv[*i], opt, n))
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n] == 0 && *i + 1 < argc)
+		return argv[++*i];
+	return NULL;
+}
+
+static int append_bind(cli *c, const char *v)
+{
+	char *s = c->bind ? tinyc_asprintf("%s,%s", c->bind, v) : strdup(v);
+	if (!s)
+		return -1;
+	free(c->bind);
+	c->bind = s;
+	return 0;
+}
+
+/* Parse argv into c.  Returns -1 and prints nothing on success paths; EXIT_USAGE etc. */
+static int parse_args(int argc, char **argv, cli *c)
+{
+	c->cmd = "compile";
+	c->device = "cpu";
+	c->atol = c->rtol = -1;
+	int i = 1;
+	if (argc > 1 && !strcmp(argv[1], "run")) {
+		c->cmd = "run";
+		i = 2;
+	}
+	for (; i < argc; i++) {
+		const char *a = argv[i], *v;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return EXIT_OK;
+		} else if (!strcmp(a, "--version")) {
+			printf("tinyc %s (tinyc-uop v0)\n", TINYC_VERSION);
+			return EXIT_OK;
+		} else if ((v = opt_value(argc, argv, &i, "--dump-stage"))) {
+			c->stage = v;
+		} else if ((v = opt_value(argc, argv, &i, "--format"))) {
+			if (!strcmp(v, "text"))
+				c->format = TINYC_FMT_TEXT;
+			else if (!strcmp(v, "dot"))
+				c->format = TINYC_FMT_DOT;
+			else
+				return usage_error("unknown format '%s' (text or dot)", v);
+		} else if (!strcmp(a, "--print-after-all")) {
+			c->print_after_all = 1;
+		} else if (!strcmp(a, "--verify-each")) {
+			c->opt.verify_each = 1;
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			c->opt.verbose = 1;
+		} else if ((v = opt_value(argc, argv, &i, "--target"))) {
+			c->opt.target = v;
+		} else if ((v = opt_value(argc, argv, &i, "--bind"))) {
+			if (append_bind(c, v) < 0)
+				return usage_error("out of memory at '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--in"))) {
+			if (add_named(&c->in, &c->nin, v) < 0)
+				return usage_error("--in expects NAME=file.npy, got '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--out"))) {
+			if (add_named(&c->out, &c->nout, v) < 0)
+				return usage_error("--out expects NAME=file.npy, got '%s'", v);
+		} else if ((v = opt_value(argc, argv, &i, "--random-inputs"))) {
+			char *end;
+			errno = 0;
+			unsigned long long s = strtoull(v, &end, 10);
+			if (!*v || *end || errno)
+				return usage_error("--random-inputs expects an integer seed, got '%s'", v);
+			c->have_seed = 1;
+			c->seed = s;
+		} else if ((v = opt_value(argc, argv, &i, "--device"))) {
+			if (strcmp(v, "cpu") && strcmp(v, "ref"))
+				return usage_error("unknown device '%s' (known: ref, cpu)", v);
+			c->device = v;
+		} else if (!strcmp(a, "--check")) {
+			c->check = 1;
+		} else if ((v = opt_value(argc, argv, &i, "--atol"))) {
+			c->atol = strtod(v, NULL);
+		} else if ((v = opt_value(argc, argv, &i, "--rtol"))) {
+			c->rtol = strtod(v, NULL);
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error("unknown option '%s'", a);
+		} else if (!c->file) {
+			c->file = a;
+		} else {
+			return usage_error("more than one input file ('%s')", a);
+		}
+	}
+	if (!c->file)
+		return usage_error("%s", "no input file");
+	if (!strcmp(c->cmd, "compile") && (c->nin || c->nout || c->have_seed || c->check))
+		return usage_error("%s", "--in/--out/--random-inputs/--check need 'tinyc run'");
+	if (c->stage && tinyc_pass_find(c->stage) < 0) {
+		int n;
+		const tinyc_pass *p = tinyc_pipeline(&n);
+		fprintf(stderr, "tinyc: usage error: unknown stage '%s'; known stages:", c->stage);
+		for (int k = 0; k < n; k++)
+			fprintf(stderr, " %s", p[k].name);
+		fprintf(stderr, "\n");
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Compile: run the pipeline up to the stage and print its dump. */
+static int cmd_compile(tinyc_ctx *ctx, cli *c, tinyc_module *m)
+{
+	int last = tinyc_pass_find(c->stage ? c->stage : "uop");
+	tinyc_buf dumps = {0};
+	if (tinyc_module_run_until(m, last, c->print_after_all, &dumps) < 0) {
+		tinyc_buf_free(&dumps);
+		return EXIT_DIAG;
+	}
+	if (c->print_after_all) {
+		fputs(dumps.data ? dumps.data : "", stdout);
+		tinyc_buf_free(&dumps);
+		return EXIT_OK;
+	}
+	tinyc_buf_free(&dumps);
+	int n;
+	const tinyc_pass *p = tinyc_pipeline(&n);
+	tinyc_buf out = {0};
+	if (p[last].print(m, c->format, &out) < 0) {
+		tinyc_buf_free(&out);
+		tinyc_error(ctx, "UnsupportedFormat", "stage '%s' has no %s dump", p[last].name,
+			    c->format == TINYC_FMT_DOT ? "dot" : "text");
+		return EXIT_DIAG;
+	}
+	fputs(out.data ? out.data : "", stdout);
+	tinyc_buf_free(&out);
+	return EXIT_OK;
+}
+
+/* Default tolerances for --check, by output dtype. */
+static void default_tol(tinyc_dtype dt, double *atol, double *rtol)
+{
+	if (dt == TINYC_HALF)
+		*atol = 1e-2, *rtol = 1e-2;
+	else if (dt == TINYC_BFLOAT16)
+		*atol = 5e-2, *rtol = 5e-2;
+	else if (dt == TINYC_FLOAT)
+		*atol = 1e-5, *rtol = 1e-5;
+	else if (dt == TINYC_DOUBLE)
+		*atol = 1e-12, *rtol = 1e-12;
+	else
+		*atol = 0, *rtol = 0;
+}
+
+/* The shape of a BUFFER under the bindings (all symbols must be bound). */
+static int buffer_shape(const tinyc_graph *g, const tinyc_uop *u, const tinyc_bindings *b,
+			int64_t *shape)
+{
+	(void)g;
+	for (int d = 0; d < u->rank; d++)
+		if ((shape[d] = tinyc_dim_value(&u->shape[d], b)) < 0)
+			return -1;
+	return 0;
+}
+
+/* Short summary of an output for the terminal. */
+static void print_summary(const char *name, const tinyc_tensor *t)
+{
+	int64_t n = tinyc_tensor_numel(t);
+	double sum = 0, amax = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double v = tinyc_tensor_get(t, i);
+		sum += v;
+		if (v > amax || v < -amax)
+			amax = v < 0 ? -v : v;
+	}
+	printf("  %s: %s[", name, tinyc_dtype_name(t->dtype));
+	for (int d = 0; d < t->rank; d++)
+		printf("%s%lld", d ? "," : "", (long long)t->shape[d]);
+	printf("] sum=%.6g max|x|=%.6g\n", sum, amax);
+}
+
+/* Run: bind, load or generate inputs, evaluate, check, write outputs. */
+static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
+{
+	int rc = EXIT_DIAG;
+	if (tinyc_module_run_until(m, 0, 0, NULL) < 0)
+		return EXIT_DIAG;
+	tinyc_graph *g = m->uop;
+	tinyc_io io = {0}, ref = {0};
+	tinyc_tensor **owned = NULL;
+
+	for (int i = 0; i < g->n; i++) {
+		if (g->nodes[i].op == TINYC_OP_BUFFER && g->nodes[i].slot + 1 > io.nin)
+			io.nin = (int)g->nodes[i].slot + 1;
+		if (g->nodes[i].op == TINYC_OP_OUTPUT)
+			io.nout++;
+	}
+	io.in = calloc((size_t)io.nin + 1, sizeof(*io.in));
+	owned = calloc((size_t)io.nin + 1, sizeof(*owned));
+	if (!io.in || !owned) {
+		tinyc_error(ctx, "OutOfMemory", "cannot allocate the inputs");
+		goto done;
+	}
+	/* --in: match each name to a BUFFER */
+	for (int k = 0; k < c->nin; k++) {
+		int found = -1;
+		for (int i = 0; i < g->n; i++)
+			if (g->nodes[i].op == TINYC_OP_BUFFER && !strcmp(g->nodes[i].name, c->in[k].name))
+				found = i;
+		if (found < 0) {
+			tinyc_error(ctx, "UnknownTensor", "--in %s: the graph has no BUFFER named '%s'",
+				    c->in[k].name, c->in[k].name);
+			goto done;
+		}
+		int slot = (int)g->nodes[found].slot;
+		tinyc_tensor_free(owned[slot]);
+		if (!(owned[slot] = tinyc_npy_read(ctx, c->in[k].path)))
+			goto done;
+		io.in[slot] = owned[slot];
+	}
+	for (int k = 0; k < c->nout; k++) {
+		int found = 0;
+		for (int i = 0; i < g->n; i++)
+			found |= g->nodes[i].op == TINYC_OP_OUTPUT && !strcmp(g->nodes[i].name, c->out[k].name);
+		if (!found) {
+			tinyc_error(ctx, "UnknownTensor", "--out %s: the graph has no OUTPUT named '%s'",
+				    c->out[k].name, c->out[k].name);
+			goto done;
+		}
+	}
+	if (tinyc_bind_from_inputs(ctx, g, m->bind, &io) < 0)
+		goto done;
+	/* --random-inputs: generate every missing input (needs its symbols bound) */
+	for (int i = 0; i < g->n; i++) {
+		const tinyc_uop *u = &g->nodes[i];
+		if (u->op != TINYC_OP_BUFFER || io.in[u->slot])
+			continue;
+		if (!c->have_seed) {
+			tinyc_error_at(ctx, g->src, u->loc, "MissingInput",
+				       "no input for BUFFER '%s' (give --in %s=FILE.npy or --random-inputs SEED)",
+				       u->name, u->name);
+			goto done;
+		}
+		int64_t shape[TINYC_MAX_RANK];
+		if (buffer_shape(g, u, m->bind, shape) < 0) {
+			tinyc_error_at(ctx, g->src, u->loc, "UnboundSymbol",
+				       "cannot make a random '%s': bind its sizes with --bind", u->name);
+			goto done;
+		}
+		if (u->strides) {	/* flat storage covering the strided view */
+			int64_t span = 1;
+			for (int d = 0; d < u->rank; d++) {
+				int64_t s = tinyc_dim_value(&u->strides[d], m->bind);
+				if (s < 0) {
+					tinyc_error_at(ctx, g->src, u->loc, "UnboundSymbol",
+						       "cannot make a random '%s': bind its strides", u->name);
+					goto done;
+				}
+				span += (shape[d] - 1) * s;
+			}
+			owned[u->slot] = tinyc_tensor_alloc(ctx, u->dtype, 1, &span);
+		} else {
+			owned[u->slot] = tinyc_tensor_alloc(ctx, u->dtype, u->rank, shape);
+		}
+		if (!owned[u->slot])
+			goto done;
+		tinyc_tensor_fill_random(owned[u->slot], c->seed * 1000003u + (uint64_t)u->slot);
+		io.in[u->slot] = owned[u->slot];
+	}
+	/* The device run.  The compiled CPU path joins here when its stages exist; until then
+	 * both devices are the reference evaluator, and --check would compare it with itself. */
+	if (tinyc_eval(ctx, g, m->bind, &io) < 0)
+		goto done;
+	printf("tinyc: ran %s on %s\n", c->file, !strcmp(c->device, "ref") ? "the reference evaluator" : "the CPU (reference evaluator)");
+	int failed = 0;
+	if (c->check) {
+		tinyc_error(ctx, "Unsupported",
+			    "--check needs a compiled device path; only the reference evaluator exists yet");
+		goto done;
+	}
+	int oi = 0;
+	for (int i = 0; i < g->n; i++) {
+		const tinyc_uop *u = &g->nodes[i];
+		if (u->op != TINYC_OP_OUTPUT)
+			continue;
+		const tinyc_tensor *t = io.out[oi++];
+		print_summary(u->name, t);
+		for (int k = 0; k < c->nout; k++)
+			if (!strcmp(c->out[k].name, u->name) && tinyc_npy_write(ctx, c->out[k].path, t) < 0)
+				goto done;
+	}
+	rc = failed ? EXIT_DIAG : EXIT_OK;
+done:
+	tinyc_io_clear_outputs(&io);
+	tinyc_io_clear_outputs(&ref);
+	for (int i = 0; owned && i < io.nin; i++)
+		tinyc_tensor_free(owned[i]);
+	free(owned);
+	free(io.in);
+	free(ref.in);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	cli c = {0};
+	int rc = parse_args(argc, argv, &c);
+	if (rc >= 0) {
+		cli_free(&c);
+		return rc;
+	}
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	if (!ctx) {
+		fprintf(stderr, "tinyc: error: OutOfMemory\n");
+		cli_free(&c);
+		return EXIT_DIAG;
+	}
+	c.opt.bind = c.bind;
+	tinyc_source *src = tinyc_source_read(ctx, c.file);
+	tinyc_module *m = src ? tinyc_module_alloc(ctx, src, &c.opt) : NULL;
+	if (!m) {
+		rc = EXIT_DIAG;
+	} else if (!strcmp(c.cmd, "run")) {
+		rc = cmd_run(ctx, &c, m);
+	} else {
+		rc = cmd_compile(ctx, &c, m);
+	}
+	fflush(stdout);
+	tinyc_ctx_print_diags(ctx, stderr);
+	if (rc == EXIT_OK && tinyc_ctx_error_count(ctx))
+		rc = EXIT_DIAG;
+	tinyc_module_free(m);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
+	cli_free(&c);
+	return rc;
+}
