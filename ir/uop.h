@@ -106,6 +106,28 @@ typedef enum tinyc_redop {
 } tinyc_redop;
 const char *tinyc_redop_name(tinyc_redop r);
 
+/* Attribute keys, in the order the canonical printer writes them. */
+typedef enum tinyc_attr {
+	TINYC_ATTR_SLOT,	/* slot=     BUFFER */
+	TINYC_ATTR_NAME,	/* name=     BUFFER, OUTPUT */
+	TINYC_ATTR_STRIDES,	/* strides=  BUFFER, OUTPUT */
+	TINYC_ATTR_SHAPE,	/* shape=    RESHAPE, EXPAND */
+	TINYC_ATTR_PERM,	/* perm=     PERMUTE */
+	TINYC_ATTR_OP,		/* op=       REDUCE */
+	TINYC_ATTR_AXES,	/* axes=     REDUCE, FLIP */
+	TINYC_ATTR_KEEPDIM,	/* keepdim=  REDUCE */
+	TINYC_ATTR_ACC,		/* acc=      REDUCE */
+	TINYC_ATTR_PADS,	/* pads=     PAD */
+	TINYC_ATTR_BOUNDS,	/* bounds=   SHRINK */
+	TINYC_ATTR_COUNT,
+	TINYC_ATTR_NONE = -1,
+} tinyc_attr;
+const char *tinyc_attr_name(tinyc_attr a);
+/* Parse an attribute key; TINYC_ATTR_NONE if unknown. */
+tinyc_attr tinyc_attr_from_name(const char *s, int len);
+/* Whether op takes attribute a: 0 no, 1 optional, 2 required. */
+int tinyc_op_attr(tinyc_op op, tinyc_attr a);
+
 /* A size: a constant (sym < 0) or a symbol of the graph (sym >= 0). */
 typedef struct tinyc_dim {
 	int64_t val;		/* the size when sym < 0 */
@@ -132,6 +154,10 @@ typedef struct tinyc_uop {
 	tinyc_loc loc;		/* position of the '%' that starts the line */
 	tinyc_loc src_loc[3];	/* positions of the operands, for diagnostics */
 	tinyc_loc attr_loc;	/* position of the first attribute, for diagnostics */
+	tinyc_loc op_loc;	/* position of the op name */
+	tinyc_loc type_loc;	/* position of the dtype after ':' */
+	tinyc_loc shape_loc;	/* position of the '[' of the line's shape */
+	tinyc_loc attr_locs[TINYC_ATTR_COUNT];	/* each attribute's value, {0,0} if absent */
 
 	/* attributes */
 	int64_t slot;		/* BUFFER: input slot */
@@ -178,10 +204,15 @@ void tinyc_graph_free(__tinyc_take tinyc_graph *g);
 
 /* Graph construction, for the parser and for users who embed the library. */
 __tinyc_give tinyc_graph *tinyc_graph_alloc(tinyc_ctx *ctx);
-/* Append a zeroed node; returns its index or -1 (OutOfMemory on ctx). */
+/* Append a zeroed node (except keepdim = 1, acc = TINYC_DTYPE_NONE, src[] = -1);
+ * returns its index or -1 (OutOfMemory on ctx). */
 int tinyc_graph_add(tinyc_ctx *ctx, tinyc_graph *g, tinyc_op op, tinyc_dtype dt);
 /* Find or add a size symbol; returns its index or -1. */
 int tinyc_graph_symbol(tinyc_ctx *ctx, tinyc_graph *g, const char *name, int len);
+/* Append a symbol the caller knows is new (no search); returns its index or -1. */
+int tinyc_graph_symbol_new(tinyc_ctx *ctx, tinyc_graph *g, const char *name, int len);
+/* Free what a node owns (id, shape, attribute arrays, strings) and zero it. */
+void tinyc_uop_clear(tinyc_uop *u);
 /* Index of the node whose id is `id`, or -1. */
 int tinyc_graph_find(const tinyc_graph *g, const char *id);
 
