@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "ir/pass.h"
+#include "lower/lower.h"
 
 /* Stage "uop": parse the text into a UOp DAG. */
 static int uop_run(tinyc_module *m)
@@ -35,6 +36,9 @@ static int uop_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
 
 static const tinyc_pass passes[] = {
 	{"uop", "the UOp DAG, canonical form (text or dot)", uop_run, uop_verify, uop_print, NULL},
+	{"indexbook", "per value: axes, AxisMaps (affine + floordiv), domains",
+	 tinyc_indexbook_pass_run, tinyc_indexbook_pass_verify, tinyc_indexbook_pass_print,
+	 tinyc_indexbook_pass_free},
 };
 
 const tinyc_pass *tinyc_pipeline(int *n)
