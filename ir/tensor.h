@@ -31,6 +31,19 @@ int64_t tinyc_tensor_numel(const tinyc_tensor *t);
 /* Element i (flat C-order index) converted to double / stored from double. */
 double tinyc_tensor_get(const tinyc_tensor *t, int64_t i);
 void tinyc_tensor_set(tinyc_tensor *t, int64_t i, double v);
+/* Element i as a 64-bit integer: signed types sign-extended, unsigned types as their bits
+ * (a ulong above INT64_MAX comes back as its two's-complement pattern), bool 0/1, floats
+ * converted like CAST (truncated toward zero, saturated, NaN -> 0). */
+int64_t tinyc_tensor_get_int(const tinyc_tensor *t, int64_t i);
+/* Store v: wrapped to the width of an integer dtype (two's complement), != 0 for bool,
+ * rounded to nearest even for floats. */
+void tinyc_tensor_set_int(tinyc_tensor *t, int64_t i, int64_t v);
+/* x converted to dtype dt and back to double: floats round to nearest even (overflow to
+ * inf, NaN stays NaN; half/bfloat16 directly from double, without double rounding);
+ * integers truncate toward zero and saturate (NaN -> 0); bool is x != 0. */
+double tinyc_round_to_dtype(tinyc_dtype dt, double x);
+/* The integer v (as uint64 bits when from_unsigned) rounded once to the float dtype dt. */
+double tinyc_int_to_float(tinyc_dtype dt, int64_t v, int from_unsigned);
 /* Fill with seeded pseudo-random values: floats uniform in [-1,1), ints in a small range,
  * bools 0/1.  The same seed gives the same bytes on every machine. */
 void tinyc_tensor_fill_random(tinyc_tensor *t, uint64_t seed);
@@ -49,11 +62,18 @@ typedef struct tinyc_io {
 	tinyc_tensor **out;		/* per OUTPUT in graph order (filled by a run, owned) */
 } tinyc_io;
 
-/* Bind every unbound symbol from the shapes of the inputs; an inconsistency
- * (M=4 from X, M=5 from Y) is a diagnostic.  Returns 0 or -1. */
+/* Bind every unbound symbol from the shapes of the inputs present (a missing input is
+ * skipped here, so a caller may generate it once its sizes are known; tinyc_eval reports
+ * MissingInput).  Diagnostics: InconsistentBinding (M=4 from X, M=5 from Y, or M given as 4
+ * and X has 5), InputMismatch (wrong dtype, rank or constant dim).  BUFFERs with strides=
+ * only have their dtype checked.  Returns 0 or -1. */
 int tinyc_bind_from_inputs(tinyc_ctx *ctx, const tinyc_graph *g, tinyc_bindings *b,
 			   const tinyc_io *io);
-/* Evaluate g (verified, every symbol bound) on io->in, allocating io->out.
+/* Evaluate g (verified, every symbol bound: UnboundSymbol otherwise) on io->in, allocating
+ * io->out (any previous outputs are freed first; on error there are none).  Numerics and
+ * the choices DESIGN.md leaves open (integer division by zero gives 0, float -> int
+ * saturates, MAX ignores NaN, ...) are listed at the top of ir/eval.c.  A node above 2^31
+ * elements is TooLarge.
  * A BUFFER with strides= reads its tensor as flat storage at those strides; an OUTPUT with
  * strides= writes into flat storage of 1 + sum((shape-1)*stride) elements, zero elsewhere. */
 int tinyc_eval(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b, tinyc_io *io);
