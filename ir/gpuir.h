@@ -1,0 +1,465 @@
+/* GPU IR (DESIGN.md §1, seed 002 §6): the kernels tinyc hands to the CUDA printer.
+ *
+ * A module holds kernels and the buffers they exchange.  A kernel has
+ *   - variables: parameters (global pointers with dtype and const-ness, integer scalars
+ *     carrying size symbols, TMA descriptors), shared arrays (static or placed in the
+ *     dynamic segment, with an alignment), register scalars and register arrays;
+ *   - a launch configuration: grid extents as expressions over the size symbols, fixed
+ *     block extents, dynamic shared memory bytes;
+ *   - a body: a statement tree.
+ *
+ * Statements: block, for (general condition, step, unroll hint), if, decl (register scalar
+ * with optional initial value, or register array with optional fill value), assign,
+ * store (optionally predicated), atomic, barrier, warp shuffle, copy (vectorised, zero
+ * filling when its predicate is false; synchronous or cp.async), cp.async commit/wait,
+ * ldmatrix(.trans), mma.sync m16n8k16, mbarrier init/expect_tx/arrive/wait, TMA tensor
+ * loads, fences and comments.  Expressions: integer and float constants, variables, size
+ * symbols (module level only), thread/block ids and dims, loads (optionally predicated:
+ * zero when the predicate is false), unary/binary/select/cast/bitcast, math calls.
+ *
+ * Typing: there is no implicit promotion.  Both operands of an arithmetic, bitwise or
+ * comparison operator have one dtype; comparisons and the logical operators produce bool;
+ * indices are integers; predicates and conditions are bool.  Arithmetic on half/bfloat16
+ * rounds its result to the 16-bit type (as __hadd etc. do); tinyc's own lowering computes
+ * 16-bit values in float and rounds only where the reference semantics materialise them.
+ * DIV and MOD truncate toward zero (C); FLOORDIV rounds toward -inf (isl's fdiv_q).
+ * MIN and MAX on floats follow fminf/fmaxf (a NaN operand yields the other operand).
+ *
+ * Everything a kernel owns (variables, expressions, statements, strings) lives in the
+ * module's arena and is freed with the module, so expressions may be shared freely
+ * (a DAG).  Builders propagate NULL in the manner of isl: a constructor given a NULL
+ * operand returns NULL, and an allocation failure reports OutOfMemory on the context.
+ *
+ * Warp-level and asynchronous operations (ldmatrix, mma, cp.async, mbarrier, TMA) are
+ * designed for the tensor-core templates; their operand conventions are documented at
+ * each constructor.  A pipeline (tinyc_gpipe) names a ring of `stages` buffers filled by
+ * cp.async groups or by TMA with one mbarrier per stage; the statements that advance it
+ * carry its index so the verifier and the dumps can relate them.
+ */
+#ifndef TINYC_IR_GPUIR_H
+#define TINYC_IR_GPUIR_H
+
+#include <stdint.h>
+
+#include "ir/ctx.h"
+#include "ir/dtype.h"
+#include "ir/uop.h"
+
+/* ---------------------------------------------------------------- variables ---- */
+
+typedef enum tinyc_gvar_kind {
+	TINYC_GV_PARAM_PTR,	/* parameter: global pointer to `dtype` elements */
+	TINYC_GV_PARAM_INT,	/* parameter: integer scalar (a size symbol), dtype int/long */
+	TINYC_GV_PARAM_TMAP,	/* parameter: a TMA tensor map (CUtensorMap, __grid_constant__) */
+	TINYC_GV_SHARED,	/* shared array of `count` elements */
+	TINYC_GV_REG,		/* register scalar (also loop iterators) */
+	TINYC_GV_REG_ARRAY,	/* register array of `count` elements (fragments, accumulators) */
+} tinyc_gvar_kind;
+
+/* One variable of a kernel; referred to by its index in the kernel's vars. */
+typedef struct tinyc_gvar {
+	tinyc_gvar_kind kind;	/* what it is */
+	char *name;		/* unique C identifier within the kernel (builder sanitises) */
+	tinyc_dtype dtype;	/* element / value type (TINYC_DTYPE_NONE for TMAP) */
+	int is_const;		/* PARAM_PTR: the kernel only reads through it */
+	int64_t count;		/* SHARED, REG_ARRAY: number of elements */
+	int align;		/* SHARED: byte alignment (power of two, >= element size) */
+	int dynamic;		/* SHARED: placed in the dynamic segment at `offset` */
+	int64_t offset;		/* SHARED dynamic: byte offset in the dynamic segment */
+	int sym;		/* PARAM_INT: graph symbol it carries, else -1 */
+	int buf;		/* PARAM_PTR: module buffer it points to, else -1 */
+	int is_param;		/* 1 for the PARAM_* kinds */
+} tinyc_gvar;
+
+/* -------------------------------------------------------------- expressions ---- */
+
+typedef enum tinyc_gx_op {
+	TINYC_GX_INT,		/* integer (or bool) constant `ival` */
+	TINYC_GX_FLOAT,		/* floating constant `fval` (inf/nan allowed) */
+	TINYC_GX_VAR,		/* value of a REG or PARAM_INT variable `var` */
+	TINYC_GX_SYM,		/* graph size symbol `sym` (module-level expressions only) */
+	TINYC_GX_SPECIAL,	/* thread/block id or dim `special` */
+	TINYC_GX_LOAD,		/* var[arg0], or (arg1 ? var[arg0] : 0) when arg1 != NULL */
+	/* unary: arg0 */
+	TINYC_GX_NEG,		/* -a */
+	TINYC_GX_NOT,		/* !a (bool) */
+	TINYC_GX_BITNOT,	/* ~a (integers) */
+	/* binary: arg0, arg1 */
+	TINYC_GX_ADD,
+	TINYC_GX_SUB,
+	TINYC_GX_MUL,
+	TINYC_GX_DIV,		/* floats: a / b; integers: truncating (C) */
+	TINYC_GX_MOD,		/* integers: C remainder (sign of a) */
+	TINYC_GX_FLOORDIV,	/* integers: floor(a / b), b > 0 (isl fdiv_q) */
+	TINYC_GX_MIN,
+	TINYC_GX_MAX,
+	TINYC_GX_AND,		/* bitwise (bool: logical, both evaluated) */
+	TINYC_GX_OR,
+	TINYC_GX_XOR,
+	TINYC_GX_SHL,
+	TINYC_GX_SHR,		/* arithmetic for signed, logical for unsigned */
+	TINYC_GX_LAND,		/* a && b (bool, short-circuit) */
+	TINYC_GX_LOR,		/* a || b (bool, short-circuit) */
+	TINYC_GX_LT,
+	TINYC_GX_LE,
+	TINYC_GX_GT,
+	TINYC_GX_GE,
+	TINYC_GX_EQ,
+	TINYC_GX_NE,
+	/* others */
+	TINYC_GX_SELECT,	/* arg0 ? arg1 : arg2 (only the chosen arm is evaluated) */
+	TINYC_GX_CAST,		/* value conversion of arg0 to dtype */
+	TINYC_GX_BITCAST,	/* reinterpretation of arg0's bits (same size) as dtype */
+	TINYC_GX_CALL,		/* math function `math` of arg0[, arg1, arg2] */
+	TINYC_GX_OP_COUNT,
+} tinyc_gx_op;
+
+/* Thread and block coordinates (all of dtype int). */
+typedef enum tinyc_gspecial {
+	TINYC_GSP_TID_X, TINYC_GSP_TID_Y, TINYC_GSP_TID_Z,	/* threadIdx */
+	TINYC_GSP_BID_X, TINYC_GSP_BID_Y, TINYC_GSP_BID_Z,	/* blockIdx */
+	TINYC_GSP_NTID_X, TINYC_GSP_NTID_Y, TINYC_GSP_NTID_Z,	/* blockDim */
+	TINYC_GSP_NBID_X, TINYC_GSP_NBID_Y, TINYC_GSP_NBID_Z,	/* gridDim */
+	TINYC_GSP_LANE,		/* linear thread index % 32 */
+	TINYC_GSP_WARP,		/* linear thread index / 32 */
+	TINYC_GSP_COUNT,
+} tinyc_gspecial;
+
+/* Math functions (float/double; the result has the argument's dtype). */
+typedef enum tinyc_gmath {
+	TINYC_GM_SQRT, TINYC_GM_RSQRT, TINYC_GM_EXP2, TINYC_GM_LOG2, TINYC_GM_EXP,
+	TINYC_GM_LOG, TINYC_GM_SIN, TINYC_GM_COS, TINYC_GM_TRUNC, TINYC_GM_FLOOR,
+	TINYC_GM_CEIL, TINYC_GM_FABS, TINYC_GM_TANH,
+	TINYC_GM_FMA,		/* three arguments: a * b + c, rounded once */
+	TINYC_GM_COUNT,
+} tinyc_gmath;
+
+typedef struct tinyc_gexpr {
+	tinyc_gx_op op;			/* the operator */
+	tinyc_dtype dtype;		/* result type */
+	struct tinyc_gexpr *arg[3];	/* operands (NULL where unused) */
+	int64_t ival;			/* INT */
+	double fval;			/* FLOAT */
+	int var;			/* VAR, LOAD: variable index; -1 otherwise */
+	int sym;			/* SYM: graph symbol index */
+	tinyc_gspecial special;		/* SPECIAL */
+	tinyc_gmath math;		/* CALL */
+} tinyc_gexpr;
+
+/* --------------------------------------------------------------- statements ---- */
+
+typedef enum tinyc_gs_op {
+	TINYC_GS_BLOCK,		/* stmts[0..nstmts) in order, one scope */
+	TINYC_GS_FOR,		/* for (dst.var = init; cond; dst.var += step) body */
+	TINYC_GS_IF,		/* if (cond) body else else_body */
+	TINYC_GS_DECL,		/* declare dst.var: REG (value = initial value or NULL),
+				 * REG_ARRAY (value = fill value for every element or NULL) */
+	TINYC_GS_ASSIGN,	/* dst.var = value (REG) */
+	TINYC_GS_STORE,		/* if (pred) dst.var[dst.index] = value (global/shared/reg array) */
+	TINYC_GS_ATOMIC,	/* if (pred) atomic `atomic_op` of value into dst.var[dst.index] */
+	TINYC_GS_BARRIER,	/* __syncthreads() */
+	TINYC_GS_SHFL,		/* dst.var = shuffle `shfl`(value, lane, width = n) over the full warp */
+	TINYC_GS_COPY,		/* n elements: dst.var[dst.index + i] = pred ? src.var[src.index + i] : 0;
+				 * one vector access of n * size bytes (4, 8 or 16 when n > 1, aligned);
+				 * async: cp.async (global -> shared, n*size in {4, 8, 16}) */
+	TINYC_GS_CP_COMMIT,	/* cp.async.commit_group (pipeline `pipe`) */
+	TINYC_GS_CP_WAIT,	/* cp.async.wait_group n: at most n groups still pending */
+	TINYC_GS_LDMATRIX,	/* ldmatrix.sync.aligned.m8n8.x{n}[.trans].shared.b16:
+				 * dst.var (REG_ARRAY) at element dst.index receives n 32-bit regs;
+				 * src.var (SHARED) at element src.index is this lane's row address */
+	TINYC_GS_MMA,		/* mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32 (T = half/bfloat16):
+				 * D = dst, A = src, B = src2, C = src3 (REG_ARRAYs at element offsets) */
+	TINYC_GS_MBAR_INIT,	/* mbarrier.init.shared.b64 [dst], n (arrival count) */
+	TINYC_GS_MBAR_EXPECT_TX,	/* mbarrier.arrive.expect_tx.shared.b64 [dst], value bytes */
+	TINYC_GS_MBAR_ARRIVE,	/* mbarrier.arrive.shared.b64 [dst] */
+	TINYC_GS_MBAR_WAIT,	/* wait on [dst] until the phase with parity `value` completed */
+	TINYC_GS_TMA_LOAD,	/* cp.async.bulk.tensor.{n}d.shared::cluster.global.mbarrier:
+				 * box at coord[0..n) of tensor map src.var into dst (shared),
+				 * completing on the mbarrier src2 */
+	TINYC_GS_FENCE,		/* `fence` */
+	TINYC_GS_COMMENT,	/* a comment line `text` */
+	TINYC_GS_OP_COUNT,
+} tinyc_gs_op;
+
+/* Atomic operations. */
+typedef enum tinyc_gatomic {
+	TINYC_GA_ADD,
+	TINYC_GA_MAX,
+	TINYC_GA_MIN,
+} tinyc_gatomic;
+
+/* Warp shuffles (__shfl_*_sync with the full mask). */
+typedef enum tinyc_gshfl {
+	TINYC_GSHFL_IDX,	/* from lane `lane` */
+	TINYC_GSHFL_UP,		/* from lane - lane */
+	TINYC_GSHFL_DOWN,	/* from lane + lane */
+	TINYC_GSHFL_XOR,	/* from lane ^ lane */
+} tinyc_gshfl;
+
+/* Fences. */
+typedef enum tinyc_gfence {
+	TINYC_GF_BLOCK,		/* __threadfence_block() */
+	TINYC_GF_GLOBAL,	/* __threadfence() */
+	TINYC_GF_PROXY_ASYNC,	/* fence.proxy.async.shared::cta (generic -> async proxy) */
+	TINYC_GF_MBAR_INIT,	/* fence.mbarrier_init.release.cluster */
+} tinyc_gfence;
+
+/* A memory reference: var, and an element index where the statement needs one. */
+typedef struct tinyc_gref {
+	int var;		/* variable index, -1 when unused */
+	struct tinyc_gexpr *index;	/* element index (NULL for scalars) */
+} tinyc_gref;
+
+typedef struct tinyc_gstmt {
+	tinyc_gs_op op;			/* the statement kind */
+	tinyc_gref dst;			/* target (see tinyc_gs_op) */
+	tinyc_gref src, src2, src3;	/* sources (COPY, LDMATRIX, MMA, TMA_LOAD) */
+	tinyc_gexpr *value;		/* DECL/ASSIGN/STORE/ATOMIC/SHFL value, MBAR bytes/parity */
+	tinyc_gexpr *pred;		/* STORE/ATOMIC/COPY predicate, NULL = always */
+	tinyc_gexpr *init, *cond, *step;	/* FOR; IF uses cond; SHFL uses cond as lane */
+	tinyc_gexpr *coord[5];		/* TMA_LOAD box coordinates (innermost first) */
+	int n;				/* COPY elements, CP_WAIT groups, LDMATRIX matrices,
+					 * SHFL width, MBAR_INIT count, TMA rank */
+	int unroll;			/* FOR: 0 none, -1 full, k > 0 factor */
+	int trans;			/* LDMATRIX: .trans */
+	int async;			/* COPY: cp.async */
+	int pipe;			/* CP_*, MBAR_*, TMA_LOAD: pipeline index, or -1 */
+	tinyc_gatomic atomic_op;	/* ATOMIC */
+	tinyc_gshfl shfl;		/* SHFL */
+	tinyc_gfence fence;		/* FENCE */
+	struct tinyc_gstmt **stmts;	/* BLOCK children */
+	int nstmts;			/* BLOCK: number of children */
+	int cap;			/* BLOCK: allocated children */
+	struct tinyc_gstmt *body;	/* FOR body, IF then */
+	struct tinyc_gstmt *else_body;	/* IF else, or NULL */
+	char *text;			/* COMMENT */
+} tinyc_gstmt;
+
+/* --------------------------------------------------------- kernels, module ---- */
+
+/* How a pipeline's stages are filled. */
+typedef enum tinyc_gpipe_kind {
+	TINYC_GPIPE_CP_ASYNC,	/* cp.async groups, waited with cp.async.wait_group */
+	TINYC_GPIPE_TMA,	/* TMA loads completing on one mbarrier per stage */
+} tinyc_gpipe_kind;
+
+/* A multi-stage software pipeline (a ring of shared buffers). */
+typedef struct tinyc_gpipe {
+	char *name;		/* for dumps */
+	tinyc_gpipe_kind kind;	/* cp.async or TMA */
+	int stages;		/* ring depth (2..8) */
+	int mbar;		/* TMA: SHARED uint64 array of `stages` mbarriers, else -1 */
+} tinyc_gpipe;
+
+struct tinyc_gpu_module;
+
+typedef struct tinyc_gkernel {
+	struct tinyc_gpu_module *mod;	/* the module (arena, context) */
+	char *name;			/* C identifier, unique in the module */
+	int nvar;			/* number of variables */
+	int capvar;			/* allocated variables */
+	tinyc_gvar *vars;		/* variables, by index */
+	int nparam;			/* number of parameters */
+	int *params;			/* variable indices of the parameters, signature order */
+	int npipe;			/* number of pipelines */
+	tinyc_gpipe *pipes;		/* pipelines */
+	tinyc_gstmt *body;		/* the kernel body (a BLOCK) */
+	tinyc_gexpr *grid[3];		/* grid extents: module-level expressions (SYM, constants) */
+	int block[3];			/* block extents */
+	int64_t dyn_smem;		/* bytes of dynamic shared memory */
+	int min_blocks_per_sm;		/* __launch_bounds__ second argument, 0 = none */
+	tinyc_dtype index_dtype;	/* type of index arithmetic: int or long */
+	char *comment;			/* what the kernel computes (dumped above it), or NULL */
+	int first_var_scratch;		/* builder bookkeeping: next suffix for unique names */
+} tinyc_gkernel;
+
+/* What a module buffer is. */
+typedef enum tinyc_gbuf_role {
+	TINYC_GB_INPUT,		/* a BUFFER of the graph (slot) */
+	TINYC_GB_OUTPUT,	/* an OUTPUT of the graph (output index, graph order) */
+	TINYC_GB_TEMP,		/* an intermediate the schedule planned */
+} tinyc_gbuf_role;
+
+/* A device buffer the kernels of a module read or write. */
+typedef struct tinyc_gbuf {
+	char *name;		/* tensor name (BUFFER/OUTPUT name=) or "tN" for temporaries */
+	tinyc_gbuf_role role;	/* input, output, temporary */
+	int index;		/* INPUT: slot; OUTPUT: output index; TEMP: temp number */
+	int node;		/* the UOp node it holds (BUFFER, OUTPUT, materialised node) */
+	tinyc_dtype dtype;	/* element type */
+	int rank;		/* logical rank */
+	tinyc_dim shape[TINYC_MAX_RANK];	/* logical shape (constants or symbols) */
+	int has_strides;	/* storage is strided (BUFFER/OUTPUT strides=) */
+	tinyc_dim strides[TINYC_MAX_RANK];	/* element strides when has_strides */
+} tinyc_gbuf;
+
+typedef struct tinyc_gpu_module {
+	tinyc_ctx *ctx;			/* diagnostics (kept) */
+	struct tinyc_garena *arena;	/* owns every node, var table and string */
+	int nkernel;			/* number of kernels */
+	int capkernel;			/* allocated kernels */
+	tinyc_gkernel **kernels;	/* kernels in launch order */
+	int nbuf;			/* number of buffers */
+	int capbuf;			/* allocated buffers */
+	tinyc_gbuf *bufs;		/* buffers */
+	int nsym;			/* graph symbols */
+	char **syms;			/* symbol names (arena copies) */
+	int64_t *sym_bound;		/* compile-time value per symbol, -1 when unbound */
+	char target[16];		/* "sm_80": the architecture the kernels are built for */
+	int arch_major, arch_minor;	/* its compute capability */
+} tinyc_gpu_module;
+
+/* ------------------------------------------------------------------ builder ---- */
+
+__tinyc_give tinyc_gpu_module *tinyc_gpu_module_alloc(tinyc_ctx *ctx);
+void tinyc_gpu_module_free(__tinyc_take tinyc_gpu_module *m);
+/* Copy the graph's symbol names (and compile-time values from b, may be NULL). */
+int tinyc_gpu_set_symbols(tinyc_gpu_module *m, const tinyc_graph *g, const tinyc_bindings *b);
+/* Add a buffer (fields copied; name copied); returns its index or -1. */
+int tinyc_gpu_add_buf(tinyc_gpu_module *m, const tinyc_gbuf *buf);
+/* Copy a string into the module's arena. */
+char *tinyc_gpu_strdup(tinyc_gpu_module *m, const char *s);
+
+/* A new kernel named `name` (sanitised and made unique), appended in launch order, with an
+ * empty BLOCK body, block (1,1,1), grid (1,1,1) and index dtype int. */
+__tinyc_keep tinyc_gkernel *tinyc_gk_alloc(tinyc_gpu_module *m, const char *name);
+
+/* Variables.  Names are sanitised into C identifiers and made unique in the kernel.
+ * Each returns the variable's index, or -1 (diagnostic on the context). */
+int tinyc_gk_param_ptr(tinyc_gkernel *k, const char *name, tinyc_dtype dt, int is_const,
+		       int buf);
+int tinyc_gk_param_int(tinyc_gkernel *k, const char *name, tinyc_dtype dt, int sym);
+int tinyc_gk_param_tmap(tinyc_gkernel *k, const char *name);
+/* Shared array; align 0 means the element size (at least 16 for dynamic ones).  A dynamic
+ * array is placed at the next suitably aligned offset of the dynamic segment, and the
+ * kernel's dyn_smem grows to cover it. */
+int tinyc_gk_shared(tinyc_gkernel *k, const char *name, tinyc_dtype dt, int64_t count,
+		    int align, int dynamic);
+int tinyc_gk_reg(tinyc_gkernel *k, const char *name, tinyc_dtype dt);
+int tinyc_gk_reg_array(tinyc_gkernel *k, const char *name, tinyc_dtype dt, int64_t count);
+/* A pipeline record; returns its index or -1. */
+int tinyc_gk_pipe(tinyc_gkernel *k, const char *name, tinyc_gpipe_kind kind, int stages,
+		  int mbar);
+/* The variable of a PARAM_INT for graph symbol `sym`, created on first use (dtype: the
+ * kernel's index dtype; name: the symbol's). */
+int tinyc_gk_sym_param(tinyc_gkernel *k, int sym);
+/* Put the parameters in the canonical order: pointers (as created), tensor maps, ints
+ * (by symbol).  Call once the kernel is complete. */
+void tinyc_gk_sort_params(tinyc_gkernel *k);
+/* Bytes of static shared memory the kernel declares. */
+int64_t tinyc_gk_static_smem(const tinyc_gkernel *k);
+
+/* Expressions.  Binary/unary constructors fold constants and the identities x+0, x-0,
+ * x*1, x*0, x/1 (integers only), 0+x, 1*x, and true/false in logical operators. */
+tinyc_gexpr *tinyc_gx_int(tinyc_gkernel *k, tinyc_dtype dt, int64_t v);
+tinyc_gexpr *tinyc_gx_float(tinyc_gkernel *k, tinyc_dtype dt, double v);
+tinyc_gexpr *tinyc_gx_bool(tinyc_gkernel *k, int v);
+tinyc_gexpr *tinyc_gx_var(tinyc_gkernel *k, int var);
+tinyc_gexpr *tinyc_gx_sym(tinyc_gkernel *k, int sym);
+tinyc_gexpr *tinyc_gx_special(tinyc_gkernel *k, tinyc_gspecial s);
+tinyc_gexpr *tinyc_gx_load(tinyc_gkernel *k, int var, __tinyc_keep tinyc_gexpr *index,
+			   __tinyc_keep tinyc_gexpr *pred);
+tinyc_gexpr *tinyc_gx_unary(tinyc_gkernel *k, tinyc_gx_op op, tinyc_gexpr *a);
+tinyc_gexpr *tinyc_gx_binary(tinyc_gkernel *k, tinyc_gx_op op, tinyc_gexpr *a, tinyc_gexpr *b);
+tinyc_gexpr *tinyc_gx_select(tinyc_gkernel *k, tinyc_gexpr *c, tinyc_gexpr *a, tinyc_gexpr *b);
+tinyc_gexpr *tinyc_gx_cast(tinyc_gkernel *k, tinyc_dtype dt, tinyc_gexpr *a);
+tinyc_gexpr *tinyc_gx_bitcast(tinyc_gkernel *k, tinyc_dtype dt, tinyc_gexpr *a);
+tinyc_gexpr *tinyc_gx_call(tinyc_gkernel *k, tinyc_gmath f, tinyc_gexpr *a, tinyc_gexpr *b,
+			   tinyc_gexpr *c);
+/* Integer helpers: ceil(a / b) for a >= 0, b > 0, and min/max of two. */
+tinyc_gexpr *tinyc_gx_ceildiv(tinyc_gkernel *k, tinyc_gexpr *a, tinyc_gexpr *b);
+/* Structural equality of two expressions. */
+int tinyc_gx_equal(const tinyc_gexpr *a, const tinyc_gexpr *b);
+/* Whether e is the integer constant v. */
+int tinyc_gx_is_int(const tinyc_gexpr *e, int64_t v);
+
+/* Statements.  A BLOCK grows with tinyc_gs_append. */
+tinyc_gstmt *tinyc_gs_block(tinyc_gkernel *k);
+/* Append s to block; returns 0, or -1 when either is NULL or on OOM. */
+int tinyc_gs_append(tinyc_gkernel *k, tinyc_gstmt *block, tinyc_gstmt *s);
+tinyc_gstmt *tinyc_gs_for(tinyc_gkernel *k, int var, tinyc_gexpr *init, tinyc_gexpr *cond,
+			  tinyc_gexpr *step, int unroll, tinyc_gstmt *body);
+/* for (var = lo; var < hi; var += step) */
+tinyc_gstmt *tinyc_gs_for_range(tinyc_gkernel *k, int var, tinyc_gexpr *lo, tinyc_gexpr *hi,
+				tinyc_gexpr *step, int unroll, tinyc_gstmt *body);
+tinyc_gstmt *tinyc_gs_if(tinyc_gkernel *k, tinyc_gexpr *cond, tinyc_gstmt *then,
+			 tinyc_gstmt *els);
+tinyc_gstmt *tinyc_gs_decl(tinyc_gkernel *k, int var, tinyc_gexpr *init);
+tinyc_gstmt *tinyc_gs_assign(tinyc_gkernel *k, int var, tinyc_gexpr *value);
+tinyc_gstmt *tinyc_gs_store(tinyc_gkernel *k, int var, tinyc_gexpr *index, tinyc_gexpr *value,
+			    tinyc_gexpr *pred);
+tinyc_gstmt *tinyc_gs_atomic(tinyc_gkernel *k, tinyc_gatomic op, int var, tinyc_gexpr *index,
+			     tinyc_gexpr *value, tinyc_gexpr *pred);
+tinyc_gstmt *tinyc_gs_barrier(tinyc_gkernel *k);
+tinyc_gstmt *tinyc_gs_shfl(tinyc_gkernel *k, tinyc_gshfl kind, int dst, tinyc_gexpr *value,
+			   tinyc_gexpr *lane, int width);
+/* Copy n elements; async selects cp.async (dst shared, src global). */
+tinyc_gstmt *tinyc_gs_copy(tinyc_gkernel *k, int dst, tinyc_gexpr *dst_index, int src,
+			   tinyc_gexpr *src_index, int n, tinyc_gexpr *pred, int async);
+tinyc_gstmt *tinyc_gs_cp_commit(tinyc_gkernel *k, int pipe);
+tinyc_gstmt *tinyc_gs_cp_wait(tinyc_gkernel *k, int pipe, int pending);
+/* ldmatrix: `num` (1, 2, 4) 8x8 b16 matrices; dst is a REG_ARRAY of uint (one register per
+ * matrix, at register offset dst_off) or of half/bfloat16 (two elements per register, at
+ * an even element offset). */
+tinyc_gstmt *tinyc_gs_ldmatrix(tinyc_gkernel *k, int dst, tinyc_gexpr *dst_off, int src,
+			       tinyc_gexpr *src_index, int num, int trans);
+/* mma.sync m16n8k16 with fp32 accumulation: d, c are float REG_ARRAYs (4 elements from the
+ * given offsets); a (4 registers) and b (2 registers) are uint REG_ARRAYs at register
+ * offsets, or half/bfloat16 REG_ARRAYs at element offsets (8 and 4 elements); the
+ * fragment layouts are PTX's for mma.m16n8k16 .row.col. */
+tinyc_gstmt *tinyc_gs_mma(tinyc_gkernel *k, int d, tinyc_gexpr *d_off, int a, tinyc_gexpr *a_off,
+			  int b, tinyc_gexpr *b_off, int c, tinyc_gexpr *c_off);
+/* mbarriers: SHARED arrays of ulong; `index` selects the barrier. */
+tinyc_gstmt *tinyc_gs_mbar_init(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
+				int count);
+tinyc_gstmt *tinyc_gs_mbar_expect_tx(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
+				     tinyc_gexpr *bytes);
+tinyc_gstmt *tinyc_gs_mbar_arrive(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index);
+tinyc_gstmt *tinyc_gs_mbar_wait(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
+				tinyc_gexpr *parity);
+/* TMA: load the box at coords[0..rank) (innermost first, int) of tensor map `tmap` into
+ * shared `dst` at element dst_index, completing on mbarrier bar[bar_index]. */
+tinyc_gstmt *tinyc_gs_tma_load(tinyc_gkernel *k, int pipe, int dst, tinyc_gexpr *dst_index,
+			       int tmap, int rank, tinyc_gexpr *const *coords, int bar,
+			       tinyc_gexpr *bar_index);
+tinyc_gstmt *tinyc_gs_fence(tinyc_gkernel *k, tinyc_gfence f);
+tinyc_gstmt *tinyc_gs_comment(tinyc_gkernel *k, const char *text);
+
+/* ------------------------------------------------------- verify, print, names ---- */
+
+/* Check every kernel: expression types, variable kinds, defined-before-use of registers
+ * (lexical scopes), const-ness of stores, barriers and warp-collective operations not
+ * under thread-dependent branches or loops (as far as a taint analysis sees), launch
+ * limits (block size <= 1024, shared memory).  smem_limit (bytes, 0 = unchecked) bounds
+ * static plus dynamic shared memory.  Returns 0, or -1 with GpuIrInvalid diagnostics. */
+int tinyc_gpu_verify(tinyc_ctx *ctx, __tinyc_keep const tinyc_gpu_module *m, int64_t smem_limit);
+/* The deterministic text dump (--dump-stage=gpuir). */
+void tinyc_gpu_print(__tinyc_keep const tinyc_gpu_module *m, tinyc_buf *out);
+/* Print one expression in the dump's syntax. */
+void tinyc_gpu_print_expr(const tinyc_gkernel *k, const tinyc_gexpr *e, tinyc_buf *out);
+
+const char *tinyc_gx_op_name(tinyc_gx_op op);
+const char *tinyc_gs_op_name(tinyc_gs_op op);
+const char *tinyc_gspecial_name(tinyc_gspecial s);
+const char *tinyc_gmath_name(tinyc_gmath f);
+
+/* -------------------------------------------------------------- interpreter ---- */
+
+/* Memory for tinyc_gpu_interp: one host array per module buffer (dtype-native layout, as
+ * tinyc_tensor stores elements), and a value per graph symbol. */
+typedef struct tinyc_gpu_mem {
+	void **buf;		/* per module buffer: storage (kept, not owned) */
+	int64_t *buf_elems;	/* per module buffer: storage size in elements (bounds checks) */
+	int64_t *sym;		/* per graph symbol: its value */
+} tinyc_gpu_mem;
+
+/* Run kernel k on the CPU: every block of the grid, its threads interleaved at barriers
+ * and warp-collective operations (shuffles, ldmatrix, mma) the way a GPU would order
+ * them.  Out-of-bounds accesses, reads of uninitialised registers, barrier divergence and
+ * deadlocks are GpuInterpError diagnostics.  Returns 0 or -1. */
+int tinyc_gpu_interp(tinyc_ctx *ctx, const tinyc_gpu_module *m, const tinyc_gkernel *k,
+		     const tinyc_gpu_mem *mem);
+/* Evaluate a module-level integer expression (grid extents) under symbol values. */
+int tinyc_gpu_eval_int(const tinyc_gexpr *e, const int64_t *sym, int64_t *out);
+
+#endif
