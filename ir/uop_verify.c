@@ -236,7 +236,8 @@ static int check_declared(verifier *v)
 {
 	const tinyc_uop *u = v->u;
 	if (u->rank < 0 || u->rank > TINYC_MAX_RANK || (u->rank > 0 && !u->shape)) {
-		err(v, u->shape_loc, "InvalidShape", "rank %d is outside 0..%d", u->rank, TINYC_MAX_RANK);
+		err(v, u->shape_loc, "InvalidShape",
+		    "rank %d is outside 0..%d", u->rank, TINYC_MAX_RANK);
 		return -1;
 	}
 	for (int k = 0; k < u->rank; k++) {
@@ -265,10 +266,12 @@ static int check_size(verifier *v)
 		return 0;
 	char *s = fmt_shape(v, u->rank, u->shape);
 	if (elem_count(v, u->rank, u->shape, &c) < 0)
-		err(v, u->shape_loc, "IntegerOverflow", "the element count of %s does not fit in int64",
+		err(v, u->shape_loc, "IntegerOverflow",
+		    "the element count of %s does not fit in int64",
 		    str(s));
 	else
-		err(v, u->shape_loc, "IntegerOverflow", "the byte size of %s%s does not fit in int64",
+		err(v, u->shape_loc, "IntegerOverflow",
+		    "the byte size of %s%s does not fit in int64",
 		    tinyc_dtype_name(u->dtype), str(s));
 	free(s);
 	return -1;
@@ -310,7 +313,8 @@ static int check_const(verifier *v)
 	int bad = 0;
 	if (u->rank != 0) {
 		char *s = fmt_shape(v, u->rank, u->shape);
-		err(v, u->shape_loc, "InvalidConst", "CONST is a scalar: its shape must be [], not %s",
+		err(v, u->shape_loc, "InvalidConst",
+		    "CONST is a scalar: its shape must be [], not %s",
 		    str(s));
 		free(s);
 		bad = -1;
@@ -353,7 +357,8 @@ static int check_const(verifier *v)
 	}
 	/* Float dtypes: a finite value must not round to infinity. */
 	double x = l->kind == TINYC_LIT_INT ? (double)l->i : l->f;
-	if (l->kind == TINYC_LIT_FLOAT && isinf(x) && !strstr(text, "inf") && !strstr(text, "INF")) {
+	if (l->kind == TINYC_LIT_FLOAT && isinf(x) && !strstr(text, "inf") &&
+	    !strstr(text, "INF")) {
 		err(v, at, "InvalidConst", "%s is out of the range of double", text);
 		return -1;
 	}
@@ -438,7 +443,8 @@ static int infer_dtype(verifier *v, tinyc_dtype *out)
 		return 0;
 	case TINYC_OP_BITCAST:
 		if (tinyc_dtype_size(d0) != tinyc_dtype_size(u->dtype)) {
-			err(v, u->type_loc, "TypeMismatch", "BITCAST from %s (%d bytes) to %s (%d bytes) "
+			err(v, u->type_loc, "TypeMismatch",
+			    "BITCAST from %s (%d bytes) to %s (%d bytes) "
 			    "changes the item size", tinyc_dtype_name(d0), tinyc_dtype_size(d0),
 			    tinyc_dtype_name(u->dtype), tinyc_dtype_size(u->dtype));
 			return -1;
@@ -455,8 +461,9 @@ static int infer_dtype(verifier *v, tinyc_dtype *out)
 		for (int k = 1; k < 3; k++) {
 			tinyc_dtype dk = n[u->src[k]].dtype;
 			if (dk != u->dtype) {
-				err(v, u->src_loc[k], "TypeMismatch", "WHERE value has dtype %s but "
-				    "the line says %s", tinyc_dtype_name(dk), tinyc_dtype_name(u->dtype));
+				err(v, u->src_loc[k], "TypeMismatch",
+				    "WHERE value has dtype %s but the line says %s",
+				    tinyc_dtype_name(dk), tinyc_dtype_name(u->dtype));
 				bad = -1;
 			}
 		}
@@ -474,17 +481,20 @@ static int infer_dtype(verifier *v, tinyc_dtype *out)
 		if ((u->redop == TINYC_RED_ADD || u->redop == TINYC_RED_MUL) &&
 		    tinyc_dtype_is_16bit_float(acc)) {
 			if (u->acc != TINYC_DTYPE_NONE)
-				err(v, aloc(v, TINYC_ATTR_ACC), "AccDtypeMissing", "REDUCE %s accumulates in %s; "
+				err(v, aloc(v, TINYC_ATTR_ACC), "AccDtypeMissing",
+				    "REDUCE %s accumulates in %s; "
 				    "accumulate in float (acc=float)", r, tinyc_dtype_name(acc));
 			else
-				err(v, u->type_loc, "AccDtypeMissing", "REDUCE %s would accumulate in %s; "
+				err(v, u->type_loc, "AccDtypeMissing",
+				    "REDUCE %s would accumulate in %s; "
 				    "give acc=float", r, tinyc_dtype_name(acc));
 			return -1;
 		}
 		if (!acc_holds(acc, d0, u->redop)) {
 			if (u->acc != TINYC_DTYPE_NONE)
-				err(v, aloc(v, TINYC_ATTR_ACC), "InvalidAttribute", "acc=%s cannot accumulate %s "
-				    "values under %s", tinyc_dtype_name(acc), tinyc_dtype_name(d0), r);
+				err(v, aloc(v, TINYC_ATTR_ACC), "InvalidAttribute",
+				    "acc=%s cannot accumulate %s values under %s",
+				    tinyc_dtype_name(acc), tinyc_dtype_name(d0), r);
 			else
 				err(v, u->type_loc, "TypeMismatch", "REDUCE %s of %s values cannot "
 				    "accumulate in %s (the line's dtype); CAST or give acc=",
@@ -493,8 +503,9 @@ static int infer_dtype(verifier *v, tinyc_dtype *out)
 		}
 		if (u->acc != TINYC_DTYPE_NONE &&
 		    tinyc_dtype_is_float(u->acc) != tinyc_dtype_is_float(u->dtype)) {
-			err(v, u->type_loc, "TypeMismatch", "REDUCE accumulating in %s cannot produce %s; "
-			    "CAST explicitly", tinyc_dtype_name(u->acc), tinyc_dtype_name(u->dtype));
+			err(v, u->type_loc, "TypeMismatch",
+			    "REDUCE accumulating in %s cannot produce %s; CAST explicitly",
+			    tinyc_dtype_name(u->acc), tinyc_dtype_name(u->dtype));
 			return -1;
 		}
 		return 0;
@@ -568,14 +579,16 @@ static int check_axes(verifier *v, int r, int seen[TINYC_MAX_RANK])
 	for (int k = 0; k < u->naxes; k++) {
 		int64_t a = u->axes[k];
 		if (a < -r || a >= r) {
-			err(v, aloc(v, TINYC_ATTR_AXES), "InvalidAxis", "axis %" PRId64 " is out of range for "
+			err(v, aloc(v, TINYC_ATTR_AXES), "InvalidAxis",
+			    "axis %" PRId64 " is out of range for "
 			    "rank %d (%d..%d)", a, r, -r, r - 1);
 			return -1;
 		}
 		if (a < 0)
 			a += r;
 		if (seen[a]) {
-			err(v, aloc(v, TINYC_ATTR_AXES), "InvalidAxis", "axis %" PRId64 " is repeated",
+			err(v, aloc(v, TINYC_ATTR_AXES), "InvalidAxis",
+			    "axis %" PRId64 " is repeated",
 			    u->axes[k]);
 			return -1;
 		}
@@ -594,7 +607,8 @@ static int check_attr_vs_line(verifier *v, const char *what, int rank, const tin
 	if (same)
 		return 0;
 	char *a = fmt_shape(v, rank, d), *b = fmt_shape(v, u->rank, u->shape);
-	err(v, aloc(v, TINYC_ATTR_SHAPE), "AxisAlignmentMismatch", "%s=%s but the line declares %s", what,
+	err(v, aloc(v, TINYC_ATTR_SHAPE), "AxisAlignmentMismatch",
+	    "%s=%s but the line declares %s", what,
 	    str(a), str(b));
 	free(a);
 	free(b);
@@ -607,15 +621,16 @@ static int check_attr_shape(verifier *v)
 	const tinyc_uop *u = v->u;
 	if (u->nattr_shape < 0 || u->nattr_shape > TINYC_MAX_RANK ||
 	    (u->nattr_shape > 0 && !u->attr_shape)) {
-		err(v, aloc(v, TINYC_ATTR_SHAPE), "InvalidAttribute", "shape= must have 0..%d sizes",
+		err(v, aloc(v, TINYC_ATTR_SHAPE), "InvalidAttribute",
+		    "shape= must have 0..%d sizes",
 		    TINYC_MAX_RANK);
 		return -1;
 	}
 	for (int k = 0; k < u->nattr_shape; k++) {
 		tinyc_dim d = u->attr_shape[k];
 		if (d.sym >= v->g->nsym || (d.sym < 0 && (d.val < 1 || d.val > TINYC_MAX_DIM))) {
-			err(v, aloc(v, TINYC_ATTR_SHAPE), "InvalidAttribute", "shape= has an invalid size at "
-			    "position %d", k);
+			err(v, aloc(v, TINYC_ATTR_SHAPE), "InvalidAttribute",
+			    "shape= has an invalid size at position %d", k);
 			return -1;
 		}
 	}
@@ -632,14 +647,16 @@ static int infer_reshape(verifier *v, const shape *in, shape *out)
 		return -1;
 	if (elem_count(v, in->rank, in->d, &a) < 0 ||
 	    elem_count(v, u->nattr_shape, u->attr_shape, &b) < 0) {
-		err(v, aloc(v, TINYC_ATTR_SHAPE), "IntegerOverflow", "the element count does not fit in int64");
+		err(v, aloc(v, TINYC_ATTR_SHAPE), "IntegerOverflow",
+		    "the element count does not fit in int64");
 		return -1;
 	}
 	if (!count_eq(&a, &b)) {
 		char *sa = fmt_shape(v, in->rank, in->d);
 		char *sb = fmt_shape(v, u->nattr_shape, u->attr_shape);
 		char *ca = fmt_count(v, &a), *cb = fmt_count(v, &b);
-		err(v, aloc(v, TINYC_ATTR_SHAPE), "InvalidReshape", "%s (%s elements) cannot become %s "
+		err(v, aloc(v, TINYC_ATTR_SHAPE), "InvalidReshape",
+		    "%s (%s elements) cannot become %s "
 		    "(%s elements)", str(sa), ca ? ca : "?", str(sb), cb ? cb : "?");
 		free(sa);
 		free(sb);
@@ -661,7 +678,8 @@ static int infer_expand(verifier *v, const shape *in, shape *out)
 	if (check_attr_shape(v) < 0)
 		return -1;
 	if (u->nattr_shape != in->rank) {
-		err(v, aloc(v, TINYC_ATTR_SHAPE), "InvalidAttribute", "EXPAND keeps the rank: shape= has %d "
+		err(v, aloc(v, TINYC_ATTR_SHAPE), "InvalidAttribute",
+		    "EXPAND keeps the rank: shape= has %d "
 		    "sizes for an operand of rank %d", u->nattr_shape, in->rank);
 		return -1;
 	}
@@ -672,7 +690,8 @@ static int infer_expand(verifier *v, const shape *in, shape *out)
 		tinyc_buf a = {0}, b = {0};
 		put_dim(v, &a, s);
 		put_dim(v, &b, t);
-		err(v, aloc(v, TINYC_ATTR_SHAPE), "AxisAlignmentMismatch", "EXPAND cannot take axis %d of "
+		err(v, aloc(v, TINYC_ATTR_SHAPE), "AxisAlignmentMismatch",
+		    "EXPAND cannot take axis %d of "
 		    "size %s to %s (only size-1 axes expand)", k, a.data ? a.data : "?",
 		    b.data ? b.data : "?");
 		tinyc_buf_free(&a);
@@ -692,14 +711,15 @@ static int infer_permute(verifier *v, const shape *in, shape *out)
 	const tinyc_uop *u = v->u;
 	int seen[TINYC_MAX_RANK] = {0};
 	if (u->naxes != in->rank || (u->naxes > 0 && !u->axes)) {
-		err(v, aloc(v, TINYC_ATTR_PERM), "InvalidPermutation", "perm= has %d entries for an operand "
-		    "of rank %d", u->naxes, in->rank);
+		err(v, aloc(v, TINYC_ATTR_PERM), "InvalidPermutation",
+		    "perm= has %d entries for an operand of rank %d", u->naxes, in->rank);
 		return -1;
 	}
 	for (int k = 0; k < u->naxes; k++) {
 		int64_t p = u->axes[k];
 		if (p < 0 || p >= in->rank || seen[p]) {
-			err(v, aloc(v, TINYC_ATTR_PERM), "InvalidPermutation", "perm= is not a permutation of "
+			err(v, aloc(v, TINYC_ATTR_PERM), "InvalidPermutation",
+			    "perm= is not a permutation of "
 			    "0..%d (entry %d is %" PRId64 ")", in->rank - 1, k, p);
 			return -1;
 		}
@@ -846,16 +866,19 @@ static int compare_shape(verifier *v, const shape *s)
 		put_dim(v, &name, sym);
 		const char *nm = name.data ? name.data : "?";
 		if (dim_val(v, sym) >= 0)
-			err(v, u->shape_loc, "AxisAlignmentMismatch", "declared %s but inferred %s: "
+			err(v, u->shape_loc, "AxisAlignmentMismatch",
+			    "declared %s but inferred %s: "
 			    "%s = %" PRId64 " differs from %" PRId64 " at axis %d", str(a), str(b),
 			    nm, dim_val(v, sym), num.val, k);
 		else
-			err(v, u->shape_loc, "AxisAlignmentMismatch", "declared %s but inferred %s: "
+			err(v, u->shape_loc, "AxisAlignmentMismatch",
+			    "declared %s but inferred %s: "
 			    "%s cannot be shown equal to %" PRId64 " at axis %d", str(a), str(b),
 			    nm, num.val, k);
 		tinyc_buf_free(&name);
 	} else {
-		err(v, u->shape_loc, "ShapeMismatch", "declared %s but inferred %s", str(a), str(b));
+		err(v, u->shape_loc, "ShapeMismatch",
+		    "declared %s but inferred %s", str(a), str(b));
 	}
 	free(a);
 	free(b);
@@ -944,13 +967,16 @@ static void check_names(verifier *v, int i, const int *dup_slot, const int *dup_
 	const tinyc_uop *u = v->u;
 	const tinyc_uop *n = v->g->nodes;
 	if (u->op == TINYC_OP_BUFFER && u->slot < 0)
-		err(v, aloc(v, TINYC_ATTR_SLOT), "InvalidAttribute", "slot=%" PRId64 " is negative", u->slot);
+		err(v, aloc(v, TINYC_ATTR_SLOT), "InvalidAttribute",
+		    "slot=%" PRId64 " is negative", u->slot);
 	if (dup_slot[i] >= 0)
-		err(v, aloc(v, TINYC_ATTR_SLOT), "InvalidAttribute", "slot=%" PRId64 " is already used by %%%s "
+		err(v, aloc(v, TINYC_ATTR_SLOT), "InvalidAttribute",
+		    "slot=%" PRId64 " is already used by %%%s "
 		    "(line %d)", u->slot, n[dup_slot[i]].id ? n[dup_slot[i]].id : "?",
 		    n[dup_slot[i]].loc.line);
 	if (dup_name[i] >= 0)
-		err(v, aloc(v, TINYC_ATTR_NAME), "InvalidAttribute", "%s name \"%s\" is already used by %%%s "
+		err(v, aloc(v, TINYC_ATTR_NAME), "InvalidAttribute",
+		    "%s name \"%s\" is already used by %%%s "
 		    "(line %d)", tinyc_op_info(u->op)->name, u->name,
 		    n[dup_name[i]].id ? n[dup_name[i]].id : "?", n[dup_name[i]].loc.line);
 }
@@ -983,7 +1009,8 @@ static int verify_node(verifier *v, int i, const char *bad, const int *dup_slot,
 		check_names(v, i, dup_slot, dup_name);
 	if (infer_dtype(v, &dt) == 0 && dt != u->dtype) {
 		if (tinyc_op_info(u->op)->dtrule == TINYC_DT_BOOL)
-			err(v, u->type_loc, "TypeMismatch", "%s produces bool, but the line says %s",
+			err(v, u->type_loc, "TypeMismatch",
+			    "%s produces bool, but the line says %s",
 			    tinyc_op_info(u->op)->name, tinyc_dtype_name(u->dtype));
 		else
 			err(v, u->type_loc, "TypeMismatch", "declared %s but inferred %s",
