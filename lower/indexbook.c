@@ -114,6 +114,12 @@ static const tinyc_source *src_of(const tinyc_graph *g)
 	return g->src;
 }
 
+/* A diagnostic position on node u: l when known, else the start of u's line. */
+static tinyc_loc at(const tinyc_uop *u, tinyc_loc l)
+{
+	return l.line ? l : u->loc;
+}
+
 /* ---- index expressions --------------------------------------------------------------------- */
 
 static const tinyc_ix *ix_new(ibb *s, tinyc_ix_op op, int64_t c, int var, const tinyc_ix *a,
@@ -537,7 +543,7 @@ static int check_alignment(ibb *s, const tinyc_ibval *v)
 					      "%%%s: dim %d is not stored along one axis", u->id, d);
 		if (!dim_same(s, got, u->shape[d])) {
 			char *a = shape_str(s->g, 1, &got), *b = shape_str(s->g, 1, &u->shape[d]);
-			tinyc_error_at(s->ctx, src_of(s->g), u->loc, "AxisAlignmentMismatch",
+			tinyc_error_at(s->ctx, src_of(s->g), at(u, u->shape_loc), "AxisAlignmentMismatch",
 				       "%%%s: dim %d has size %s from its axes but %s in the signature",
 				       u->id, d, a ? a : "?", b ? b : "?");
 			free(a);
@@ -634,7 +640,7 @@ static int build_reshape(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 			break;
 		if (i == rin || j == rout) {
 			char *a = shape_str(s->g, rin, in), *b = shape_str(s->g, rout, out);
-			tinyc_error_at(s->ctx, src_of(s->g), u->loc, "ReshapeMismatch",
+			tinyc_error_at(s->ctx, src_of(s->g), at(u, u->attr_locs[TINYC_ATTR_SHAPE]), "InvalidReshape",
 				       "%s and %s have different element counts", a, b);
 			free(a);
 			free(b);
@@ -653,7 +659,7 @@ static int build_reshape(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 			int use_in = pin <= pout;
 			if ((use_in && i1 >= rin) || (!use_in && j1 >= rout)) {
 				char *a = shape_str(s->g, rin, in), *b = shape_str(s->g, rout, out);
-				tinyc_error_at(s->ctx, src_of(s->g), u->loc, "ReshapeMismatch",
+				tinyc_error_at(s->ctx, src_of(s->g), at(u, u->attr_locs[TINYC_ATTR_SHAPE]), "InvalidReshape",
 					       "%s and %s have different element counts", a, b);
 				free(a);
 				free(b);
@@ -663,7 +669,7 @@ static int build_reshape(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 			int64_t dv = dimv(s, *d);
 			if (dv < 0) {
 				char *a = shape_str(s->g, rin, in), *b = shape_str(s->g, rout, out);
-				tinyc_error_at(s->ctx, src_of(s->g), u->loc, "SymbolicReshape",
+				tinyc_error_at(s->ctx, src_of(s->g), at(u, u->attr_locs[TINYC_ATTR_SHAPE]), "SymbolicReshape",
 					       "reshaping %s to %s splits or merges the symbolic dim %s: "
 					       "isl needs constant divisors, bind it with --bind %s=...",
 					       a, b, s->g->syms[d->sym], s->g->syms[d->sym]);
@@ -934,10 +940,13 @@ static int build_reduce(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 	}
 	v->redop = u->redop;
 	v->acc = u->acc != TINYC_DTYPE_NONE ? u->acc : u->dtype;
-	if (u->redop == TINYC_RED_ADD && tinyc_dtype_is_16bit_float(v->acc))
-		return tinyc_error_at(s->ctx, src_of(s->g), u->loc, "AccDtypeMissing",
-				      "REDUCE ADD would accumulate in %s: give acc=float (or a "
-				      "float result)", tinyc_dtype_name(v->acc));
+	if ((u->redop == TINYC_RED_ADD || u->redop == TINYC_RED_MUL) &&
+	    tinyc_dtype_is_16bit_float(v->acc))
+		return tinyc_error_at(s->ctx, src_of(s->g),
+				      at(u, u->acc != TINYC_DTYPE_NONE ? u->attr_locs[TINYC_ATTR_ACC]
+								     : u->type_loc),
+				      "AccDtypeMissing", "REDUCE %s would accumulate in %s: give acc=float",
+				      tinyc_redop_name(u->redop), tinyc_dtype_name(v->acc));
 	return domain_set(s, v, NULL);
 }
 
@@ -1214,10 +1223,11 @@ static int verify_val(ibb *s, const tinyc_ibval *v, tinyc_dim *id_size)
 		if (v->acc == TINYC_DTYPE_NONE)
 			return tinyc_error_at(s->ctx, src, u->loc, "AccDtypeMissing",
 					      "%%%s: REDUCE without an accumulator dtype", u->id);
-		if (v->redop == TINYC_RED_ADD && tinyc_dtype_is_16bit_float(v->acc))
+		if ((v->redop == TINYC_RED_ADD || v->redop == TINYC_RED_MUL) &&
+		    tinyc_dtype_is_16bit_float(v->acc))
 			return tinyc_error_at(s->ctx, src, u->loc, "AccDtypeMissing",
-					      "%%%s: REDUCE ADD accumulates in %s", u->id,
-					      tinyc_dtype_name(v->acc));
+					      "%%%s: REDUCE %s accumulates in %s", u->id,
+					      tinyc_redop_name(v->redop), tinyc_dtype_name(v->acc));
 		for (int k = 0; k < v->nreduce; k++)
 			if (v->reduce_axes[k] < 0 || v->reduce_axes[k] >= v->naxes ||
 			    v->axes[v->reduce_axes[k]].kind != TINYC_AXIS_REDUCE)

@@ -5,6 +5,7 @@
 
 #include "ir/pass.h"
 #include "lower/lower.h"
+#include "poly/poly.h"
 
 /* Stage "uop": parse the text into a UOp DAG. */
 static int uop_run(tinyc_module *m)
@@ -39,6 +40,9 @@ static const tinyc_pass passes[] = {
 	{"indexbook", "per value: axes, AxisMaps (affine + floordiv), domains",
 	 tinyc_indexbook_pass_run, tinyc_indexbook_pass_verify, tinyc_indexbook_pass_print,
 	 tinyc_indexbook_pass_free},
+	{"polyview", "isl domains and access relations, contraction tags",
+	 tinyc_polyview_pass_run, tinyc_polyview_pass_verify, tinyc_polyview_pass_print,
+	 tinyc_polyview_pass_free},
 };
 
 const tinyc_pass *tinyc_pipeline(int *n)

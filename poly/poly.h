@@ -1,0 +1,170 @@
+/* poly/: the polyhedral stages, built on isl.
+ *
+ * This folder holds IndexBook -> Poly-View (seed 002 §2: isl domains and access relations,
+ * simplified, plus contraction detection), the Poly-Core analysis (seed 002 §4: parallel,
+ * reduce and tail axes, isl dependences, buffer estimates, barrier hints) and the isl helpers
+ * they share.
+ *
+ * One isl_ctx serves a module: the Poly-View creates it and owns it, later stages take
+ * their isl objects from it (and so must be freed first, which the pipeline's reverse-order
+ * free does).  isl runs with ISL_ON_ERROR_CONTINUE and a bound on its operations
+ * (isl_ctx_set_max_operations): an isl error becomes an "IslError" diagnostic, an exhausted
+ * budget an "IslBudgetExceeded" diagnostic, never a hang or an abort.
+ *
+ * Poly-View statements are the values that compute (elementwise ops, REDUCE, CONTIGUOUS,
+ * OUTPUT).  Movement ops (RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP) are not statements:
+ * their AxisMaps are composed (isl pullbacks) into the access relations of the statements
+ * that read through them, so an access names the buffer or the computed value actually read:
+ * S6[m, n, k] -> X[m, k].  Size symbols are isl parameters.
+ */
+#ifndef TINYC_POLY_POLY_H
+#define TINYC_POLY_POLY_H
+
+#include <isl/aff.h>
+#include <isl/ctx.h>
+#include <isl/set.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
+
+#include "ir/ctx.h"
+#include "ir/pass.h"
+#include "lower/lower.h"
+
+/* ---- isl helpers (poly/isl_util.c) ------------------------------------------------------- */
+
+/* How an isl_ctx is set up. */
+typedef struct tinyc_isl_opts {
+	int abort_on_error;		/* tests: ISL_ON_ERROR_ABORT instead of CONTINUE */
+	unsigned long max_operations;	/* isl's operation budget; 0: TINYC_ISL_MAX_OPERATIONS */
+} tinyc_isl_opts;
+
+#define TINYC_ISL_MAX_OPERATIONS 20000000UL	/* default budget (well above any real graph) */
+
+/* A new isl_ctx with the options applied (NULL and OutOfMemory on ctx on failure). */
+__tinyc_give isl_ctx *tinyc_isl_ctx_alloc(tinyc_ctx *ctx, const tinyc_isl_opts *opts);
+/* Turn isl's last error into a diagnostic at loc: IslBudgetExceeded when the operation
+ * budget ran out, IslError otherwise; `what` says what was being done.  Resets the error and
+ * the operation count.  Returns -1. */
+int tinyc_isl_report(tinyc_ctx *ctx, isl_ctx *ictx, const tinyc_source *src, tinyc_loc loc,
+		     const char *what);
+/* The parameter space of a graph: one isl parameter per size symbol, in order. */
+__tinyc_give isl_space *tinyc_isl_params(isl_ctx *ictx, __tinyc_keep const tinyc_graph *g);
+/* The context of a graph: every symbol >= 1, bound symbols equal to their values. */
+__tinyc_give isl_set *tinyc_isl_context(isl_ctx *ictx, __tinyc_keep const tinyc_graph *g,
+					__tinyc_keep const tinyc_bindings *b);
+/* The isl_aff of an index expression of value v, on the local space ls (v's axes as set
+ * dims, the symbols as parameters). */
+__tinyc_give isl_aff *tinyc_isl_aff_from_ix(__isl_keep isl_local_space *ls,
+					    __tinyc_keep const tinyc_ix *e);
+/* The set space [params] -> { name[axes of v] } with v's axis names. */
+__tinyc_give isl_space *tinyc_isl_value_space(isl_ctx *ictx, const tinyc_graph *g,
+					      const tinyc_ibval *v, const char *name);
+/* Constraints as a set over space (which it takes). */
+__tinyc_give isl_set *tinyc_isl_set_from_cons(__isl_take isl_space *space, int n,
+					      const tinyc_ixcon *cons);
+/* The map { space -> name[e_0, ..., e_{n-1}] } of n expressions, as a pw_multi_aff. */
+__tinyc_give isl_pw_multi_aff *tinyc_isl_pma_from_ix(__isl_take isl_space *space,
+						     const char *name, int n,
+						     const tinyc_ix *const *e);
+/* Simplify a set: coalesce, remove redundancies, gist against the context (kept). */
+__tinyc_give isl_set *tinyc_isl_set_simplify(__isl_take isl_set *set,
+					     __isl_keep isl_set *context);
+/* Simplify an access relation: coalesce and gist against the domain it is read on (kept). */
+__tinyc_give isl_pw_multi_aff *tinyc_isl_pma_simplify(__isl_take isl_pw_multi_aff *pma,
+						      __isl_keep isl_set *domain);
+/* Append isl's text form of an object (NULL prints "(null)"). */
+void tinyc_isl_print_set(tinyc_buf *out, __isl_keep isl_set *set);
+void tinyc_isl_print_pma(tinyc_buf *out, __isl_keep isl_pw_multi_aff *pma);
+void tinyc_isl_print_union_map(tinyc_buf *out, __isl_keep isl_union_map *umap);
+/* Does output dim `out` of pma (or any dim when out < 0) depend on input dim `in`? */
+int tinyc_isl_pma_uses(__isl_keep isl_pw_multi_aff *pma, int out, int in);
+
+/* ---- Poly-View (poly/polyview.c) ------------------------------------------------------- */
+
+/* One read of a statement. */
+typedef struct tinyc_pv_read {
+	int src;			/* the operand node as written */
+	int array;			/* the node read after folding movement: a BUFFER or a
+					 * statement's value; -1 for a CONST (inlined scalar) */
+	int cnode;			/* the CONST node when array < 0 */
+	isl_pw_multi_aff *acc;		/* domain -> array index, simplified (owned); NULL
+					 * for a CONST */
+	int padded;			/* some domain points read the fill 0 (PAD) instead */
+} tinyc_pv_read;
+
+/* Roles of a contraction's axes (seed §2.2 step 4). */
+typedef enum tinyc_role {
+	TINYC_ROLE_NONE,	/* extent 1, or not a contraction axis */
+	TINYC_ROLE_M,		/* used by the left operand only */
+	TINYC_ROLE_N,		/* used by the right operand only */
+	TINYC_ROLE_K,		/* reduced, used by both */
+	TINYC_ROLE_BATCH,	/* kept, used by both */
+} tinyc_role;
+
+/* A MUL under a REDUCE ADD (through CASTs): a matmul-like contraction. */
+typedef struct tinyc_contraction {
+	int reduce_stmt;		/* the REDUCE statement */
+	int mul_stmt;			/* the MUL statement */
+	int lhs, rhs;			/* the arrays the MUL reads (nodes; -1: a CONST) */
+	isl_pw_multi_aff *lhs_acc;	/* reduce domain -> lhs index (owned) */
+	isl_pw_multi_aff *rhs_acc;	/* reduce domain -> rhs index (owned) */
+	int naxes;			/* axes of the reduce statement */
+	tinyc_role *role;		/* per axis */
+	int *lhs_dim, *rhs_dim;		/* per axis: the operand dim that uses it, or -1 */
+	int nm, nn, nk, nbatch;		/* how many axes have each role */
+	tinyc_dtype acc;		/* accumulator dtype */
+} tinyc_contraction;
+
+/* One statement: a value that computes. */
+typedef struct tinyc_pv_stmt {
+	int node;			/* the UOp node */
+	char *name;			/* statement tuple name, "S8" */
+	char *array;			/* the array it writes, "T8" or an OUTPUT's name */
+	isl_set *domain;		/* [params] -> { S8[axes] : ... }, simplified (owned) */
+	isl_pw_multi_aff *write;	/* domain -> the written element (owned) */
+	int nread;			/* = the node's operand count */
+	tinyc_pv_read read[3];		/* per operand */
+	int contraction;		/* index in contr when this is a contraction's REDUCE */
+} tinyc_pv_stmt;
+
+/* The Poly-View of a module. */
+typedef struct tinyc_polyview {
+	isl_ctx *ictx;			/* owned; every isl object below belongs to it */
+	const tinyc_indexbook *ib;	/* the IndexBook (kept) */
+	isl_set *context;		/* parameter context (owned) */
+	int nstmt;			/* statements */
+	tinyc_pv_stmt *stmt;		/* in node order */
+	int *stmt_of;			/* per node: its statement, or -1 */
+	char **array_name;		/* per node: the tuple name of its value's array; a
+					 * movement value's array is virtual (never stored, only
+					 * composed away); NULL for CONSTs */
+	int ncontr;			/* contractions found */
+	tinyc_contraction *contr;	/* the contractions */
+} tinyc_polyview;
+
+/* Build the Poly-View of an IndexBook.  opts may be NULL (CONTINUE, default budget).
+ * NULL with diagnostics (IslError, IslBudgetExceeded, ...) on failure. */
+__tinyc_give tinyc_polyview *tinyc_polyview_build(tinyc_ctx *ctx,
+						  __tinyc_keep const tinyc_indexbook *ib,
+						  const tinyc_isl_opts *opts);
+/* Check the Poly-View: every statement has a domain of its value's axes, reads and writes
+ * are defined on the whole domain (apart from padding), contraction roles are consistent. */
+int tinyc_polyview_verify(tinyc_ctx *ctx, __tinyc_keep const tinyc_polyview *pv);
+/* The stable text dump (format documented in poly/polyview.c). */
+void tinyc_polyview_print(__tinyc_keep const tinyc_polyview *pv, tinyc_buf *out);
+/* Frees every isl object, then the isl_ctx. */
+void tinyc_polyview_free(__tinyc_take tinyc_polyview *pv);
+
+/* The union of the statements' domains, reads and writes (NULL on isl errors). */
+__tinyc_give isl_union_set *tinyc_polyview_domains(__tinyc_keep const tinyc_polyview *pv);
+__tinyc_give isl_union_map *tinyc_polyview_reads(__tinyc_keep const tinyc_polyview *pv);
+__tinyc_give isl_union_map *tinyc_polyview_writes(__tinyc_keep const tinyc_polyview *pv);
+
+/* The "polyview" pass. */
+int tinyc_polyview_pass_run(tinyc_module *m);
+int tinyc_polyview_pass_verify(tinyc_module *m);
+int tinyc_polyview_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
+void tinyc_polyview_pass_free(void *ir);
+tinyc_polyview *tinyc_module_polyview(const tinyc_module *m);
+
+#endif
