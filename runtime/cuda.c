@@ -1,0 +1,517 @@
+/* The CUDA driver API, loaded at run time with dlopen("libcuda.so.1"): nothing links against
+ * the driver, so the compiler and its tests run on machines without a GPU and say so.
+ * cuda.h is included for its types only; every entry point is called through the table
+ * below, resolved with dlsym by its exported (versioned) name. */
+#include "runtime/runtime.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JIT_LOG_BYTES 8192	/* driver JIT error log kept when a module fails to load */
+
+/* The driver entry points tinyc uses.  Field names drop the "cu" prefix so that cuda.h's
+ * macros (cuMemAlloc -> cuMemAlloc_v2, ...) do not rewrite them. */
+typedef struct driver_api {
+	CUresult (*GetErrorName)(CUresult, const char **);
+	CUresult (*GetErrorString)(CUresult, const char **);
+	CUresult (*Init)(unsigned int);
+	CUresult (*DriverGetVersion)(int *);
+	CUresult (*DeviceGetCount)(int *);
+	CUresult (*DeviceGet)(CUdevice *, int);
+	CUresult (*DeviceGetName)(char *, int, CUdevice);
+	CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+	CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+	CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+	CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+	CUresult (*CtxSetCurrent)(CUcontext);
+	CUresult (*CtxSynchronize)(void);
+	CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned int, CUjit_option *,
+				     void **);
+	CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+	CUresult (*ModuleUnload)(CUmodule);
+	CUresult (*FuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
+	CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+	CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+				 unsigned, unsigned, CUstream, void **, void **);
+	CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+	CUresult (*MemFree)(CUdeviceptr);
+	CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+	CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+	CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+	CUresult (*EventCreate)(CUevent *, unsigned int);
+	CUresult (*EventRecord)(CUevent, CUstream);
+	CUresult (*EventSynchronize)(CUevent);
+	CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+	CUresult (*EventDestroy)(CUevent);
+} driver_api;
+
+/* Where each entry point is found: the preferred exported name, then an older one. */
+static const struct {
+	const char *name;	/* exported symbol, versioned as cuda.h #defines it */
+	const char *fallback;	/* name in older drivers, or NULL */
+	size_t offset;		/* field in driver_api */
+} symbols[] = {
+#define SYM(field, name, fallback) {name, fallback, offsetof(driver_api, field)}
+	SYM(GetErrorName, "cuGetErrorName", NULL),
+	SYM(GetErrorString, "cuGetErrorString", NULL),
+	SYM(Init, "cuInit", NULL),
+	SYM(DriverGetVersion, "cuDriverGetVersion", NULL),
+	SYM(DeviceGetCount, "cuDeviceGetCount", NULL),
+	SYM(DeviceGet, "cuDeviceGet", NULL),
+	SYM(DeviceGetName, "cuDeviceGetName", NULL),
+	SYM(DeviceGetAttribute, "cuDeviceGetAttribute", NULL),
+	SYM(DeviceTotalMem, "cuDeviceTotalMem_v2", NULL),
+	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
+	SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
+	SYM(CtxSetCurrent, "cuCtxSetCurrent", NULL),
+	SYM(CtxSynchronize, "cuCtxSynchronize", NULL),
+	SYM(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
+	SYM(ModuleGetFunction, "cuModuleGetFunction", NULL),
+	SYM(ModuleUnload, "cuModuleUnload", NULL),
+	SYM(FuncGetAttribute, "cuFuncGetAttribute", NULL),
+	SYM(FuncSetAttribute, "cuFuncSetAttribute", NULL),
+	SYM(LaunchKernel, "cuLaunchKernel", NULL),
+	SYM(MemAlloc, "cuMemAlloc_v2", NULL),
+	SYM(MemFree, "cuMemFree_v2", NULL),
+	SYM(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL),
+	SYM(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL),
+	SYM(MemcpyDtoD, "cuMemcpyDtoD_v2", NULL),
+	SYM(MemsetD8, "cuMemsetD8_v2", NULL),
+	SYM(EventCreate, "cuEventCreate", NULL),
+	SYM(EventRecord, "cuEventRecord", NULL),
+	SYM(EventSynchronize, "cuEventSynchronize", NULL),
+	SYM(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+	SYM(EventDestroy, "cuEventDestroy_v2", NULL),
+#undef SYM
+};
+
+struct tinyc_cuda {
+	tinyc_ctx *ctx;			/* where errors go (kept) */
+	void *lib;			/* dlopen handle of libcuda.so.1 */
+	driver_api api;			/* resolved entry points */
+	CUdevice dev;			/* the device */
+	CUcontext pctx;			/* its primary context, retained */
+	tinyc_device_info info;		/* properties read at open */
+};
+
+struct tinyc_kernel {
+	tinyc_cuda *cu;			/* the driver it was loaded with (kept) */
+	CUmodule mod;			/* the loaded image */
+	CUfunction fn;			/* the kernel */
+	int dyn_smem_optin;		/* dynamic shared memory opted in so far (bytes) */
+};
+
+/* Open the driver and resolve every entry point.  Returns the dlopen handle, or NULL with
+ * *missing set to the first symbol not found (NULL when libcuda.so.1 itself is missing). */
+static void *load_driver(driver_api *api, const char **missing)
+{
+	*missing = NULL;
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return NULL;
+	for (size_t i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++) {
+		void *p = dlsym(lib, symbols[i].name);
+		if (!p && symbols[i].fallback)
+			p = dlsym(lib, symbols[i].fallback);
+		if (!p) {
+			*missing = symbols[i].name;
+			dlclose(lib);
+			return NULL;
+		}
+		memcpy((char *)api + symbols[i].offset, &p, sizeof(p));	/* void* -> fn ptr */
+	}
+	return lib;
+}
+
+/* Report a failed driver call: "CudaError: cuXxx failed: NAME: description". */
+static int cuda_fail(tinyc_cuda *cu, const char *call, CUresult r, const char *extra)
+{
+	const char *name = NULL, *str = NULL;
+	if (cu->api.GetErrorName(r, &name) != CUDA_SUCCESS || !name)
+		name = "CUDA_ERROR_UNKNOWN";
+	if (cu->api.GetErrorString(r, &str) != CUDA_SUCCESS || !str)
+		str = "unrecognised error code";
+	return tinyc_error(cu->ctx, "CudaError", "%s failed: %s: %s%s%s", call, name, str,
+			   extra ? " " : "", extra ? extra : "");
+}
+
+#define CHECK(cu, call, args) \
+	do { \
+		CUresult r_ = (cu)->api.call args; \
+		if (r_ != CUDA_SUCCESS) \
+			return cuda_fail((cu), "cu" #call, r_, NULL); \
+	} while (0)
+
+static int available;			/* tinyc_cuda_available's cached answer */
+static pthread_once_t available_once = PTHREAD_ONCE_INIT;
+
+/* Probe for a usable device once: driver present, cuInit works, at least one device. */
+static void probe_available(void)
+{
+	driver_api api;
+	const char *missing;
+	void *lib = load_driver(&api, &missing);
+	if (!lib)
+		return;
+	int n = 0;
+	if (api.Init(0) == CUDA_SUCCESS && api.DeviceGetCount(&n) == CUDA_SUCCESS && n > 0)
+		available = 1;
+	dlclose(lib);
+}
+
+int tinyc_cuda_available(void)
+{
+	pthread_once(&available_once, probe_available);
+	return available;
+}
+
+/* Read one device attribute; 0 when the driver does not know it. */
+static int attr(tinyc_cuda *cu, CUdevice_attribute a)
+{
+	int v = 0;
+	if (cu->api.DeviceGetAttribute(&v, a, cu->dev) != CUDA_SUCCESS)
+		return 0;
+	return v;
+}
+
+/* Fill cu->info from the driver. */
+static int read_device_info(tinyc_cuda *cu)
+{
+	tinyc_device_info *d = &cu->info;
+	*d = (tinyc_device_info){0};
+	CHECK(cu, DeviceGetName, (d->name, (int)sizeof(d->name), cu->dev));
+	d->name[sizeof(d->name) - 1] = 0;
+	CHECK(cu, DeviceGetAttribute,
+	      (&d->arch.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cu->dev));
+	CHECK(cu, DeviceGetAttribute,
+	      (&d->arch.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cu->dev));
+	CHECK(cu, DeviceGetAttribute,
+	      (&d->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cu->dev));
+	tinyc_arch_name(d->arch, 1, d->target, sizeof(d->target));
+	d->warp_size = attr(cu, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+	d->max_threads_per_block = attr(cu, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+	d->max_threads_per_sm = attr(cu, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+	d->smem_per_block = attr(cu, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+	d->smem_per_block_optin = attr(cu, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+	if (d->smem_per_block_optin < d->smem_per_block)
+		d->smem_per_block_optin = d->smem_per_block;
+	d->smem_per_sm = attr(cu, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+	d->regs_per_block = attr(cu, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+	d->regs_per_sm = attr(cu, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+	d->clock_khz = attr(cu, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+	d->mem_clock_khz = attr(cu, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+	d->mem_bus_width = attr(cu, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+	d->l2_bytes = attr(cu, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+	size_t total = 0;
+	if (cu->api.DeviceTotalMem(&total, cu->dev) == CUDA_SUCCESS)
+		d->global_mem_bytes = total;
+	/* double data rate: two transfers per memory clock */
+	d->peak_bandwidth_gbs = 2.0 * d->mem_clock_khz * 1e3 * (d->mem_bus_width / 8.0) / 1e9;
+	/* the data sheet's figure for a board in the table, else SMs x clock x rate */
+	int n;
+	const tinyc_device_info *t = tinyc_target_table(&n);
+	for (int i = 0; i < n; i++)
+		if (t[i].arch.major == d->arch.major && t[i].arch.minor == d->arch.minor &&
+		    !t[i].arch.suffix && t[i].sm_count == d->sm_count)
+			d->peak_fp16_tflops = t[i].peak_fp16_tflops;
+	if (d->peak_fp16_tflops == 0)
+		d->peak_fp16_tflops = (double)d->sm_count * d->clock_khz * 1e3 *
+				      tinyc_fp16_flops_per_sm_clock(d->arch) / 1e12;
+	CHECK(cu, DriverGetVersion, (&d->driver_version));
+	d->is_real = 1;
+	return 0;
+}
+
+/* Load the driver and make the device's primary context current. */
+tinyc_cuda *tinyc_cuda_open(tinyc_ctx *ctx, int device)
+{
+	tinyc_cuda *cu = tinyc_calloc(ctx, 1, sizeof(*cu));
+	if (!cu)
+		return NULL;
+	cu->ctx = ctx;
+	const char *missing;
+	cu->lib = load_driver(&cu->api, &missing);
+	if (!cu->lib) {
+		if (missing)
+			tinyc_error(ctx, "NoGpu",
+				    "the CUDA driver (libcuda.so.1) lacks %s; it is too old for tinyc",
+				    missing);
+		else
+			tinyc_error(ctx, "NoGpu",
+				    "no CUDA driver (libcuda.so.1 not found); this command needs an NVIDIA GPU");
+		free(cu);
+		return NULL;
+	}
+	CUresult r = cu->api.Init(0);
+	int count = 0;
+	if (r == CUDA_SUCCESS)
+		r = cu->api.DeviceGetCount(&count);
+	if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && count == 0)) {
+		tinyc_error(ctx, "NoGpu", "no CUDA device");
+		goto fail;
+	}
+	if (r != CUDA_SUCCESS) {
+		cuda_fail(cu, "cuInit", r, NULL);
+		goto fail;
+	}
+	if (device < 0 || device >= count) {
+		tinyc_error(ctx, "NoGpu", "no CUDA device %d (%d found)", device, count);
+		goto fail;
+	}
+	if ((r = cu->api.DeviceGet(&cu->dev, device)) != CUDA_SUCCESS) {
+		cuda_fail(cu, "cuDeviceGet", r, NULL);
+		goto fail;
+	}
+	if (read_device_info(cu) < 0)
+		goto fail;
+	if ((r = cu->api.DevicePrimaryCtxRetain(&cu->pctx, cu->dev)) != CUDA_SUCCESS) {
+		cuda_fail(cu, "cuDevicePrimaryCtxRetain", r, NULL);
+		goto fail;
+	}
+	if ((r = cu->api.CtxSetCurrent(cu->pctx)) != CUDA_SUCCESS) {
+		cuda_fail(cu, "cuCtxSetCurrent", r, NULL);
+		cu->api.DevicePrimaryCtxRelease(cu->dev);
+		goto fail;
+	}
+	return cu;
+fail:
+	dlclose(cu->lib);
+	free(cu);
+	return NULL;
+}
+
+/* Release the primary context and close the driver. */
+void tinyc_cuda_close(tinyc_cuda *cu)
+{
+	if (!cu)
+		return;
+	cu->api.CtxSetCurrent(NULL);
+	cu->api.DevicePrimaryCtxRelease(cu->dev);
+	dlclose(cu->lib);
+	free(cu);
+}
+
+const tinyc_device_info *tinyc_cuda_device_info(const tinyc_cuda *cu)
+{
+	return &cu->info;
+}
+
+/* Load an image with the driver (JIT-compiling PTX) and find one kernel in it. */
+tinyc_kernel *tinyc_cuda_kernel_load(tinyc_cuda *cu, const tinyc_blob *image, const char *func)
+{
+	if (!image || !image->data || !image->size) {
+		tinyc_error(cu->ctx, "CudaError", "cuModuleLoadDataEx: empty kernel image");
+		return NULL;
+	}
+	tinyc_kernel *k = tinyc_calloc(cu->ctx, 1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->cu = cu;
+	char *log = calloc(1, JIT_LOG_BYTES);
+	CUjit_option jopt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+	void *jval[2] = {log, (void *)(uintptr_t)JIT_LOG_BYTES};
+	CUresult r = cu->api.ModuleLoadDataEx(&k->mod, image->data, log ? 2 : 0, jopt, jval);
+	if (r != CUDA_SUCCESS) {
+		char *extra = log && *log ? tinyc_asprintf("(JIT log: %s)", log) : NULL;
+		cuda_fail(cu, "cuModuleLoadDataEx", r, extra);
+		free(extra);
+		free(log);
+		free(k);
+		return NULL;
+	}
+	free(log);
+	r = cu->api.ModuleGetFunction(&k->fn, k->mod, func);
+	if (r != CUDA_SUCCESS) {
+		char *extra = tinyc_asprintf("(kernel '%s')", func);
+		cuda_fail(cu, "cuModuleGetFunction", r, extra);
+		free(extra);
+		cu->api.ModuleUnload(k->mod);
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+/* Unload a kernel's module. */
+void tinyc_kernel_free(tinyc_kernel *k)
+{
+	if (!k)
+		return;
+	k->cu->api.ModuleUnload(k->mod);
+	free(k);
+}
+
+/* A kernel's register, shared and local memory use. */
+int tinyc_kernel_get_attrs(tinyc_cuda *cu, tinyc_kernel *k, tinyc_kernel_attrs *out)
+{
+	*out = (tinyc_kernel_attrs){0};
+	CHECK(cu, FuncGetAttribute, (&out->num_regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->fn));
+	CHECK(cu, FuncGetAttribute,
+	      (&out->static_smem_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn));
+	CHECK(cu, FuncGetAttribute, (&out->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k->fn));
+	CHECK(cu, FuncGetAttribute,
+	      (&out->max_threads_per_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn));
+	CHECK(cu, FuncGetAttribute,
+	      (&out->binary_version, CU_FUNC_ATTRIBUTE_BINARY_VERSION, k->fn));
+	return 0;
+}
+
+static unsigned at_least_1(unsigned v)
+{
+	return v ? v : 1;
+}
+
+/* Launch a kernel on the default stream, opting in to large dynamic shared memory. */
+int tinyc_cuda_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
+		      unsigned dyn_smem_bytes, void **args)
+{
+	if (dyn_smem_bytes > (unsigned)k->dyn_smem_optin && dyn_smem_bytes > 48 * 1024) {
+		CHECK(cu, FuncSetAttribute, (k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+					     (int)dyn_smem_bytes));
+		k->dyn_smem_optin = (int)dyn_smem_bytes;
+	}
+	CHECK(cu, LaunchKernel, (k->fn, at_least_1(grid.x), at_least_1(grid.y), at_least_1(grid.z),
+				 at_least_1(block.x), at_least_1(block.y), at_least_1(block.z),
+				 dyn_smem_bytes, NULL, args, NULL));
+	return 0;
+}
+
+/* Allocate device memory (a zero-byte request gets one byte, so the pointer is valid). */
+int tinyc_cuda_alloc(tinyc_cuda *cu, size_t bytes, tinyc_devptr *out)
+{
+	CUdeviceptr p = 0;
+	*out = 0;
+	CHECK(cu, MemAlloc, (&p, bytes ? bytes : 1));
+	*out = (tinyc_devptr)p;
+	return 0;
+}
+
+int tinyc_cuda_free(tinyc_cuda *cu, tinyc_devptr p)
+{
+	if (p)
+		CHECK(cu, MemFree, ((CUdeviceptr)p));
+	return 0;
+}
+
+int tinyc_cuda_upload(tinyc_cuda *cu, tinyc_devptr dst, const void *src, size_t bytes)
+{
+	if (bytes)
+		CHECK(cu, MemcpyHtoD, ((CUdeviceptr)dst, src, bytes));
+	return 0;
+}
+
+int tinyc_cuda_download(tinyc_cuda *cu, void *dst, tinyc_devptr src, size_t bytes)
+{
+	if (bytes)
+		CHECK(cu, MemcpyDtoH, (dst, (CUdeviceptr)src, bytes));
+	return 0;
+}
+
+int tinyc_cuda_copy(tinyc_cuda *cu, tinyc_devptr dst, tinyc_devptr src, size_t bytes)
+{
+	if (bytes)
+		CHECK(cu, MemcpyDtoD, ((CUdeviceptr)dst, (CUdeviceptr)src, bytes));
+	return 0;
+}
+
+int tinyc_cuda_memset8(tinyc_cuda *cu, tinyc_devptr dst, unsigned char value, size_t bytes)
+{
+	if (bytes)
+		CHECK(cu, MemsetD8, ((CUdeviceptr)dst, value, bytes));
+	return 0;
+}
+
+int tinyc_cuda_sync(tinyc_cuda *cu)
+{
+	CHECK(cu, CtxSynchronize, ());
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Time fn between two events, iters times after warm-up; the median goes to *median_ms. */
+int tinyc_cuda_time(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup, int iters,
+		    double *median_ms, double *times_ms)
+{
+	*median_ms = 0;
+	if (iters < 1)
+		return tinyc_error(cu->ctx, "InvalidArgument", "timing needs at least one iteration");
+	double *t = tinyc_calloc(cu->ctx, (size_t)iters, sizeof(double));
+	if (!t)
+		return -1;
+	CUevent ev[2] = {NULL, NULL};
+	CUresult r = CUDA_SUCCESS;
+	const char *call = NULL;
+	int ret = -1;
+	for (int i = 0; i < 2 && r == CUDA_SUCCESS; i++)
+		if ((r = cu->api.EventCreate(&ev[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
+			call = "cuEventCreate";
+	for (int i = 0; r == CUDA_SUCCESS && i < warmup; i++)
+		if (fn(cu, arg) < 0)
+			goto done;
+	if (r == CUDA_SUCCESS && (r = cu->api.CtxSynchronize()) != CUDA_SUCCESS)
+		call = "cuCtxSynchronize";
+	for (int i = 0; r == CUDA_SUCCESS && i < iters; i++) {
+		float ms = 0;
+		if ((r = cu->api.EventRecord(ev[0], NULL)) != CUDA_SUCCESS) {
+			call = "cuEventRecord";
+			break;
+		}
+		if (fn(cu, arg) < 0)
+			goto done;
+		if ((r = cu->api.EventRecord(ev[1], NULL)) != CUDA_SUCCESS)
+			call = "cuEventRecord";
+		else if ((r = cu->api.EventSynchronize(ev[1])) != CUDA_SUCCESS)
+			call = "cuEventSynchronize";
+		else if ((r = cu->api.EventElapsedTime(&ms, ev[0], ev[1])) != CUDA_SUCCESS)
+			call = "cuEventElapsedTime";
+		t[i] = ms;
+	}
+	if (r != CUDA_SUCCESS) {
+		cuda_fail(cu, call, r, NULL);
+		goto done;
+	}
+	if (times_ms)
+		memcpy(times_ms, t, (size_t)iters * sizeof(double));
+	qsort(t, (size_t)iters, sizeof(double), cmp_double);
+	*median_ms = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
+	ret = 0;
+done:
+	for (int i = 0; i < 2; i++)
+		if (ev[i])
+			cu->api.EventDestroy(ev[i]);
+	free(t);
+	return ret;
+}
+
+/* One kernel launch, as a tinyc_launch_fn closure. */
+typedef struct launch_closure {
+	tinyc_kernel *k;	/* the kernel */
+	tinyc_dim3 grid;	/* grid extents */
+	tinyc_dim3 block;	/* block extents */
+	unsigned smem;		/* dynamic shared memory, bytes */
+	void **args;		/* kernelParams */
+} launch_closure;
+
+static int launch_once(tinyc_cuda *cu, void *arg)
+{
+	launch_closure *c = arg;
+	return tinyc_cuda_launch(cu, c->k, c->grid, c->block, c->smem, c->args);
+}
+
+/* Median time of one kernel launch. */
+int tinyc_cuda_time_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
+			   unsigned dyn_smem_bytes, void **args, int warmup, int iters,
+			   double *median_ms)
+{
+	launch_closure c = {k, grid, block, dyn_smem_bytes, args};
+	return tinyc_cuda_time(cu, launch_once, &c, warmup, iters, median_ms, NULL);
+}
