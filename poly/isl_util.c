@@ -152,13 +152,27 @@ isl_set *tinyc_isl_set_simplify(isl_set *set, isl_set *context)
 	return isl_set_coalesce(set);
 }
 
-/* coalesce + gist against the domain the access is evaluated on. */
+/* coalesce + gist against the domain the access is evaluated on.  The access is also
+ * rebuilt from its relation restricted to the domain (coalesced, redundancies removed),
+ * which lets isl find simpler divisions for chains of reshapes; the rebuilt form is kept
+ * when it has no more pieces. */
 isl_pw_multi_aff *tinyc_isl_pma_simplify(isl_pw_multi_aff *pma, isl_set *domain)
 {
 	pma = isl_pw_multi_aff_coalesce(pma);
-	if (domain)
-		pma = isl_pw_multi_aff_gist(pma, isl_set_copy(domain));
-	return isl_pw_multi_aff_coalesce(pma);
+	if (!domain || !pma)
+		return pma;
+	isl_map *m = isl_map_from_pw_multi_aff(isl_pw_multi_aff_copy(pma));
+	m = isl_map_intersect_domain(m, isl_set_copy(domain));
+	m = isl_map_remove_redundancies(isl_map_coalesce(m));
+	isl_pw_multi_aff *alt = isl_pw_multi_aff_from_map(m);
+	alt = isl_pw_multi_aff_coalesce(isl_pw_multi_aff_gist(alt, isl_set_copy(domain)));
+	pma = isl_pw_multi_aff_coalesce(isl_pw_multi_aff_gist(pma, isl_set_copy(domain)));
+	if (alt && pma && isl_pw_multi_aff_n_piece(alt) <= isl_pw_multi_aff_n_piece(pma)) {
+		isl_pw_multi_aff_free(pma);
+		return alt;
+	}
+	isl_pw_multi_aff_free(alt);
+	return pma;
 }
 
 /* Append a heap string from isl and free it. */
