@@ -291,6 +291,10 @@ Test(parse, whitespace_comments_crlf)
 	parsed d = parse_ok("\xEF\xBB\xBF%0 = CONST(1) : int[]\n%1 = OUTPUT(%0, name=\"o\") : int[]\n");
 	cr_expect_eq(d.g->n, 2);
 	done(&d);
+	/* '#' inside a string is not a comment */
+	parsed e = parse_ok("%0 = CONST(1) : int[] # c\n%1 = OUTPUT(%0, name=\"a#b\") : int[] # \"x\n");
+	cr_expect_str_eq(e.g->nodes[1].name, "a#b");
+	done(&e);
 }
 
 Test(parse, symbols_shared_and_named_ids)
