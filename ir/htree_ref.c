@@ -318,7 +318,8 @@ static void group_forward(htree_run *w, int64_t b, int64_t t, int64_t hkv, float
 				w->scores[g * w->R + p] = dot;
 			}
 		}
-		memset(w->selected, 0, (size_t)n);
+		if (n > 0)
+			memset(w->selected, 0, (size_t)n);
 		int64_t nsel = 0;
 		if (l > 0) {
 			/* Shared importance: sum over heads of the softmax probabilities. */
