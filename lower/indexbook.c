@@ -753,7 +753,7 @@ static int build_permute(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 			return tinyc_error_at(s->ctx, src_of(s->g), u->attr_loc, "InvalidAttribute",
 					      "perm must be a permutation of 0..%d", r - 1);
 		seen[p] = 1;
-		if (axis_from(s, &v->axes[i], x, p, u->shape[i]) < 0 ||
+		if (axis_from(s, &v->axes[i], x, p, s->g->nodes[u->src[0]].shape[p]) < 0 ||
 		    !(v->map[0].idx[p] = ix_axis(s, i)))
 			return -1;
 	}
@@ -841,7 +841,7 @@ static int build_affine(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 			 : (u->op == TINYC_OP_PAD) ? (lo == 0 && hi == 0)
 			 : (lo == 0 && dim_ident(xu->shape[d], u->shape[d]));
 		if (keep) {
-			if (axis_from(s, &v->axes[d], x, d, u->shape[d]) < 0 || !(*e = ix_axis(s, d)))
+			if (axis_from(s, &v->axes[d], x, d, xu->shape[d]) < 0 || !(*e = ix_axis(s, d)))
 				goto done;
 			continue;
 		}
@@ -885,7 +885,7 @@ static int build_identity(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 	if (val_init(s, v, v->node, u->rank) < 0)
 		return -1;
 	for (int d = 0; d < u->rank; d++)
-		if (axis_from(s, &v->axes[d], x, d, u->shape[d]) < 0 ||
+		if (axis_from(s, &v->axes[d], x, d, s->g->nodes[u->src[0]].shape[d]) < 0 ||
 		    !(v->map[0].idx[d] = ix_axis(s, d)))
 			return -1;
 	if (out_identity(s, v) < 0)
@@ -987,7 +987,7 @@ static int build_elementwise(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 		if (from >= 0) {
 			const tinyc_uop *fu = &s->g->nodes[u->src[from]];
 			if (axis_from(s, &v->axes[d], &s->ib->val[u->src[from]], d - (r - fu->rank),
-				      u->shape[d]) < 0)
+				      fu->shape[d - (r - fu->rank)]) < 0)
 				return -1;
 		} else if (axis_new(s, &v->axes[d], u->shape[d]) < 0) {
 			return -1;
