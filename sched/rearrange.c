@@ -596,6 +596,23 @@ static tinyc_rearrange_status plan_elementwise(tinyc_ctx *ctx, tinyc_rearrange_p
 
 /* ------------------------------------------------------------------ tiled plan ---- */
 
+/* Extend a tile group (a chain of dims contiguous in the destination when use_dst, else in
+ * the source) by one dim that belongs to neither group.  Returns 1 if it grew. */
+static int chain_step(const tinyc_rearrange_plan *p, int *in_self, const int *in_other,
+		      tinyc_rearrange_dim *group, int *ngroup, int64_t *len, int use_dst)
+{
+	const tinyc_rearrange_dim *last = &group[*ngroup - 1];
+	int64_t want = (use_dst ? last->dst : last->src) * last->len;
+	for (int j = 0; j < p->ndim; j++)
+		if (!in_self[j] && !in_other[j] && (use_dst ? p->dim[j].dst : p->dim[j].src) == want) {
+			in_self[j] = 1;
+			group[(*ngroup)++] = p->dim[j];
+			*len *= p->dim[j].len;
+			return 1;
+		}
+	return 0;
+}
+
 /* Build the tiled transpose plan, or return 1 (with *why) when it does not apply. */
 static int plan_tiled(tinyc_rearrange_plan *p, const tinyc_rearrange_opts *o, const char **why)
 {
@@ -619,31 +636,32 @@ static int plan_tiled(tinyc_rearrange_plan *p, const tinyc_rearrange_opts *o, co
 		*why = "a tile needs 256 threads per block";
 		return 1;
 	}
-	/* group A: the destination-contiguous chain from ah (never taking B's head);
-	 * group B: the source-contiguous chain from bh (never taking A's dims) */
+	/* group A: a chain of dims contiguous in the destination from ah; group B: a chain
+	 * contiguous in the source from bh.  Middle dims can continue both chains (in a full
+	 * reversal every dim does), so each chain first grows to one tile (T = 32 elements),
+	 * then the shorter one grows first while either can: both tile edges stay filled. */
 	int inA[TINYC_REARRANGE_MAX_NDIM] = {0}, inB[TINYC_REARRANGE_MAX_NDIM] = {0};
 	p->ntile_a = p->ntile_b = 0;
 	p->len_a = p->len_b = 1;
-	for (int cur = ah; cur >= 0;) {
-		inA[cur] = 1;
-		p->tile_a[p->ntile_a++] = p->dim[cur];
-		p->len_a *= p->dim[cur].len;
-		int next = -1;
-		for (int j = 0; j < n && next < 0; j++)
-			if (!inA[j] && j != bh && p->dim[j].dst == p->dim[cur].dst * p->dim[cur].len)
-				next = j;
-		cur = next;
-	}
-	for (int cur = bh; cur >= 0;) {
-		inB[cur] = 1;
-		p->tile_b[p->ntile_b++] = p->dim[cur];
-		p->len_b *= p->dim[cur].len;
-		int next = -1;
-		for (int j = 0; j < n && next < 0; j++)
-			if (!inA[j] && !inB[j] &&
-			    p->dim[j].src == p->dim[cur].src * p->dim[cur].len)
-				next = j;
-		cur = next;
+	inA[ah] = inB[bh] = 1;
+	p->tile_a[p->ntile_a++] = p->dim[ah];
+	p->tile_b[p->ntile_b++] = p->dim[bh];
+	p->len_a = p->dim[ah].len;
+	p->len_b = p->dim[bh].len;
+	while (p->len_a < 32 && chain_step(p, inA, inB, p->tile_a, &p->ntile_a, &p->len_a, 1))
+		;
+	while (p->len_b < 32 && chain_step(p, inB, inA, p->tile_b, &p->ntile_b, &p->len_b, 0))
+		;
+	for (;;) {	/* then the shorter group grows first */
+		int grew_a = 0, grew_b = 0;
+		if (p->len_b < p->len_a)
+			grew_b = chain_step(p, inB, inA, p->tile_b, &p->ntile_b, &p->len_b, 0);
+		if (!grew_b)
+			grew_a = chain_step(p, inA, inB, p->tile_a, &p->ntile_a, &p->len_a, 1);
+		if (!grew_a && !grew_b)
+			grew_b = chain_step(p, inB, inA, p->tile_b, &p->ntile_b, &p->len_b, 0);
+		if (!grew_a && !grew_b)
+			break;
 	}
 	/* pack 8- and 16-bit elements into 32-bit words where every access stays aligned:
 	 * source offsets outside B and destination offsets outside A step by whole words */
