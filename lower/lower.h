@@ -145,4 +145,38 @@ void tinyc_indexbook_pass_free(void *ir);
 /* The IndexBook of a module, or NULL when the pass has not run. */
 tinyc_indexbook *tinyc_module_indexbook(const tinyc_module *m);
 
+/* ==== RB-SSA: builder, IndexBook cross-check, pass (lower/rbssa_build.c) and CPU
+ * interpreter (lower/rbssa_interp.c).  The IR itself is ir/rbssa.h. ======================== */
+
+struct tinyc_rbssa;
+struct tinyc_io;
+
+/* Build the RB-SSA function of a verified graph g (seed 002 §3.2): tinygrad's ref-compat
+ * order kept (reshape -> transpose -> explicit broadcast_in_dim -> elementwise -> reduce),
+ * implicit broadcasts made explicit, axis names from ib (built here when ib is NULL).
+ * b: compile-time symbol values (may be NULL).  NULL with diagnostics on error. */
+__tinyc_give struct tinyc_rbssa *tinyc_rbssa_build(tinyc_ctx *ctx,
+						   __tinyc_keep const tinyc_graph *g,
+						   __tinyc_keep const tinyc_bindings *b,
+						   __tinyc_keep const tinyc_indexbook *ib);
+/* Seed §3.3: every reduce's dims equal the IndexBook's reduce_axes of its REDUCE node
+ * (ReduceAxesMismatch otherwise).  0 or -1. */
+int tinyc_rbssa_check_indexbook(tinyc_ctx *ctx, __tinyc_keep const struct tinyc_rbssa *f,
+				__tinyc_keep const tinyc_indexbook *ib);
+/* Execute f on the CPU: io->in by BUFFER slot (kept), io->out allocated, one per yield in
+ * order (previous outputs freed first; none on error).  b binds every symbol f's shapes use
+ * (runtime values; they must agree with f's compile-time ones).  Numerics of DESIGN.md §2,
+ * implemented independently of the reference evaluator (see lower/rbssa_interp.c).
+ * 0, or -1 with diagnostics (MissingInput, InputMismatch, UnboundSymbol, ...). */
+int tinyc_rbssa_run(tinyc_ctx *ctx, __tinyc_keep const struct tinyc_rbssa *f,
+		    __tinyc_keep const tinyc_bindings *b, struct tinyc_io *io);
+
+/* The "rbssa" pass: m->stage[tinyc_pass_find("rbssa")] holds a struct tinyc_rbssa. */
+int tinyc_rbssa_pass_run(tinyc_module *m);
+int tinyc_rbssa_pass_verify(tinyc_module *m);
+int tinyc_rbssa_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
+void tinyc_rbssa_pass_free(void *ir);
+/* The RB-SSA function of a module, or NULL when the pass has not run. */
+struct tinyc_rbssa *tinyc_module_rbssa(const tinyc_module *m);
+
 #endif

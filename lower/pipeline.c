@@ -43,6 +43,9 @@ static const tinyc_pass passes[] = {
 	{"polyview", "isl domains and access relations, contraction tags",
 	 tinyc_polyview_pass_run, tinyc_polyview_pass_verify, tinyc_polyview_pass_print,
 	 tinyc_polyview_pass_free},
+	{"rbssa", "Region-Buffer SSA: read/reshape/transpose/broadcast_in_dim/ewise/reduce/yield",
+	 tinyc_rbssa_pass_run, tinyc_rbssa_pass_verify, tinyc_rbssa_pass_print,
+	 tinyc_rbssa_pass_free},
 };
 
 const tinyc_pass *tinyc_pipeline(int *n)

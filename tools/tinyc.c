@@ -17,6 +17,7 @@
 #include "ir/pass.h"
 #include "ir/tensor.h"
 #include "ir/uop.h"
+#include "lower/lower.h"
 
 #ifndef TINYC_VERSION
 #define TINYC_VERSION "0.0.0"
@@ -75,9 +76,10 @@ static void usage(FILE *out)
 		"  --out NAME=y.npy      write OUTPUT name=NAME to a .npy file (repeatable)\n"
 		"  --random-inputs SEED  fill inputs not given with --in with seeded random data\n"
 		"  --bind M=..,N=..      symbol values; unbound symbols are inferred from inputs\n"
-		"  --device=ref|cpu      ref: the reference evaluator; cpu: the compiled CPU path\n"
-		"                        (default cpu)\n"
-		"  --check               compare every output with the reference evaluator\n"
+		"  --device=ref|cpu      ref: the reference evaluator; cpu: the pipeline up to rbssa,\n"
+		"                        run by the RB-SSA interpreter (default cpu)\n"
+		"  --check               compare every output with the reference evaluator: max\n"
+		"                        abs/rel error per output, exit 1 beyond the tolerance\n"
 		"  --atol=X --rtol=Y     tolerances for --check (default: by dtype)\n"
 		"\n"
 		"Other:\n"
@@ -309,7 +311,13 @@ static void print_summary(const char *name, const tinyc_tensor *t)
 static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 {
 	int rc = EXIT_DIAG;
-	if (tinyc_module_run_until(m, 0, 0, NULL) < 0)
+	int cpu = !strcmp(c->device, "cpu");
+	int last = cpu ? tinyc_pass_find("rbssa") : 0;
+	if (last < 0) {
+		tinyc_error(ctx, "UnknownStage", "the pipeline has no rbssa stage");
+		return EXIT_DIAG;
+	}
+	if (tinyc_module_run_until(m, last, 0, NULL) < 0)
 		return EXIT_DIAG;
 	tinyc_graph *g = m->uop;
 	tinyc_io io = {0}, ref = {0};
@@ -393,16 +401,47 @@ static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 		tinyc_tensor_fill_random(owned[u->slot], c->seed * 1000003u + (uint64_t)u->slot);
 		io.in[u->slot] = owned[u->slot];
 	}
-	/* The device run.  The compiled CPU path joins here when its stages exist; until then
-	 * both devices are the reference evaluator, and --check would compare it with itself. */
-	if (tinyc_eval(ctx, g, m->bind, &io) < 0)
+	/* The device run: the RB-SSA interpreter (cpu) or the reference evaluator (ref). */
+	if (cpu ? tinyc_rbssa_run(ctx, tinyc_module_rbssa(m), m->bind, &io) < 0
+		: tinyc_eval(ctx, g, m->bind, &io) < 0)
 		goto done;
-	printf("tinyc: ran %s on %s\n", c->file, !strcmp(c->device, "ref") ? "the reference evaluator" : "the CPU (reference evaluator)");
+	printf("tinyc: ran %s on %s\n", c->file,
+	       cpu ? "the CPU (RB-SSA interpreter)" : "the reference evaluator");
 	int failed = 0;
-	if (c->check) {
-		tinyc_error(ctx, "Unsupported",
-			    "--check needs a compiled device path; only the reference evaluator exists yet");
-		goto done;
+	if (c->check) {	/* the same inputs through the reference evaluator */
+		ref.nin = io.nin;
+		if (!(ref.in = calloc((size_t)io.nin + 1, sizeof(*ref.in)))) {
+			tinyc_error(ctx, "OutOfMemory", "cannot allocate the inputs");
+			goto done;
+		}
+		memcpy(ref.in, io.in, (size_t)io.nin * sizeof(*ref.in));
+		if (tinyc_eval(ctx, g, m->bind, &ref) < 0)
+			goto done;
+		for (int k = 0; k < io.nout && k < ref.nout; k++) {
+			double atol, rtol;
+			tinyc_cmp res;
+			const char *name = "?";
+			for (int i = 0, oi = 0; i < g->n; i++)
+				if (g->nodes[i].op == TINYC_OP_OUTPUT && oi++ == k)
+					name = g->nodes[i].name;
+			default_tol(ref.out[k]->dtype, &atol, &rtol);
+			if (c->atol >= 0)
+				atol = c->atol;
+			if (c->rtol >= 0)
+				rtol = c->rtol;
+			if (tinyc_tensor_compare(ctx, io.out[k], ref.out[k], atol, rtol, &res) < 0)
+				goto done;
+			printf("  check %s: max_abs=%.3g max_rel=%.3g (atol=%g rtol=%g) %s", name,
+			       res.max_abs, res.max_rel, atol, rtol, res.mismatched ? "FAILED" : "ok");
+			if (res.mismatched)
+				printf(": %lld elements beyond tolerance, worst at flat index %lld",
+				       (long long)res.mismatched, (long long)res.worst);
+			printf("\n");
+			failed |= res.mismatched > 0;
+		}
+		if (failed)
+			tinyc_error(ctx, "CheckFailed", "%s differs from the reference evaluator "
+				    "beyond the tolerance", c->file);
 	}
 	int oi = 0;
 	for (int i = 0; i < g->n; i++) {
