@@ -35,15 +35,26 @@ int tinyc_isl_report(tinyc_ctx *ctx, isl_ctx *ictx, const tinyc_source *src, tin
 		     const char *what)
 {
 	enum isl_error e = isl_ctx_last_error(ictx);
+	char *msg = isl_ctx_last_error_msg(ictx) ? strdup(isl_ctx_last_error_msg(ictx)) : NULL;
+	if (e != isl_error_quota) {
+		/* an exhausted budget often surfaces as a follow-on error ("invalid"); the
+		 * budget stays exhausted until reset, so a tiny probe tells */
+		isl_ctx_reset_error(ictx);
+		isl_set *probe = isl_set_read_from_str(ictx, "{ [i] : 0 <= i <= 10 and i >= 3 }");
+		isl_bool empty = isl_set_is_empty(probe);
+		isl_set_free(probe);
+		if (empty == isl_bool_error && isl_ctx_last_error(ictx) == isl_error_quota)
+			e = isl_error_quota;
+	}
 	if (e == isl_error_quota) {
 		tinyc_error_at(ctx, src, loc, "IslBudgetExceeded",
 			       "isl ran out of its budget of %lu operations while %s",
 			       isl_ctx_get_max_operations(ictx), what);
 	} else {
-		const char *msg = isl_ctx_last_error_msg(ictx);
 		tinyc_error_at(ctx, src, loc, "IslError", "isl failed while %s%s%s", what,
 			       msg ? ": " : "", msg ? msg : "");
 	}
+	free(msg);
 	isl_ctx_reset_error(ictx);
 	isl_ctx_reset_operations(ictx);
 	return -1;
