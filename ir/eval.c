@@ -955,8 +955,8 @@ int tinyc_eval(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b, ti
 		return -1;
 	for (int n = 0; n < g->n; n++)
 		nout += g->nodes[n].op == TINYC_OP_OUTPUT;
-	ev.d = calloc((size_t)(g->n ? g->n : 1), sizeof(dense));
-	last = calloc((size_t)(g->n ? g->n : 1), sizeof(int));
+	ev.d = calloc((size_t)(g->n > 0 ? g->n : 1), sizeof(dense));
+	last = calloc((size_t)(g->n > 0 ? g->n : 1), sizeof(int));
 	io->out = calloc((size_t)(nout ? nout : 1), sizeof(tinyc_tensor *));
 	if (!ev.d || !last || !io->out) {
 		rc = tinyc_error(ctx, "OutOfMemory", "evaluating the graph");
