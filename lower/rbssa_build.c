@@ -295,7 +295,8 @@ static int header_axis(rbb *s, int reduce, const tinyc_axis *a, int *ids, int *n
 	return tinyc_rbssa_add_axis(s->ctx, s->f, reduce, a->name, a->size);
 }
 
-/* The header: the yields' axes (iters), then the reduced axes, each once, in node order. */
+/* The header: the yields' iter axes (parallel), then the reduced axes, each once, in node
+ * order. */
 static int build_header(rbb *s)
 {
 	int *ids = tinyc_calloc(s->ctx, (size_t)s->ib->naxis_ids + 1, sizeof(int));
@@ -307,7 +308,8 @@ static int build_header(rbb *s)
 		if (s->g->nodes[n].op != TINYC_OP_OUTPUT)
 			continue;
 		for (int d = 0; d < v->naxes && !rc && nids < s->ib->naxis_ids; d++)
-			rc = header_axis(s, 0, &v->axes[d], ids, &nids);
+			if (v->axes[d].kind == TINYC_AXIS_ITER)	/* size-1 axes are not parallel */
+				rc = header_axis(s, 0, &v->axes[d], ids, &nids);
 	}
 	nids = 0;
 	for (int n = 0; n < s->g->n && !rc; n++) {
