@@ -179,4 +179,58 @@ void tinyc_rbssa_pass_free(void *ir);
 /* The RB-SSA function of a module, or NULL when the pass has not run. */
 struct tinyc_rbssa *tinyc_module_rbssa(const tinyc_module *m);
 
+/* ---- epilogue graphs (lower/evt_extract.c, lower/evt_passes.c) --------------------------
+ *
+ * The "evt" stage: for every contraction the Poly-View tagged, the region of the UOp DAG
+ * that consumes its REDUCE becomes an epilogue graph (ir/evt.h) that runs on the
+ * accumulator in registers inside the matmul kernel.  Extraction classifies every leaf by
+ * its strides along (m, n, l) (seed 001: (0,1,0) row vector, (1,0,0) column vector,
+ * (0,0,0) scalar, otherwise AuxLoad), makes each OUTPUT an AuxStore and each REDUCE over
+ * m and/or n a reduction node; a consumer that cannot run in the epilogue stays a separate
+ * kernel, with the reason in the dump.  Then the graph passes run (types, cse, dce, sort).
+ */
+#include "ir/evt.h"
+
+struct tinyc_polyview;
+
+/* The epilogue graphs of a Poly-View (one entry per contraction). */
+__tinyc_give tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx,
+					      __tinyc_keep const struct tinyc_polyview *pv);
+
+/* The strides and offset of an affine access acc (from an nin-dimensional space, restricted
+ * to dom, may be NULL) into array node `array` (a BUFFER/OUTPUT, strided or row-major, or any
+ * value stored row-major): strides[i] is the element stride along input dim i, *offset the
+ * element offset of the origin.  -1 with *why (a new string) when the access is piecewise,
+ * divides, or the polynomials overflow. */
+struct isl_pw_multi_aff;
+struct isl_set;
+int tinyc_evt_access_layout(const tinyc_graph *g, struct isl_pw_multi_aff *acc,
+			    struct isl_set *dom, const tinyc_uop *array, int nin,
+			    tinyc_evt_poly *strides, tinyc_evt_poly *offset, char **why);
+
+/* Passes on one graph; each logs its changes in g->log.  The graph must verify
+ * structurally (tinyc_evt_verify with types = 0) first.
+ *   types: fill dtypes from the kinds' rules, insert a Cast where a Compute's operand, a
+ *          store's or a reduction's input has another type (EvtTypeClash where no Cast can
+ *          help: a WHERE condition that is not bool);
+ *   cse:   a node equal to an earlier one (kind, type, op, tensor, children) is replaced by
+ *          it everywhere, so it is computed once and kept in a register (outputs are never
+ *          merged);
+ *   dce:   nodes that reach no output are removed;
+ *   sort:  a stable topological order (children first; among ready nodes the lowest index).
+ * tinyc_evt_run_passes verifies, runs all four in that order and verifies the types. */
+int tinyc_evt_pass_types(tinyc_ctx *ctx, tinyc_evt *g);
+int tinyc_evt_pass_cse(tinyc_ctx *ctx, tinyc_evt *g);
+int tinyc_evt_pass_dce(tinyc_ctx *ctx, tinyc_evt *g);
+int tinyc_evt_pass_sort(tinyc_ctx *ctx, tinyc_evt *g);
+int tinyc_evt_run_passes(tinyc_ctx *ctx, tinyc_evt *g);
+
+/* The "evt" pass: m->stage[tinyc_pass_find("evt")] holds a tinyc_evt_set. */
+int tinyc_evt_pass_run(tinyc_module *m);
+int tinyc_evt_pass_verify(tinyc_module *m);
+int tinyc_evt_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
+void tinyc_evt_pass_free(void *ir);
+/* The epilogue graphs of a module, or NULL when the pass has not run. */
+tinyc_evt_set *tinyc_module_evt(const tinyc_module *m);
+
 #endif

@@ -46,6 +46,8 @@ static const tinyc_pass passes[] = {
 	{"rbssa", "Region-Buffer SSA: read/reshape/transpose/broadcast_in_dim/ewise/reduce/yield",
 	 tinyc_rbssa_pass_run, tinyc_rbssa_pass_verify, tinyc_rbssa_pass_print,
 	 tinyc_rbssa_pass_free},
+	{"evt", "epilogue graphs: nodes, kinds, dtypes, edges (seed 000), visit order",
+	 tinyc_evt_pass_run, tinyc_evt_pass_verify, tinyc_evt_pass_print, tinyc_evt_pass_free},
 };
 
 const tinyc_pass *tinyc_pipeline(int *n)
