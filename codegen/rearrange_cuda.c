@@ -145,7 +145,7 @@ static void emit_group(tinyc_buf *b, int bits, const char *lin, const char *var,
 
 /* The tiled transpose: load a T x T tile (rows: group A, columns: group B, read along B)
  * into padded shared memory, barrier, store it transposed (written along A); P elements
- * per 32-bit word. */
+ * per global access (a word of P * E <= 4 bytes). */
 static void emit_tiled(tinyc_buf *b, const tinyc_rearrange_plan *p, const char *name)
 {
 	int bits = p->index_bits, T = p->tile, P = p->pack, E = p->elem;
@@ -155,6 +155,9 @@ static void emit_tiled(tinyc_buf *b, const tinyc_rearrange_plan *p, const char *
 	tinyc_buf_printf(b, "%s(unsigned char *__restrict__ y_bytes, "
 			 "const unsigned char *__restrict__ x_bytes)\n{\n", name);
 	tinyc_buf_printf(b, "\ttypedef %s elem_t;\t/* %d bytes */\n", elem_type(E), E);
+	if (P > 1)
+		tinyc_buf_printf(b, "\ttypedef %s word_t;\t/* %d elements packed */\n",
+				 unit_type(P * E), P);
 	tinyc_buf_printf(b, "\t__shared__ elem_t tile[%d][%d];\t/* [row: A][column: B], padded */\n",
 			 T, T + p->tile_pad);
 	tinyc_buf_puts(b, "\telem_t *__restrict__ y = (elem_t *)y_bytes;\n");
@@ -199,8 +202,7 @@ static void emit_tiled(tinyc_buf *b, const tinyc_rearrange_plan *p, const char *
 			if (P == 1) {
 				tinyc_buf_puts(b, "\t\t\ttile[r][tx] = x[i];\n");
 			} else {
-				tinyc_buf_puts(b, "\t\t\tconst unsigned int w = "
-						 "*(const unsigned int *)(x + i);\n");
+				tinyc_buf_puts(b, "\t\t\tconst word_t w = *(const word_t *)(x + i);\n");
 				for (int k = 0; k < P; k++)
 					tinyc_buf_printf(b, "\t\t\ttile[r][tx * %d + %d] = "
 							 "(elem_t)(w >> %d);\n", P, k, 8 * E * k);
@@ -213,11 +215,11 @@ static void emit_tiled(tinyc_buf *b, const tinyc_rearrange_plan *p, const char *
 			if (P == 1) {
 				tinyc_buf_puts(b, "\t\t\ty[o] = tile[tx][r];\n");
 			} else {
-				tinyc_buf_puts(b, "\t\t\tconst unsigned int w = ");
+				tinyc_buf_puts(b, "\t\t\tconst word_t w = (word_t)(");
 				for (int k = 0; k < P; k++)
 					tinyc_buf_printf(b, "%s((unsigned int)tile[tx * %d + %d][r] << %d)",
 							 k ? "\n\t\t\t\t| " : "", P, k, 8 * E * k);
-				tinyc_buf_puts(b, ";\n\t\t\t*(unsigned int *)(y + o) = w;\n");
+				tinyc_buf_puts(b, ");\n\t\t\t*(word_t *)(y + o) = w;\n");
 			}
 		}
 		tinyc_buf_puts(b, "\t\t}\n\t}\n");

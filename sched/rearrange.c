@@ -663,7 +663,8 @@ static int plan_tiled(tinyc_rearrange_plan *p, const tinyc_rearrange_opts *o, co
 		if (!grew_a && !grew_b)
 			break;
 	}
-	/* pack 8- and 16-bit elements into 32-bit words where every access stays aligned:
+	/* pack 8- and 16-bit elements into words of up to 4 bytes (4 bytes, or 2 when the
+	 * pointers are only 2-byte aligned) where every access stays aligned:
 	 * source offsets outside B and destination offsets outside A step by whole words */
 	int pack = 1;
 	for (int k = p->elem < 4 ? 4 / p->elem : 1; k > 1; k /= 2) {
@@ -887,86 +888,4 @@ void tinyc_rearrange_plan_print(const tinyc_rearrange_plan *p, tinyc_buf *b)
 					 c->grid, (long long)c->per_block, c->inner,
 					 (long long)c->len);
 	}
-}
-
-/* ------------------------------------------------------------ descriptor API ---- */
-
-#define ALIGN_BUCKETS 6		/* plans for base alignment 1, 2, 4, 8, 16, >= 32 */
-
-struct tinyc_rearrange_desc {
-	tinyc_ctx *ctx;				/* diagnostics (kept) */
-	tinyc_dtype dtype;			/* element type */
-	int ndim;				/* rank */
-	int64_t shape[TINYC_REARRANGE_MAX_NDIM];	/* lengths */
-	int64_t ys[TINYC_REARRANGE_MAX_NDIM];	/* destination strides, elements */
-	int64_t xs[TINYC_REARRANGE_MAX_NDIM];	/* source strides, elements */
-	tinyc_rearrange_plan plan;		/* the plan for 256-byte aligned pointers */
-	int have[ALIGN_BUCKETS];		/* bucket k planned */
-	tinyc_rearrange_plan by_align[ALIGN_BUCKETS];	/* plan for pointers aligned to 2^k */
-};
-
-/* Seed create(): validate and plan for cudaMalloc-aligned pointers. */
-tinyc_rearrange_status tinyc_rearrange_create(tinyc_ctx *ctx, tinyc_rearrange_desc **desc,
-					      const tinyc_tensor_desc *y,
-					      const tinyc_tensor_desc *x)
-{
-	if (!desc)
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam", "desc is NULL");
-	*desc = NULL;
-	tinyc_rearrange_plan plan;
-	tinyc_rearrange_status st = tinyc_rearrange_plan_build(ctx, y, x, NULL, &plan);
-	if (st)
-		return st;
-	tinyc_rearrange_desc *d = calloc(1, sizeof(*d));
-	if (!d)
-		return fail(ctx, TINYC_REARRANGE_OUT_OF_MEMORY, "OutOfMemory",
-			    "cannot allocate a rearrange descriptor");
-	d->ctx = ctx;
-	d->dtype = y->dtype;
-	d->ndim = y->ndim;
-	tinyc_tensor_desc yd = *y, xd = *x;
-	if (y->ndim) {
-		memcpy(d->shape, y->shape, sizeof(int64_t) * (size_t)y->ndim);
-		effective_strides(&yd, d->ys);	/* cannot fail: validate() checked */
-		effective_strides(&xd, d->xs);
-	}
-	d->plan = plan;
-	*desc = d;
-	return TINYC_REARRANGE_SUCCESS;
-}
-
-/* The default plan. */
-const tinyc_rearrange_plan *tinyc_rearrange_desc_plan(const tinyc_rearrange_desc *d)
-{
-	return d ? &d->plan : NULL;
-}
-
-/* The plan for base pointers aligned to base_align, planned on first use. */
-const tinyc_rearrange_plan *tinyc_rearrange_desc_plan_for(tinyc_rearrange_desc *d,
-							   int base_align)
-{
-	if (!d || base_align < 1)
-		return NULL;
-	int a = pow2_part(base_align), k = 0;
-	while ((1 << k) < a)
-		k++;
-	if (a >= TINYC_REARRANGE_MAX_UNIT)
-		return &d->plan;	/* no plan asks more than the widest unit */
-	if (!d->have[k]) {
-		tinyc_tensor_desc y = {d->dtype, d->ndim, d->shape, d->ys};
-		tinyc_tensor_desc x = {d->dtype, d->ndim, d->shape, d->xs};
-		tinyc_rearrange_opts o;
-		tinyc_rearrange_opts_default(&o);
-		o.base_align = a;
-		if (tinyc_rearrange_plan_build(d->ctx, &y, &x, &o, &d->by_align[k]))
-			return NULL;
-		d->have[k] = 1;
-	}
-	return &d->by_align[k];
-}
-
-/* Free a descriptor. */
-void tinyc_rearrange_destroy(tinyc_rearrange_desc *d)
-{
-	free(d);
 }

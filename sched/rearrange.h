@@ -44,6 +44,7 @@
 
 #include "ir/ctx.h"
 #include "ir/dtype.h"
+#include "runtime/runtime.h"
 
 #define TINYC_REARRANGE_MAX_NDIM 16	/* highest rank a rearrange accepts */
 #define TINYC_REARRANGE_MAX_UNIT 32	/* widest vector unit, bytes */
@@ -131,7 +132,8 @@ typedef struct tinyc_rearrange_plan {
 	int elem;			/* element size, bytes */
 	int unit;			/* bytes per step of a block/grid stride: the vector unit
 					 * (elementwise) or the element (tiled) */
-	int pack;			/* tiled: elements per 32-bit global access (1, 2 or 4) */
+	int pack;			/* tiled: elements per global access, a word of pack * elem
+					 * <= 4 bytes (1, 2 or 4) */
 	int align;			/* bytes both base pointers must be aligned to */
 	int index_bits;			/* 32: every offset (in units) fits in int; else 64 */
 	int64_t numel;			/* elements moved */
@@ -219,6 +221,17 @@ __tinyc_keep const tinyc_rearrange_plan *tinyc_rearrange_desc_plan(const tinyc_r
  * kept in the descriptor.  NULL with a diagnostic on failure. */
 __tinyc_keep const tinyc_rearrange_plan *tinyc_rearrange_desc_plan_for(tinyc_rearrange_desc *d,
 									int base_align);
+
+/* Seed §3 calculate(): y <- x on the device.  y and x are the device addresses of element
+ * 0 of each tensor; cu is the device and its stream (the runtime launches on the context's
+ * default stream, asynchronously).  The plan is the one for the alignment the two addresses
+ * actually have; its kernel is generated, compiled through the kernel cache and loaded on
+ * first use, then kept in the descriptor (kernels belong to the first cu used: a descriptor
+ * serves one tinyc_cuda).  EMPTY plans launch nothing; COPY plans are one device-to-device
+ * copy.  Returns SUCCESS, BAD_PARAM (NULL argument or address, another cu) or DEVICE_ERROR
+ * (nvrtc, module load or launch failed; the runtime's diagnostics are on the context). */
+tinyc_rearrange_status tinyc_rearrange_calculate(tinyc_rearrange_desc *desc, tinyc_devptr y,
+						 tinyc_devptr x, tinyc_cuda *cu);
 
 /* Free a descriptor (and the kernels it loaded: call it before closing their tinyc_cuda). */
 void tinyc_rearrange_destroy(__tinyc_take tinyc_rearrange_desc *desc);

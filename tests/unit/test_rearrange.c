@@ -725,6 +725,20 @@ Test(rearrange, cuda_compiles_with_nvrtc, .timeout = 300)
 	cr_assert(strstr(src.data, "__shared__ elem_t tile[64][65];"));	/* packed halves */
 	cr_assert(strstr(src.data, "__shared__ elem_t tile[128][129];"));	/* packed bytes */
 	cr_assert(strstr(src.data, "typedef tinyc_unit32 unit_t;"));	/* 32-byte unit */
+	/* bytes on 2-byte aligned pointers: pairs in 16-bit words (not 32-bit ones) */
+	int64_t sq[] = {2000, 2000}, rm[] = {2000, 1}, cm[] = {1, 2000};
+	tinyc_tensor_desc yb = {TINYC_UCHAR, 2, sq, cm}, xb = {TINYC_UCHAR, 2, sq, rm};
+	tinyc_rearrange_opts o2;
+	tinyc_rearrange_opts_default(&o2);
+	o2.base_align = 2;
+	tinyc_rearrange_plan bp;
+	cr_assert_eq(tinyc_rearrange_plan_build(ctx, &yb, &xb, &o2, &bp), 0);
+	cr_assert(bp.kind == TINYC_REARRANGE_TILED && bp.pack == 2 && bp.align == 2, "%s", dump(&bp));
+	tinyc_buf bt = {0};
+	cr_assert_eq(tinyc_rearrange_emit_cuda(ctx, &bp, "t2000_byte_align2", &bt), 0);
+	cr_assert(strstr(bt.data, "typedef unsigned short word_t;"), "%s", bt.data);
+	tinyc_buf_puts(&src, bt.data);
+	tinyc_buf_free(&bt);
 	/* no kernel for a copy plan */
 	int64_t one[] = {4};
 	tinyc_tensor_desc c = {TINYC_FLOAT, 1, one, NULL};
@@ -747,7 +761,7 @@ Test(rearrange, cuda_compiles_with_nvrtc, .timeout = 300)
 			cr_assert_fail("nvrtc %s failed:\n%s", archs[a], diags.data);
 		}
 		cr_assert(blob.is_cubin && blob.size > 1000);
-		cr_log_info("%s: %d kernels, %zu-byte cubin in %.0f ms", archs[a], NGPU, blob.size,
+		cr_log_info("%s: %d kernels, %zu-byte cubin in %.0f ms", archs[a], NGPU + 1, blob.size,
 			    blob.compile_ms);
 		tinyc_blob_clear(&blob);
 	}
