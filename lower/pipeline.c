@@ -6,6 +6,8 @@
 #include "ir/pass.h"
 #include "lower/lower.h"
 #include "poly/poly.h"
+#include "sched/schedule.h"
+#include "codegen/gpu.h"
 
 /* Stage "uop": parse the text into a UOp DAG. */
 static int uop_run(tinyc_module *m)
@@ -48,6 +50,14 @@ static const tinyc_pass passes[] = {
 	 tinyc_rbssa_pass_free},
 	{"evt", "epilogue graphs: nodes, kinds, dtypes, edges (seed 000), visit order",
 	 tinyc_evt_pass_run, tinyc_evt_pass_verify, tinyc_evt_pass_print, tinyc_evt_pass_free},
+	{"schedule", "kernels, buffers, plan candidates with estimates, the choice",
+	 tinyc_schedule_pass_run, tinyc_schedule_pass_verify, tinyc_schedule_pass_print,
+	 tinyc_schedule_pass_free},
+	{"gpuir", "GPU IR: kernels, params, shared memory, loops, predicated loads/stores",
+	 tinyc_gpuir_pass_run, tinyc_gpuir_pass_verify, tinyc_gpuir_pass_print,
+	 tinyc_gpuir_pass_free},
+	{"cuda", "the CUDA C text handed to nvrtc (with grid/block/smem per kernel)",
+	 tinyc_cuda_pass_run, tinyc_cuda_pass_verify, tinyc_cuda_pass_print, tinyc_cuda_pass_free},
 };
 
 const tinyc_pass *tinyc_pipeline(int *n)

@@ -1,0 +1,112 @@
+/* The "gpuir" pass: a planned schedule -> a GPU IR module.
+ *
+ * The module gets the schedule's buffers (same order, so buffer i is the schedule's buffer
+ * i) and, in launch order, one kernel per schedule kernel, built by the builder of its plan
+ * kind.  A new template (the contraction path) adds its builder to the table below.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/gpu.h"
+
+/* GPU IR builders by plan kind. */
+static const tinyc_gpu_builder builders[] = {
+	{TINYC_PLAN_MAP, tinyc_isl_kernel_build},
+	{TINYC_PLAN_ROWRED, tinyc_isl_kernel_build},
+};
+
+tinyc_gpu_module *tinyc_gpuir_build(tinyc_ctx *ctx, const tinyc_schedule *s,
+				    const tinyc_indexbook *ib)
+{
+	tinyc_gpu_module *gm = tinyc_gpu_module_alloc(ctx);
+	if (!gm)
+		return NULL;
+	if (tinyc_gpu_set_symbols(gm, s->g, s->bind) < 0)
+		goto fail;
+	snprintf(gm->target, sizeof(gm->target), "%s", s->dev.target);
+	gm->arch_major = s->dev.arch.major;
+	gm->arch_minor = s->dev.arch.minor;
+	for (int i = 0; i < s->nbuf; i++) {
+		const tinyc_sbuf *sb = &s->bufs[i];
+		tinyc_gbuf gb = {0};
+		gb.name = sb->name;
+		gb.role = sb->role == TINYC_SB_INPUT ? TINYC_GB_INPUT
+			  : sb->role == TINYC_SB_OUTPUT ? TINYC_GB_OUTPUT : TINYC_GB_TEMP;
+		gb.index = sb->index;
+		gb.node = sb->node;
+		gb.dtype = sb->dtype;
+		gb.rank = sb->rank;
+		memcpy(gb.shape, sb->shape, sizeof(gb.shape));
+		gb.has_strides = sb->has_strides;
+		memcpy(gb.strides, sb->strides, sizeof(gb.strides));
+		if (tinyc_gpu_add_buf(gm, &gb) < 0)
+			goto fail;
+	}
+	for (int i = 0; i < s->nkern; i++) {
+		const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[i]);
+		const tinyc_gpu_builder *b = NULL;
+		for (size_t j = 0; p && j < sizeof(builders) / sizeof(*builders); j++)
+			if (builders[j].kind == p->kind)
+				b = &builders[j];
+		if (!b) {
+			tinyc_error(ctx, "CodegenError", "kernel %s: no GPU IR builder for plan kind %s",
+				    s->kerns[i].name, p ? tinyc_plan_kind_name(p->kind) : "none");
+			goto fail;
+		}
+		if (b->build(ctx, gm, s, ib, i) < 0)
+			goto fail;
+	}
+	return gm;
+fail:
+	tinyc_gpu_module_free(gm);
+	return NULL;
+}
+
+static int gpuir_stage(void)
+{
+	return tinyc_pass_find("gpuir");
+}
+
+tinyc_gpu_module *tinyc_module_gpuir(const tinyc_module *m)
+{
+	int st = gpuir_stage();
+	return st >= 0 ? m->stage[st] : NULL;
+}
+
+int tinyc_gpuir_pass_run(tinyc_module *m)
+{
+	tinyc_schedule *s = tinyc_module_schedule(m);
+	tinyc_indexbook *ib = tinyc_module_indexbook(m);
+	int st = gpuir_stage();
+	if (!s || !ib || st < 0)
+		return tinyc_error(m->ctx, "PipelineError",
+				   "the gpuir pass needs the indexbook and schedule stages");
+	tinyc_gpu_module *gm = tinyc_gpuir_build(m->ctx, s, ib);
+	if (!gm)
+		return -1;
+	m->stage[st] = gm;
+	return 0;
+}
+
+int tinyc_gpuir_pass_verify(tinyc_module *m)
+{
+	tinyc_gpu_module *gm = tinyc_module_gpuir(m);
+	tinyc_schedule *s = tinyc_module_schedule(m);
+	if (!gm)
+		return tinyc_error(m->ctx, "PipelineError", "no GPU IR");
+	return tinyc_gpu_verify(m->ctx, gm, s ? s->dev.smem_per_block_optin : 0);
+}
+
+int tinyc_gpuir_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
+{
+	tinyc_gpu_module *gm = tinyc_module_gpuir(m);
+	if (fmt != TINYC_FMT_TEXT || !gm)
+		return -1;
+	tinyc_gpu_print(gm, out);
+	return 0;
+}
+
+void tinyc_gpuir_pass_free(void *ir)
+{
+	tinyc_gpu_module_free(ir);
+}

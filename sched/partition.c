@@ -1,0 +1,397 @@
+/* Partition a UOp graph into kernels (see sched/schedule.h).
+ *
+ * Rules.  A value is materialised in a buffer when it is
+ *   - a BUFFER (an input) or the operand of an OUTPUT (the output buffer itself);
+ *   - a CONTIGUOUS, unless its only user is an OUTPUT (then the output is the copy);
+ *   - a REDUCE result that cannot be computed inline by the kernel that consumes it.
+ * A REDUCE is computed inline (as a loop inside its consumer's statement) when the chain
+ * from it up to the next materialised value goes through nodes that each have exactly one
+ * use and never broadcast it (no EXPAND of a real dim, no size-1 operand of a wider
+ * elementwise op): then every element of the reduction result is computed exactly once.
+ * Otherwise (softmax: the row maximum is broadcast back over the row) it gets its own
+ * kernel and a temporary buffer, which is the kernel boundary the consumer needs.
+ * Everything else (elementwise ops, movement) is fused into the kernel that consumes it.
+ * Kernels are listed in topological order of the values they store, which is a valid
+ * launch order.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/schedule.h"
+
+int64_t tinyc_sched_dim(const tinyc_schedule *s, const tinyc_dim *d)
+{
+	if (d->sym < 0)
+		return d->val;
+	return s->bind ? tinyc_dim_value(d, s->bind) : -1;
+}
+
+double tinyc_sched_dim_est(const tinyc_schedule *s, const tinyc_dim *d)
+{
+	int64_t v = tinyc_sched_dim(s, d);
+	return v >= 0 ? (double)v : (double)s->assumed_sym;
+}
+
+/* Value of a dim under bindings b (may be NULL), -1 when unknown. */
+static int64_t dim_value(const tinyc_dim *d, const tinyc_bindings *b)
+{
+	if (d->sym < 0)
+		return d->val;
+	return b ? tinyc_dim_value(d, b) : -1;
+}
+
+/* Whether two dims are certainly equal. */
+static int dims_same(const tinyc_dim *a, const tinyc_dim *b, const tinyc_bindings *bind)
+{
+	if (a->sym >= 0 && a->sym == b->sym)
+		return 1;
+	int64_t va = dim_value(a, bind), vb = dim_value(b, bind);
+	return va >= 0 && va == vb;
+}
+
+int tinyc_operand_injective(const tinyc_graph *g, const tinyc_bindings *b, int u, int which)
+{
+	const tinyc_uop *n = &g->nodes[u];
+	const tinyc_uop *o = &g->nodes[n->src[which]];
+	switch (n->op) {
+	case TINYC_OP_EXPAND:
+		for (int d = 0; d < n->rank && d < o->rank; d++)
+			if (!dims_same(&o->shape[d], &n->shape[d], b))
+				return 0;
+		return o->rank == n->rank;
+	case TINYC_OP_REDUCE:
+	case TINYC_OP_RESHAPE:
+	case TINYC_OP_PERMUTE:
+	case TINYC_OP_PAD:
+	case TINYC_OP_SHRINK:
+	case TINYC_OP_FLIP:
+	case TINYC_OP_CONTIGUOUS:
+	case TINYC_OP_OUTPUT:
+		return 1;
+	default:
+		break;
+	}
+	/* elementwise: right-aligned broadcasting */
+	if (o->rank != n->rank)
+		return 0;
+	for (int d = 0; d < n->rank; d++)
+		if (!dims_same(&o->shape[d], &n->shape[d], b))
+			return 0;
+	return 1;
+}
+
+int tinyc_reduce_axes(const tinyc_graph *g, int node, int *axes)
+{
+	const tinyc_uop *u = &g->nodes[node];
+	const tinyc_uop *in = &g->nodes[u->src[0]];
+	int n = 0;
+	for (int i = 0; i < u->naxes; i++) {
+		int64_t a = u->axes[i] < 0 ? u->axes[i] + in->rank : u->axes[i];
+		if (a < 0 || a >= in->rank)
+			continue;
+		int dup = 0;
+		for (int j = 0; j < n; j++)
+			dup |= axes[j] == (int)a;
+		if (!dup)
+			axes[n++] = (int)a;
+	}
+	for (int i = 1; i < n; i++)	/* sort */
+		for (int j = i; j > 0 && axes[j - 1] > axes[j]; j--) {
+			int t = axes[j]; axes[j] = axes[j - 1]; axes[j - 1] = t;
+		}
+	return n;
+}
+
+void tinyc_schedule_free(tinyc_schedule *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nbuf; i++)
+		free(s->bufs[i].name);
+	for (int i = 0; i < s->nkern; i++) {
+		tinyc_skernel *k = &s->kerns[i];
+		free(k->name);
+		free(k->reds);
+		free(k->in_bufs);
+		for (int c = 0; c < k->ncand; c++)
+			if (k->cands[c].ext_free)
+				k->cands[c].ext_free(k->cands[c].ext);
+		free(k->cands);
+	}
+	free(s->bufs);
+	free(s->kerns);
+	free(s->node_buf);
+	free(s->node_kernel);
+	free(s);
+}
+
+/* Append a buffer for node `node`; returns its index or -1. */
+static int add_buf(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_sbuf_role role, int index, int node,
+		   const char *name, tinyc_dtype dt)
+{
+	tinyc_sbuf *nb = tinyc_realloc(ctx, s->bufs, sizeof(*nb) * (size_t)(s->nbuf + 1));
+	if (!nb)
+		return -1;
+	s->bufs = nb;
+	tinyc_sbuf *b = &nb[s->nbuf];
+	memset(b, 0, sizeof(*b));
+	const tinyc_uop *u = &s->g->nodes[node];
+	b->role = role;
+	b->index = index;
+	b->node = node;
+	b->dtype = dt;
+	b->rank = u->rank;
+	for (int d = 0; d < u->rank; d++)
+		b->shape[d] = u->shape[d];
+	if (u->strides && (u->op == TINYC_OP_BUFFER || u->op == TINYC_OP_OUTPUT)) {
+		b->has_strides = 1;
+		for (int d = 0; d < u->rank; d++)
+			b->strides[d] = u->strides[d];
+	}
+	if (!(b->name = tinyc_strdup(ctx, name)))
+		return -1;
+	return s->nbuf++;
+}
+
+/* State of one partition run. */
+typedef struct part {
+	tinyc_ctx *ctx;
+	tinyc_schedule *s;
+	const tinyc_graph *g;
+	int *nusers;		/* per node: operand slots that use it (live users only) */
+	int *user;		/* per node: its last user */
+	unsigned char *live;	/* per node: reaches an OUTPUT */
+	unsigned char *mat;	/* per node: materialised */
+	unsigned char *seen;	/* scratch for traversals */
+} part;
+
+/* Decide whether live REDUCE r is materialised (see the rules at the top). */
+static int reduce_needs_buffer(part *p, int r)
+{
+	const tinyc_graph *g = p->g;
+	int cur = r;
+	for (;;) {
+		if (p->nusers[cur] != 1)
+			return 1;
+		int u = p->user[cur];
+		const tinyc_uop *un = &g->nodes[u];
+		int which = 0;
+		for (int i = 0; i < un->nsrc; i++)
+			if (un->src[i] == cur)
+				which = i;
+		if (!tinyc_operand_injective(g, p->s->bind, u, which))
+			return 1;
+		if (un->op == TINYC_OP_OUTPUT || un->op == TINYC_OP_REDUCE || p->mat[u])
+			return 0;
+		cur = u;
+	}
+}
+
+/* Collect what kernel k reads and which REDUCEs it computes inline: a walk from node i
+ * that stops at materialised values. */
+static int collect(part *p, tinyc_skernel *k, int i, double mult, int top)
+{
+	tinyc_schedule *s = p->s;
+	const tinyc_uop *u = &p->g->nodes[i];
+	if (!top && s->node_buf[i] >= 0) {
+		int b = s->node_buf[i];
+		for (int j = 0; j < k->nin; j++)
+			if (k->in_bufs[j] == b)
+				return 0;
+		int *ni = tinyc_realloc(p->ctx, k->in_bufs, sizeof(int) * (size_t)(k->nin + 1));
+		if (!ni)
+			return -1;
+		k->in_bufs = ni;
+		ni[k->nin++] = b;
+		return 0;
+	}
+	if (p->seen[i])
+		return 0;
+	p->seen[i] = 1;
+	if (u->op == TINYC_OP_REDUCE) {
+		int *nr = tinyc_realloc(p->ctx, k->reds, sizeof(int) * (size_t)(k->nred + 1));
+		if (!nr)
+			return -1;
+		k->reds = nr;
+		nr[k->nred++] = i;
+		s->node_kernel[i] = (int)(k - s->kerns);
+		const tinyc_uop *in = &p->g->nodes[u->src[0]];
+		int axes[TINYC_MAX_RANK], na = tinyc_reduce_axes(p->g, i, axes);
+		double ext = 1;
+		for (int a = 0; a < na; a++)
+			ext *= tinyc_sched_dim_est(s, &in->shape[axes[a]]);
+		if (ext > k->red_elems)
+			k->red_elems = ext;
+		mult *= ext;
+		k->flops += mult;
+		if (na && axes[na - 1] == in->rank - 1 && in->rank > 0 &&
+		    tinyc_sched_dim_est(s, &in->shape[in->rank - 1]) > 1)
+			k->contig_red = 1;
+	} else if (tinyc_op_info(u->op)->kind == TINYC_KIND_ELEMENTWISE &&
+		   u->op != TINYC_OP_CAST && u->op != TINYC_OP_BITCAST) {
+		k->flops += mult;
+	}
+	for (int j = 0; j < u->nsrc; j++)
+		if (collect(p, k, u->src[j], mult, 0) < 0)
+			return -1;
+	return 0;
+}
+
+/* Elements of a buffer's logical shape, with unbound symbols at the assumed value. */
+static double buf_elems(const tinyc_schedule *s, const tinyc_sbuf *b)
+{
+	double n = 1;
+	for (int d = 0; d < b->rank; d++)
+		n *= tinyc_sched_dim_est(s, &b->shape[d]);
+	return n;
+}
+
+/* Add the kernel that stores root's value. */
+static int add_kernel(part *p, int root)
+{
+	tinyc_schedule *s = p->s;
+	const tinyc_graph *g = p->g;
+	const tinyc_uop *r = &g->nodes[root];
+	tinyc_skernel *nk = tinyc_realloc(p->ctx, s->kerns, sizeof(*nk) * (size_t)(s->nkern + 1));
+	if (!nk)
+		return -1;
+	s->kerns = nk;
+	tinyc_skernel *k = &nk[s->nkern];
+	memset(k, 0, sizeof(*k));
+	int ki = s->nkern++;
+	k->root = root;
+	k->value = r->op == TINYC_OP_OUTPUT ? r->src[0] : root;
+	k->out_buf = s->node_buf[root];
+	k->red_elems = 1;
+	char *name;
+	if (r->op == TINYC_OP_OUTPUT)
+		name = tinyc_asprintf("k%d_%s", ki, r->name ? r->name : "out");
+	else if (r->op == TINYC_OP_REDUCE)
+		name = tinyc_asprintf("k%d_reduce_%s", ki, tinyc_redop_name(r->redop));
+	else
+		name = tinyc_asprintf("k%d_%s", ki, tinyc_op_info(r->op)->name);
+	if (!name)
+		return tinyc_error(p->ctx, "OutOfMemory", "kernel name");
+	for (char *c = name; *c; c++)
+		if (*c >= 'A' && *c <= 'Z' && r->op != TINYC_OP_OUTPUT)
+			*c = (char)(*c - 'A' + 'a');
+	k->name = name;
+	memset(p->seen, 0, (size_t)g->n);
+	/* the value itself may be materialised elsewhere (OUTPUT of a REDUCE with other
+	 * users): then the kernel copies it */
+	int top = s->node_buf[k->value] < 0 || k->value == root;
+	if (k->value == root)
+		s->node_kernel[root] = ki;
+	if (collect(p, k, k->value, 1, top) < 0)
+		return -1;
+	const tinyc_uop *v = &g->nodes[k->value];
+	k->out_elems = 1;
+	for (int d = 0; d < v->rank; d++)
+		k->out_elems *= tinyc_sched_dim_est(s, &v->shape[d]);
+	k->flops *= k->out_elems;
+	k->bytes = buf_elems(s, &s->bufs[k->out_buf]) * tinyc_dtype_size(s->bufs[k->out_buf].dtype);
+	for (int j = 0; j < k->nin; j++) {
+		const tinyc_sbuf *b = &s->bufs[k->in_bufs[j]];
+		k->bytes += buf_elems(s, b) * tinyc_dtype_size(b->dtype);
+	}
+	return 0;
+}
+
+tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b)
+{
+	tinyc_schedule *s = tinyc_calloc(ctx, 1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->g = g;
+	s->bind = b;
+	s->assumed_sym = 1024;
+	part p = {ctx, s, g, NULL, NULL, NULL, NULL, NULL};
+	size_t n = (size_t)g->n + 1;
+	s->node_buf = tinyc_malloc(ctx, sizeof(int) * n);
+	s->node_kernel = tinyc_malloc(ctx, sizeof(int) * n);
+	p.nusers = tinyc_calloc(ctx, n, sizeof(int));
+	p.user = tinyc_calloc(ctx, n, sizeof(int));
+	p.live = tinyc_calloc(ctx, n, 1);
+	p.mat = tinyc_calloc(ctx, n, 1);
+	p.seen = tinyc_calloc(ctx, n, 1);
+	if (!s->node_buf || !s->node_kernel || !p.nusers || !p.user || !p.live || !p.mat || !p.seen)
+		goto fail;
+	for (int i = 0; i < g->n; i++)
+		s->node_buf[i] = s->node_kernel[i] = -1;
+
+	/* liveness: backwards from the OUTPUTs */
+	for (int i = g->n - 1; i >= 0; i--) {
+		const tinyc_uop *u = &g->nodes[i];
+		if (u->op == TINYC_OP_OUTPUT)
+			p.live[i] = 1;
+		if (!p.live[i])
+			continue;
+		for (int j = 0; j < u->nsrc; j++) {
+			p.live[u->src[j]] = 1;
+			p.nusers[u->src[j]]++;
+			p.user[u->src[j]] = i;
+		}
+	}
+
+	/* inputs, by slot (every BUFFER, live or not, so slots line up with the io) */
+	int maxslot = -1;
+	for (int i = 0; i < g->n; i++)
+		if (g->nodes[i].op == TINYC_OP_BUFFER && g->nodes[i].slot > maxslot)
+			maxslot = (int)g->nodes[i].slot;
+	for (int slot = 0; slot <= maxslot; slot++)
+		for (int i = 0; i < g->n; i++) {
+			const tinyc_uop *u = &g->nodes[i];
+			if (u->op != TINYC_OP_BUFFER || u->slot != slot)
+				continue;
+			p.mat[i] = 1;
+			if ((s->node_buf[i] = add_buf(ctx, s, TINYC_SB_INPUT, slot, i, u->name, u->dtype)) < 0)
+				goto fail;
+		}
+
+	/* materialisation decisions, users before operands */
+	for (int i = g->n - 1; i >= 0; i--) {
+		const tinyc_uop *u = &g->nodes[i];
+		if (!p.live[i])
+			continue;
+		if (u->op == TINYC_OP_CONTIGUOUS)
+			p.mat[i] = !(p.nusers[i] == 1 && g->nodes[p.user[i]].op == TINYC_OP_OUTPUT);
+		else if (u->op == TINYC_OP_REDUCE)
+			p.mat[i] = (unsigned char)reduce_needs_buffer(&p, i);
+	}
+
+	/* outputs and temporaries, in graph order */
+	int nout = 0, ntemp = 0;
+	for (int i = 0; i < g->n; i++) {
+		const tinyc_uop *u = &g->nodes[i];
+		if (u->op == TINYC_OP_OUTPUT) {
+			if ((s->node_buf[i] = add_buf(ctx, s, TINYC_SB_OUTPUT, nout++, i, u->name, u->dtype)) < 0)
+				goto fail;
+		} else if (p.live[i] && p.mat[i] && u->op != TINYC_OP_BUFFER) {
+			char name[32];
+			snprintf(name, sizeof(name), "t%d", ntemp);
+			/* a CONTIGUOUS of a 16-bit value keeps float32: the reference does not round
+			 * there (only a REDUCE result is materialised in 16 bits) */
+			tinyc_dtype dt = u->dtype;
+			if (u->op != TINYC_OP_REDUCE && tinyc_dtype_is_16bit_float(dt))
+				dt = TINYC_FLOAT;
+			if ((s->node_buf[i] = add_buf(ctx, s, TINYC_SB_TEMP, ntemp++, i, name, dt)) < 0)
+				goto fail;
+		}
+	}
+
+	/* one kernel per stored value, in topological order */
+	for (int i = 0; i < g->n; i++) {
+		const tinyc_uop *u = &g->nodes[i];
+		if (u->op == TINYC_OP_BUFFER || s->node_buf[i] < 0)
+			continue;
+		if (add_kernel(&p, i) < 0)
+			goto fail;
+	}
+	free(p.nusers), free(p.user), free(p.live), free(p.mat), free(p.seen);
+	return s;
+fail:
+	free(p.nusers), free(p.user), free(p.live), free(p.mat), free(p.seen);
+	tinyc_schedule_free(s);
+	return NULL;
+}

@@ -1,0 +1,530 @@
+/* The schedule plan of the kernels that are not contractions (seed 002 §5, DESIGN.md §1):
+ * candidates, estimates, the choice, the dump, and the "schedule" pass.
+ *
+ * The cost model is the seed's, time = max(FLOPs / peak, bytes / bandwidth), divided by an
+ * efficiency factor that says how much of the device a candidate keeps busy:
+ *   - parallelism: threads launched over half the device's resident threads (capped at 1);
+ *   - utilisation: useful points over the points the tiles cover (tails waste lanes);
+ *   - coalescing: a thread-serial reduction along the contiguous axis reads one element
+ *     per 32-byte sector, so its bytes count 32 / element size times.
+ * A block-cooperative reduction (ROWRED) also pays a block-wide reduction per output
+ * element (shuffles, a barrier) per wave of blocks.  Every candidate pays one launch.
+ * Unbound symbols are assumed to be 1024 in estimates (the dump says so).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/pass.h"
+#include "sched/schedule.h"
+
+#define LAUNCH_US 2.0		/* one kernel launch */
+#define BLOCK_REDUCE_US 0.5	/* one wave of block-wide reductions */
+
+/* Plan providers, tried in order for every kernel.  A new plan kind (the contraction
+ * template, the rearrange kernel) adds its provider here. */
+static const tinyc_plan_provider *const providers[] = {
+	&tinyc_plan_generic,
+};
+
+const char *tinyc_plan_kind_name(tinyc_plan_kind k)
+{
+	static const char *const n[] = {"map", "rowred", "matmul", "rearrange"};
+	return k >= 0 && k < TINYC_PLAN_KIND_COUNT ? n[k] : "?";
+}
+
+/* FP32 lanes (FMA units) per SM by compute capability. */
+static int fp32_lanes_per_sm(tinyc_arch a)
+{
+	if (a.major == 8 && a.minor == 0)
+		return 64;
+	if (a.major >= 8)
+		return 128;
+	if (a.major == 7)
+		return 64;
+	return 128;
+}
+
+int tinyc_schedule_set_device(tinyc_ctx *ctx, tinyc_schedule *s, const char *opt_target)
+{
+	const tinyc_device_info *d = NULL;
+	if (opt_target) {
+		if (!(d = tinyc_target_info(ctx, opt_target)))
+			return -1;
+		s->dev = *d;
+		s->dev_origin = "--target";
+	} else if (tinyc_cuda_available()) {
+		tinyc_ctx *quiet = tinyc_ctx_alloc();	/* a failure here falls back, silently */
+		tinyc_cuda *cu = quiet ? tinyc_cuda_open(quiet, 0) : NULL;
+		if (cu) {
+			s->dev = *tinyc_cuda_device_info(cu);
+			s->dev_origin = "driver";
+			tinyc_cuda_close(cu);
+		}
+		tinyc_ctx_free(quiet);
+	}
+	if (!s->dev_origin) {
+		if (!(d = tinyc_target_info(ctx, "sm_80")))
+			return -1;
+		s->dev = *d;
+		s->dev_origin = "default target (no GPU found; give --target)";
+	}
+	s->fp32_tflops = 2.0 * fp32_lanes_per_sm(s->dev.arch) * s->dev.sm_count *
+			 (s->dev.clock_khz * 1e3) / 1e12;
+	return 0;
+}
+
+int tinyc_plan_add(tinyc_ctx *ctx, tinyc_skernel *k, const tinyc_plan *p)
+{
+	tinyc_plan *nc = tinyc_realloc(ctx, k->cands, sizeof(*nc) * (size_t)(k->ncand + 1));
+	if (!nc)
+		return -1;
+	k->cands = nc;
+	nc[k->ncand] = *p;
+	return k->ncand++;
+}
+
+double tinyc_plan_estimate_us(const tinyc_schedule *s, double flops, double bytes, double eff)
+{
+	double t_compute = flops / (s->fp32_tflops * 1e12);
+	double t_memory = bytes / (s->dev.peak_bandwidth_gbs * 1e9);
+	double t = t_compute > t_memory ? t_compute : t_memory;
+	if (eff < 1e-6)
+		eff = 1e-6;
+	return t / eff * 1e6 + LAUNCH_US;
+}
+
+const tinyc_plan *tinyc_skernel_plan(const tinyc_skernel *k)
+{
+	return k->choice >= 0 && k->choice < k->ncand ? &k->cands[k->choice] : NULL;
+}
+
+/* ------------------------------------------------------- the generic provider ---- */
+
+/* Whether every extent the kernel touches is known and its index arithmetic fits int. */
+static tinyc_dtype kernel_index_dtype(const tinyc_schedule *s, const tinyc_skernel *k)
+{
+	const int64_t lim = INT64_C(1) << 30;	/* headroom for tile overshoot */
+	int nb = k->nin + 1;
+	for (int j = 0; j < nb; j++) {
+		const tinyc_sbuf *b = &s->bufs[j < k->nin ? k->in_bufs[j] : k->out_buf];
+		int64_t elems = 1, span = 1;
+		for (int d = 0; d < b->rank; d++) {
+			int64_t v = tinyc_sched_dim(s, &b->shape[d]);
+			if (v < 0)
+				return TINYC_LONG;
+			elems *= v;
+			if (b->has_strides) {
+				int64_t st = tinyc_sched_dim(s, &b->strides[d]);
+				if (st < 0)
+					return TINYC_LONG;
+				span += (v - 1) * (st < 0 ? -st : st);
+			}
+			if (elems > lim || span > lim)
+				return TINYC_LONG;
+		}
+	}
+	/* every node the kernel computes inline: reduction extents included */
+	const tinyc_graph *g = s->g;
+	for (int i = 0; i < g->n; i++) {
+		if (g->nodes[i].op != TINYC_OP_REDUCE || s->node_kernel[i] != (int)(k - s->kerns))
+			continue;
+		const tinyc_uop *in = &g->nodes[g->nodes[i].src[0]];
+		int64_t elems = 1;
+		for (int d = 0; d < in->rank; d++) {
+			int64_t v = tinyc_sched_dim(s, &in->shape[d]);
+			if (v < 0)
+				return TINYC_LONG;
+			elems *= v;
+			if (elems > lim)
+				return TINYC_LONG;
+		}
+	}
+	const tinyc_uop *v = &g->nodes[k->value];
+	int64_t elems = 1;
+	for (int d = 0; d < v->rank; d++) {
+		int64_t x = tinyc_sched_dim(s, &v->shape[d]);
+		if (x < 0)
+			return TINYC_LONG;
+		elems *= x;
+		if (elems > lim)
+			return TINYC_LONG;
+	}
+	return TINYC_INT;
+}
+
+/* Choose the value dims bound to the grid: the innermost (up to 3) whose extent is not
+ * the constant 1; at least one (a scalar's dummy dim 0).  Sets p->ntile, p->bind_dim. */
+static void choose_bind(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_plan *p)
+{
+	const tinyc_uop *v = &s->g->nodes[k->value];
+	p->ntile = 0;
+	for (int d = v->rank - 1; d >= 0 && p->ntile < 3; d--)
+		if (tinyc_sched_dim(s, &v->shape[d]) != 1)
+			p->bind_dim[p->ntile++] = d;
+	if (!p->ntile)
+		p->bind_dim[p->ntile++] = v->rank > 0 ? v->rank - 1 : 0;
+}
+
+/* Extent (estimate) of the value's dim that is bound to grid dim i (x = innermost). */
+static double bound_extent(const tinyc_schedule *s, const tinyc_skernel *k,
+			   const tinyc_plan *p, int i, int64_t *known)
+{
+	const tinyc_uop *v = &s->g->nodes[k->value];
+	if (v->rank == 0) {
+		*known = 1;
+		return 1;
+	}
+	int d = p->bind_dim[i];
+	*known = tinyc_sched_dim(s, &v->shape[d]);
+	return tinyc_sched_dim_est(s, &v->shape[d]);
+}
+
+/* Set grid_mod for bound dims whose tile count may exceed the grid limit. */
+static void set_grid_mod(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_plan *p)
+{
+	for (int i = 0; i < p->ntile; i++) {
+		int64_t known;
+		bound_extent(s, k, p, i, &known);
+		int64_t limit = i == 0 ? INT64_C(2147483647) : 65535;
+		int64_t tiles = known >= 0 ? (known + p->tile[i] - 1) / p->tile[i] : -1;
+		p->grid_mod[i] = tiles < 0 ? (i > 0) : tiles > limit;
+	}
+}
+
+/* Fill the estimate of a MAP candidate. */
+static void estimate_map(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_plan *p)
+{
+	double padded = 1, useful = 1, threads = 1;
+	const tinyc_uop *v = &s->g->nodes[k->value];
+	for (int d = 0; d < v->rank; d++)
+		useful *= tinyc_sched_dim_est(s, &v->shape[d]);
+	double outer = useful;	/* points outside the bound dims: serial per thread */
+	for (int i = 0; i < p->ntile; i++) {
+		int64_t known;
+		double ext = bound_extent(s, k, p, i, &known);
+		double tiles = ceil(ext / (double)p->tile[i]);
+		padded *= tiles * (double)p->tile[i];
+		threads *= tiles * p->block[i];
+		outer /= ext;
+	}
+	padded *= outer;
+	double full = 0.5 * s->dev.sm_count * s->dev.max_threads_per_sm;
+	double par = threads < full ? threads / full : 1.0;
+	double util = useful / padded;
+	double bytes = k->bytes;
+	if (k->nred && k->contig_red) {
+		int es = tinyc_dtype_size(s->bufs[k->out_buf].dtype);
+		bytes = k->bytes * (32.0 / (es > 0 ? es : 4));
+	}
+	/* a warp whose x extent is below 32 lanes issues partial transactions */
+	double lanes = p->block[0] < 32 ? p->block[0] / 32.0 : 1.0;
+	p->eff = par * util * (lanes < 0.25 ? 0.25 : lanes);
+	p->est_us = tinyc_plan_estimate_us(s, k->flops, bytes, p->eff);
+}
+
+/* Fill the estimate of a ROWRED candidate. */
+static void estimate_rowred(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_plan *p)
+{
+	double T = p->block[0];
+	double R = k->red_elems;
+	double O = k->out_elems;
+	double full = 0.5 * s->dev.sm_count * s->dev.max_threads_per_sm;
+	double threads = O * T;
+	double par = threads < full ? threads / full : 1.0;
+	double util = R / (ceil(R / T) * T);
+	double per_sm = floor(s->dev.max_threads_per_sm / T);
+	double waves = ceil(O / (s->dev.sm_count * (per_sm > 1 ? per_sm : 1)));
+	p->eff = par * util;
+	p->est_us = tinyc_plan_estimate_us(s, k->flops, k->bytes, p->eff) + waves * BLOCK_REDUCE_US;
+}
+
+/* Whether the chain from k's value down to its one inline REDUCE has no PAD (a padded
+ * element would need the reduction to be skipped, which ROWRED does not do). */
+static int rowred_ok(const tinyc_schedule *s, const tinyc_skernel *k)
+{
+	if (k->nred != 1)
+		return 0;
+	const tinyc_graph *g = s->g;
+	int r = k->reds[0];
+	/* walk up from r through its unique users to the value */
+	int cur = r;
+	while (cur != k->value) {
+		int user = -1;
+		for (int i = cur + 1; i < g->n && user < 0; i++)
+			for (int j = 0; j < g->nodes[i].nsrc; j++)
+				if (g->nodes[i].src[j] == cur)
+					user = i;
+		if (user < 0 || g->nodes[user].op == TINYC_OP_PAD)
+			return 0;
+		cur = user;
+	}
+	return 1;
+}
+
+/* The generic provider: MAP tilings (1-D and 2-D) for every kernel, and block-cooperative
+ * reductions (ROWRED) for kernels with one inline REDUCE. */
+static int generic_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
+{
+	tinyc_plan bind = {0};
+	choose_bind(s, k, &bind);
+	int nb = bind.ntile;
+	tinyc_dtype idx = kernel_index_dtype(s, k);
+	int maxthr = s->dev.max_threads_per_block > 0 ? s->dev.max_threads_per_block : 1024;
+	/* {tile x, tile y, block x, block y} */
+	static const int map1[][4] = {{128, 1, 128, 1}, {256, 1, 256, 1}, {1024, 1, 256, 1}};
+	static const int map2[][4] = {{32, 8, 32, 8}, {32, 32, 32, 8}, {64, 16, 64, 4},
+				      {16, 16, 16, 16}};
+	for (int pass = 0; pass < 2; pass++) {
+		int n = pass == 0 ? 3 : (nb >= 2 ? 4 : 0);
+		for (int c = 0; c < n; c++) {
+			const int *t = pass == 0 ? map1[c] : map2[c];
+			tinyc_plan p = {0};
+			p.kind = TINYC_PLAN_MAP;
+			p.ntile = nb;
+			memcpy(p.bind_dim, bind.bind_dim, sizeof(p.bind_dim));
+			p.index_dtype = idx;
+			p.tile[0] = t[0];
+			p.block[0] = t[2];
+			p.tile[1] = p.tile[2] = 1;
+			p.block[1] = p.block[2] = 1;
+			if (nb >= 2)
+				p.tile[1] = t[1], p.block[1] = t[3];
+			if (p.block[0] * p.block[1] > maxthr)
+				continue;
+			set_grid_mod(s, k, &p);
+			if (nb == 1)
+				snprintf(p.desc, sizeof(p.desc), "map tile [%" PRId64 "] threads [%d]",
+					 p.tile[0], p.block[0]);
+			else
+				snprintf(p.desc, sizeof(p.desc),
+					 "map tile [%" PRId64 "x%" PRId64 "] threads [%dx%d]%s", p.tile[1],
+					 p.tile[0], p.block[1], p.block[0], nb == 3 ? " + z" : "");
+			estimate_map(s, k, &p);
+			if (tinyc_plan_add(ctx, k, &p) < 0)
+				return -1;
+		}
+	}
+	int axes[TINYC_MAX_RANK];
+	int na = rowred_ok(s, k) ? tinyc_reduce_axes(s->g, k->reds[0], axes) : 0;
+	if (na > 0) {
+		for (int T = 32; T <= 1024 && T <= maxthr; T *= 2) {
+			if (T == 64 || T == 512)
+				continue;
+			tinyc_plan p = {0};
+			p.kind = TINYC_PLAN_ROWRED;
+			p.ntile = nb;
+			memcpy(p.bind_dim, bind.bind_dim, sizeof(p.bind_dim));
+			p.index_dtype = idx;
+			p.tile[0] = p.tile[1] = p.tile[2] = 1;
+			p.block[0] = T;
+			p.block[1] = p.block[2] = 1;
+			p.red_axis = na ? axes[na - 1] : 0;
+			set_grid_mod(s, k, &p);
+			snprintf(p.desc, sizeof(p.desc), "rowred block per output, %d threads over axis %d",
+				 T, p.red_axis);
+			estimate_rowred(s, k, &p);
+			if (tinyc_plan_add(ctx, k, &p) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+const tinyc_plan_provider tinyc_plan_generic = {"generic", generic_propose};
+
+int tinyc_schedule_plan(tinyc_ctx *ctx, tinyc_schedule *s)
+{
+	for (int i = 0; i < s->nkern; i++) {
+		tinyc_skernel *k = &s->kerns[i];
+		for (size_t p = 0; p < sizeof(providers) / sizeof(*providers); p++)
+			if (providers[p]->propose(ctx, s, k) < 0)
+				return -1;
+		k->choice = -1;
+		for (int c = 0; c < k->ncand; c++)
+			if (k->choice < 0 || k->cands[c].est_us < k->cands[k->choice].est_us)
+				k->choice = c;
+		if (k->choice < 0)
+			return tinyc_error(ctx, "NoSchedule", "kernel %s: no plan applies", k->name);
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- verifier ---- */
+
+int tinyc_schedule_verify(tinyc_ctx *ctx, const tinyc_schedule *s)
+{
+	const tinyc_graph *g = s->g;
+	for (int i = 0; i < s->nkern; i++) {
+		const tinyc_skernel *k = &s->kerns[i];
+		const tinyc_plan *p = tinyc_skernel_plan(k);
+		if (k->root < 0 || k->root >= g->n || k->value < 0 || k->value >= g->n)
+			return tinyc_error(ctx, "ScheduleInvalid", "kernel %s: bad root", k->name);
+		if (k->out_buf < 0 || k->out_buf >= s->nbuf || s->bufs[k->out_buf].role == TINYC_SB_INPUT)
+			return tinyc_error(ctx, "ScheduleInvalid", "kernel %s writes no output buffer",
+					   k->name);
+		if (!p)
+			return tinyc_error(ctx, "ScheduleInvalid", "kernel %s has no plan", k->name);
+		int thr = p->block[0] * p->block[1] * p->block[2];
+		if (thr < 1 || thr > s->dev.max_threads_per_block)
+			return tinyc_error(ctx, "ScheduleInvalid", "kernel %s: %d threads per block",
+					   k->name, thr);
+		for (int j = 0; j < k->nin; j++) {
+			int b = k->in_bufs[j];
+			if (b < 0 || b >= s->nbuf)
+				return tinyc_error(ctx, "ScheduleInvalid", "kernel %s reads a bad buffer",
+						   k->name);
+			/* a temporary must be written by an earlier kernel */
+			if (s->bufs[b].role == TINYC_SB_TEMP) {
+				int ok = 0;
+				for (int e = 0; e < i; e++)
+					ok |= s->kerns[e].out_buf == b;
+				if (!ok)
+					return tinyc_error(ctx, "ScheduleInvalid",
+							   "kernel %s reads %s before it is written",
+							   k->name, s->bufs[b].name);
+			}
+		}
+	}
+	for (int i = 0; i < s->nbuf; i++)
+		if (s->bufs[i].role != TINYC_SB_INPUT) {
+			int writers = 0;
+			for (int e = 0; e < s->nkern; e++)
+				writers += s->kerns[e].out_buf == i;
+			if (writers != 1)
+				return tinyc_error(ctx, "ScheduleInvalid", "buffer %s has %d writers",
+						   s->bufs[i].name, writers);
+		}
+	return 0;
+}
+
+/* ------------------------------------------------------------------- print ---- */
+
+static void print_dims(const tinyc_schedule *s, int rank, const tinyc_dim *d, tinyc_buf *out)
+{
+	tinyc_print_shape(s->g, rank, d, out);
+}
+
+void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
+{
+	const tinyc_graph *g = s->g;
+	const tinyc_device_info *d = &s->dev;
+	tinyc_buf_printf(out, "# schedule: %d kernels, %d buffers\n", s->nkern, s->nbuf);
+	tinyc_buf_printf(out, "device: %s, %s (%s)\n", d->target, d->name, s->dev_origin);
+	tinyc_buf_printf(out,
+			 "  %d SMs, %d threads/SM, %d threads/block, smem %d B/block (%d opt-in), "
+			 "%.0f GB/s, %.1f TFLOP/s fp32, %.0f TFLOP/s fp16 tensor\n",
+			 d->sm_count, d->max_threads_per_sm, d->max_threads_per_block, d->smem_per_block,
+			 d->smem_per_block_optin, d->peak_bandwidth_gbs, s->fp32_tflops,
+			 d->peak_fp16_tflops);
+	int unbound = 0;
+	for (int i = 0; i < g->nsym; i++)
+		if (!s->bind || i >= s->bind->n || s->bind->val[i] < 0)
+			unbound++;
+	if (unbound) {
+		tinyc_buf_printf(out, "estimates assume");
+		for (int i = 0, first = 1; i < g->nsym; i++)
+			if (!s->bind || i >= s->bind->n || s->bind->val[i] < 0) {
+				tinyc_buf_printf(out, "%s %s=%" PRId64, first ? "" : ",", g->syms[i],
+						 s->assumed_sym);
+				first = 0;
+			}
+		tinyc_buf_puts(out, " (unbound)\n");
+	}
+	for (int i = 0; i < g->nsym; i++)
+		if (s->bind && i < s->bind->n && s->bind->val[i] >= 0)
+			tinyc_buf_printf(out, "bound %s=%" PRId64 "\n", g->syms[i], s->bind->val[i]);
+	for (int i = 0; i < s->nbuf; i++) {
+		const tinyc_sbuf *b = &s->bufs[i];
+		static const char *const role[] = {"input", "output", "temp"};
+		tinyc_buf_printf(out, "buffer %s: %s %d, %s", b->name, role[b->role], b->index,
+				 tinyc_dtype_name(b->dtype));
+		print_dims(s, b->rank, b->shape, out);
+		if (b->has_strides) {
+			tinyc_buf_puts(out, " strides ");
+			print_dims(s, b->rank, b->strides, out);
+		}
+		tinyc_buf_printf(out, " (%%%s)\n", g->nodes[b->node].id);
+	}
+	for (int i = 0; i < s->nkern; i++) {
+		const tinyc_skernel *k = &s->kerns[i];
+		tinyc_buf_printf(out, "kernel %s: stores %%%s into %s, reads", k->name,
+				 g->nodes[k->value].id, s->bufs[k->out_buf].name);
+		if (!k->nin)
+			tinyc_buf_puts(out, " nothing");
+		for (int j = 0; j < k->nin; j++)
+			tinyc_buf_printf(out, " %s", s->bufs[k->in_bufs[j]].name);
+		if (k->nred) {
+			tinyc_buf_puts(out, "; inline reduce");
+			for (int j = 0; j < k->nred; j++)
+				tinyc_buf_printf(out, " %%%s", g->nodes[k->reds[j]].id);
+		}
+		tinyc_buf_printf(out, "\n  work: %.4g elements, reduce extent %.4g, %.4g flop, %.4g bytes%s\n",
+				 k->out_elems, k->red_elems, k->flops, k->bytes,
+				 k->contig_red ? ", reduces along the contiguous axis" : "");
+		for (int c = 0; c < k->ncand; c++) {
+			const tinyc_plan *p = &k->cands[c];
+			tinyc_buf_printf(out, "  candidate %d: %s; eff %.3f, est %.2f us\n", c, p->desc,
+					 p->eff, p->est_us);
+		}
+		const tinyc_plan *p = tinyc_skernel_plan(k);
+		if (p) {
+			tinyc_buf_printf(out, "  choice: %d (%s), block (%d, %d, %d), index %s", k->choice,
+					 tinyc_plan_kind_name(p->kind), p->block[0], p->block[1], p->block[2],
+					 tinyc_dtype_name(p->index_dtype));
+			for (int j = 0; j < p->ntile; j++)
+				if (p->grid_mod[j])
+					tinyc_buf_printf(out, ", grid %c loops", "xyz"[j]);
+			tinyc_buf_putc(out, '\n');
+		}
+	}
+}
+
+/* ------------------------------------------------------------------- pass ---- */
+
+/* The stage index of the "schedule" pass in m->stage. */
+static int schedule_stage(void)
+{
+	return tinyc_pass_find("schedule");
+}
+
+int tinyc_schedule_pass_run(tinyc_module *m)
+{
+	int st = schedule_stage();
+	if (st < 0 || !m->uop)
+		return tinyc_error(m->ctx, "PipelineError", "the schedule pass needs the uop stage");
+	tinyc_schedule *s = tinyc_partition(m->ctx, m->uop, m->bind);
+	if (!s)
+		return -1;
+	m->stage[st] = s;
+	if (tinyc_schedule_set_device(m->ctx, s, m->opt.target) < 0)
+		return -1;
+	return tinyc_schedule_plan(m->ctx, s);
+}
+
+int tinyc_schedule_pass_verify(tinyc_module *m)
+{
+	tinyc_schedule *s = tinyc_module_schedule(m);
+	return s ? tinyc_schedule_verify(m->ctx, s) : -1;
+}
+
+int tinyc_schedule_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
+{
+	tinyc_schedule *s = tinyc_module_schedule(m);
+	if (fmt != TINYC_FMT_TEXT || !s)
+		return -1;
+	tinyc_schedule_print(s, out);
+	return 0;
+}
+
+void tinyc_schedule_pass_free(void *ir)
+{
+	tinyc_schedule_free(ir);
+}
+
+tinyc_schedule *tinyc_module_schedule(const tinyc_module *m)
+{
+	int st = schedule_stage();
+	return st >= 0 ? m->stage[st] : NULL;
+}

@@ -1,0 +1,170 @@
+/* sched/: the schedule (DESIGN.md §1 "Schedule plan", seed 002 §5).
+ *
+ *   partition.c  graph -> kernels: which values are materialised (inputs, outputs, the
+ *                REDUCE results that later ops broadcast or share, CONTIGUOUS), the
+ *                intermediate buffers (dtype, shape), one kernel per materialised value
+ *                in launch (topological) order, and which REDUCEs each kernel computes
+ *                inline.  Elementwise and movement chains are fused into their consumer.
+ *   plan.c       per kernel: the candidate plans (block/thread tiling for elementwise
+ *                kernels, block-per-row cooperative reductions), their cost estimates
+ *                time = max(FLOPs/peak, bytes/bandwidth) / efficiency against the device
+ *                description (a real GPU from the driver, or a named --target), and the
+ *                choice; the deterministic dump of --dump-stage=schedule.
+ *
+ * Plan kinds are open: a kernel's plan is chosen among the candidates every provider
+ * (tinyc_plan_provider) proposes.  The generic provider proposes MAP and ROWRED plans; the
+ * tiled contraction template adds TINYC_PLAN_MATMUL candidates through its own provider
+ * (listed in plan.c) and its own GPU IR builder, without changing the generic ones.
+ */
+#ifndef TINYC_SCHED_SCHEDULE_H
+#define TINYC_SCHED_SCHEDULE_H
+
+#include <stdint.h>
+
+#include "ir/ctx.h"
+#include "ir/pass.h"
+#include "ir/uop.h"
+#include "runtime/runtime.h"
+
+/* What a schedule buffer holds. */
+typedef enum tinyc_sbuf_role {
+	TINYC_SB_INPUT,		/* a BUFFER (slot) */
+	TINYC_SB_OUTPUT,	/* an OUTPUT (index in graph order) */
+	TINYC_SB_TEMP,		/* an intermediate the schedule introduces */
+} tinyc_sbuf_role;
+
+/* A device buffer. */
+typedef struct tinyc_sbuf {
+	char *name;		/* tensor name, or "tN" for temporaries (owned) */
+	tinyc_sbuf_role role;	/* input / output / temp */
+	int index;		/* INPUT: slot; OUTPUT: output index; TEMP: temp number */
+	int node;		/* BUFFER node, OUTPUT node, or the materialised node */
+	tinyc_dtype dtype;	/* element type as stored */
+	int rank;		/* rank of the logical shape */
+	tinyc_dim shape[TINYC_MAX_RANK];	/* logical shape */
+	int has_strides;	/* strided storage (BUFFER / OUTPUT strides=) */
+	tinyc_dim strides[TINYC_MAX_RANK];	/* element strides when has_strides */
+} tinyc_sbuf;
+
+/* Plan kinds. */
+typedef enum tinyc_plan_kind {
+	TINYC_PLAN_MAP,		/* threads over output elements; reductions serial per thread */
+	TINYC_PLAN_ROWRED,	/* a block per output element; threads share one reduction */
+	TINYC_PLAN_MATMUL,	/* the tiled contraction template (its own provider/builder) */
+	TINYC_PLAN_REARRANGE,	/* the movement kernel of seed 003 (its own provider/builder) */
+	TINYC_PLAN_KIND_COUNT,
+} tinyc_plan_kind;
+
+/* One candidate plan of a kernel. */
+typedef struct tinyc_plan {
+	tinyc_plan_kind kind;	/* which template / builder */
+	int ntile;		/* MAP, ROWRED: output dims bound to the grid (1..3) */
+	int bind_dim[3];	/* value dim bound to grid x, y, z (descending: x innermost);
+				 * the innermost dims whose extent is not the constant 1 */
+	int64_t tile[3];	/* MAP: tile extent per bound dim, x (innermost) first */
+	int block[3];		/* threads per block, x first */
+	int red_axis;		/* ROWRED: operand axis of the REDUCE the threads stride over */
+	int grid_mod[3];	/* bound dim i has more tiles than grid limit: loop over them */
+	tinyc_dtype index_dtype;	/* int when every extent is known and small, else long */
+	double est_us;		/* estimated time, microseconds */
+	double eff;		/* the efficiency factor of the estimate */
+	char desc[128];		/* one-line description for the dump */
+	void *ext;		/* kind-specific data (matmul tiles, stages...), or NULL */
+	void (*ext_free)(void *ext);	/* frees ext */
+} tinyc_plan;
+
+/* One kernel: computes the value of node `value` over its whole shape into `out_buf`. */
+typedef struct tinyc_skernel {
+	char *name;		/* kernel name, e.g. "k1_Y" (owned) */
+	int root;		/* the materialised node: an OUTPUT, a REDUCE, a CONTIGUOUS */
+	int value;		/* node whose value is stored (root's operand for OUTPUT) */
+	int out_buf;		/* buffer written */
+	int nred;		/* REDUCE nodes computed inline (in the statement) */
+	int *reds;		/* their node indices, topological order (owned) */
+	int nin;		/* buffers read */
+	int *in_bufs;		/* their indices (owned) */
+	double out_elems;	/* output elements (unbound symbols at their assumed value) */
+	double red_elems;	/* largest inline reduction extent (1 when none) */
+	double flops;		/* arithmetic operations of the whole kernel */
+	double bytes;		/* ideal DRAM traffic: inputs once + output */
+	int contig_red;		/* a thread-serial reduction would walk the contiguous axis */
+	int ncand;		/* candidates considered */
+	tinyc_plan *cands;	/* candidates (owned) */
+	int choice;		/* index of the chosen candidate */
+} tinyc_skernel;
+
+/* The schedule of a graph. */
+typedef struct tinyc_schedule {
+	const tinyc_graph *g;		/* the graph (kept) */
+	const tinyc_bindings *bind;	/* compile-time symbol values (kept) */
+	tinyc_device_info dev;		/* the device the plan is for */
+	const char *dev_origin;		/* "driver", "--target", or "default target (no GPU)" */
+	double fp32_tflops;		/* CUDA-core fp32 peak used for elementwise work */
+	int64_t assumed_sym;		/* value assumed for unbound symbols in estimates */
+	int *node_buf;			/* per node: buffer holding its value, or -1 (inline) */
+	int *node_kernel;		/* per node: kernel computing it inline or storing it, or -1 */
+	int nbuf;			/* buffers */
+	tinyc_sbuf *bufs;		/* buffers: inputs (by slot), outputs, temporaries (owned) */
+	int nkern;			/* kernels */
+	tinyc_skernel *kerns;		/* kernels in launch order (owned) */
+} tinyc_schedule;
+
+/* A source of candidate plans for a kernel. */
+typedef struct tinyc_plan_provider {
+	const char *name;	/* "generic", "matmul", ... */
+	/* Append zero or more candidates for kernel k of s to k->cands (tinyc_plan_add).
+	 * Returns 0, or -1 with a diagnostic. */
+	int (*propose)(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k);
+} tinyc_plan_provider;
+
+/* ---- partition.c ---- */
+
+/* Partition the verified graph g into kernels and buffers (no plans yet).  b holds the
+ * compile-time symbol values (may be NULL).  Returns NULL with diagnostics on failure. */
+__tinyc_give tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, __tinyc_keep const tinyc_graph *g,
+					     __tinyc_keep const tinyc_bindings *b);
+void tinyc_schedule_free(__tinyc_take tinyc_schedule *s);
+/* Whether operand `which` of node u is used without broadcasting (each element of u reads
+ * a distinct element of the operand). */
+int tinyc_operand_injective(const tinyc_graph *g, const tinyc_bindings *b, int u, int which);
+/* The value of dim d (a bound symbol or a constant), or -1 when it is an unbound symbol. */
+int64_t tinyc_sched_dim(const tinyc_schedule *s, const tinyc_dim *d);
+/* The value used for estimates: the dim's value, or s->assumed_sym when unbound. */
+double tinyc_sched_dim_est(const tinyc_schedule *s, const tinyc_dim *d);
+/* The REDUCE node's axes, normalised to 0..rank-1 and sorted; returns their count. */
+int tinyc_reduce_axes(const tinyc_graph *g, int node, int *axes);
+
+/* ---- plan.c ---- */
+
+/* Device description: opt_target (a named target) if given, else the first CUDA device
+ * if one is present, else the nominal default target (sm_80).  Fills s->dev and
+ * s->dev_origin.  Returns 0 or -1 (UnknownTarget). */
+int tinyc_schedule_set_device(tinyc_ctx *ctx, tinyc_schedule *s, const char *opt_target);
+/* Propose candidates for every kernel (all providers), estimate and choose. */
+int tinyc_schedule_plan(tinyc_ctx *ctx, tinyc_schedule *s);
+/* Append a candidate to k (copied); returns its index or -1. */
+int tinyc_plan_add(tinyc_ctx *ctx, tinyc_skernel *k, const tinyc_plan *p);
+/* The estimate model: microseconds for flops and bytes at efficiency eff on s's device. */
+double tinyc_plan_estimate_us(const tinyc_schedule *s, double flops, double bytes, double eff);
+/* The chosen plan of kernel k. */
+const tinyc_plan *tinyc_skernel_plan(const tinyc_skernel *k);
+/* Check the schedule: buffers and kernels consistent, every kernel planned, block sizes
+ * within the device's limits.  0 or -1. */
+int tinyc_schedule_verify(tinyc_ctx *ctx, const tinyc_schedule *s);
+/* The deterministic dump (--dump-stage=schedule). */
+void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out);
+const char *tinyc_plan_kind_name(tinyc_plan_kind k);
+
+/* The generic provider (MAP and ROWRED plans), defined in plan.c. */
+extern const tinyc_plan_provider tinyc_plan_generic;
+
+/* The "schedule" pass: m->stage[tinyc_pass_find("schedule")] holds a tinyc_schedule built
+ * from the verified UOp graph and m->bind, for m->opt.target (or the driver's device). */
+int tinyc_schedule_pass_run(tinyc_module *m);
+int tinyc_schedule_pass_verify(tinyc_module *m);
+int tinyc_schedule_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
+void tinyc_schedule_pass_free(void *ir);
+/* The schedule of a module, or NULL when the pass has not run. */
+tinyc_schedule *tinyc_module_schedule(const tinyc_module *m);
+
+#endif
