@@ -68,6 +68,7 @@ static tinyc_rearrange_status fail(tinyc_ctx *ctx, tinyc_rearrange_status st, co
 	return st;
 }
 
+/* |v| (v > INT64_MIN). */
 static int64_t abs64(int64_t v)
 {
 	return v < 0 ? -v : v;
@@ -79,6 +80,7 @@ static int64_t floordiv(int64_t a, int64_t b)
 	return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
+/* Ceiling of a / b for a >= 0, b > 0. */
 static int64_t ceildiv(int64_t a, int64_t b)
 {
 	return (a + b - 1) / b;

@@ -135,7 +135,7 @@ static uint64_t word_get(uint64_t w, int e, int k, int pack)
 	return (w >> (8 * e * k)) & ((1ull << (8 * e)) - 1);
 }
 
-/* Bytes (little-endian, as on the GPU) to a value and back. */
+/* n bytes (little-endian, as on the GPU) as a value. */
 static uint64_t le_read(const unsigned char *b, int n)
 {
 	uint64_t v = 0;
@@ -144,6 +144,7 @@ static uint64_t le_read(const unsigned char *b, int n)
 	return v;
 }
 
+/* Store the n low bytes of v little-endian. */
 static void le_write(unsigned char *b, int n, uint64_t v)
 {
 	for (int i = 0; i < n; i++, v >>= 8)

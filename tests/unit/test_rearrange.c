@@ -22,6 +22,7 @@
 /* xorshift64*: the property test's fixed-seed generator. */
 static uint64_t rng_state;
 
+/* Next value of the generator. */
 static uint64_t rnd(void)
 {
 	rng_state ^= rng_state >> 12;
@@ -63,6 +64,8 @@ static void extent(int ndim, const int64_t *shape, const int64_t *st, int e, int
 	}
 }
 
+/* Allocate a buffer for a layout: guard bands, element 0 at exactly `align` alignment,
+ * filled with random bytes other than the sentinel (a source) or with the sentinel. */
 static void tbuf_alloc(tbuf *t, int ndim, const int64_t *shape, const int64_t *st, int e,
 		       int align, int fill_random)
 {
@@ -269,6 +272,7 @@ Test(rearrange, property_random_layouts)
 	static const int threads[] = {1024, 1024, 1024, 256, 128, 64, 32, 7, 2, 1};
 	const int ncases = 10000;
 	int kinds[4] = {0}, forced_tiled = 0, forced_ew = 0, packed = 0, multiblock = 0, cons = 0;
+	int plans = 0;
 	int units[33] = {0}, negs = 0;
 	rng_state = 0x9E3779B97F4A7C15ull;
 	clock_t t0 = clock();
@@ -297,6 +301,7 @@ Test(rearrange, property_random_layouts)
 			int k = check_case(label, ndim, shape, ys, xs, e, align, &o, &plan);
 			if (k < 0)
 				continue;
+			plans++;
 			if (f == 0)
 				kinds[k]++;
 			if (f == 1 && k == TINYC_REARRANGE_ELEMENTWISE) {
@@ -316,9 +321,9 @@ Test(rearrange, property_random_layouts)
 		}
 	}
 	double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
-	cr_log_info("property: %d cases in %.2f s: auto chose empty %d, copy %d, elementwise %d, "
+	cr_log_info("property: %d cases, %d plans simulated in %.2f s: auto chose empty %d, copy %d, elementwise %d, "
 		    "tiled %d; forced elementwise %d, forced tiled %d (packed %d); constraints %d; "
-		    "units 1:%d 2:%d 4:%d 8:%d 16:%d 32:%d; flipped %d", ncases, secs, kinds[0],
+		    "units 1:%d 2:%d 4:%d 8:%d 16:%d 32:%d; flipped %d", ncases, plans, secs, kinds[0],
 		    kinds[1], kinds[2], kinds[3], forced_ew, forced_tiled, packed, cons, units[1],
 		    units[2], units[4], units[8], units[16], units[32], negs);
 	/* the generator must reach every path, or the test proves less than it says */
@@ -670,6 +675,25 @@ Test(rearrange, descriptor_validation)
 					  tinyc_rearrange_status_message(b));
 	cr_assert_str_eq(tinyc_rearrange_status_message(TINYC_REARRANGE_BAD_DTYPE),
 			 "dtype mismatch or unknown dtype");
+}
+
+/* calculate() checks its arguments before touching a device; an empty tensor needs none. */
+Test(rearrange, calculate_arguments)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	int64_t shape[] = {4, 5}, empty[] = {4, 0};
+	tinyc_tensor_desc y = {TINYC_FLOAT, 2, shape, NULL}, e = {TINYC_FLOAT, 2, empty, NULL};
+	tinyc_rearrange_desc *d;
+	cr_assert_eq(tinyc_rearrange_create(ctx, &d, &y, &y), 0);
+	cr_assert_eq(tinyc_rearrange_calculate(d, 256, 512, NULL), TINYC_REARRANGE_BAD_PARAM);
+	cr_assert_str_eq(tinyc_ctx_diag(ctx, 0)->kind, "RearrangeBadParam");
+	cr_assert_eq(tinyc_rearrange_calculate(NULL, 256, 512, NULL), TINYC_REARRANGE_BAD_PARAM);
+	tinyc_rearrange_destroy(d);
+	cr_assert_eq(tinyc_rearrange_create(ctx, &d, &e, &e), 0);
+	cr_assert_eq(tinyc_rearrange_calculate(d, 0, 0, (tinyc_cuda *)&d), TINYC_REARRANGE_SUCCESS,
+		     "an empty rearrange launches nothing and touches no device");
+	tinyc_rearrange_destroy(d);
+	tinyc_ctx_free(ctx);
 }
 
 /* Re-planning for less aligned pointers lowers the unit and keeps the copy right. */
