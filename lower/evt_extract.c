@@ -73,6 +73,7 @@ typedef struct ex {
 	const tinyc_contraction *c;	/* the contraction */
 	int r;				/* its REDUCE node */
 	isl_set *cdom;			/* { C[l, m, n] : in range } with the context's params */
+	tinyc_dim ext[3];		/* extents of l, m, n */
 	isl_pw_multi_aff *Wr;		/* C -> T_r: the accumulator element of c */
 	int *state;			/* per node */
 	isl_pw_multi_aff **P;		/* per node: C -> S_v (PLAIN, RED, REDOUT) */
@@ -488,8 +489,17 @@ static int build_stmt(ex *x, int v, isl_pw_multi_aff *A)
 /* The node for the value of array `node` at element A(c) (or of CONST cnode). */
 static int build(ex *x, int node, int cnode, isl_pw_multi_aff *A, int padded)
 {
-	if (node < 0)
-		return cnode >= 0 ? build_const(x, cnode) : failf(x, "a read of nothing");
+	if (node < 0) {
+		if (cnode < 0)
+			return failf(x, "a read of nothing");
+		for (int k = 0; k < x->nmemo; k++)
+			if (x->memo[k].node == cnode)
+				return x->memo[k].idx;
+		int ci = build_const(x, cnode);
+		if (ci >= 0)
+			memo_add(x, cnode, NULL, ci);
+		return ci;
+	}
 	if (padded)
 		return failf(x, "reads %%%s through a PAD (zero outside its bounds)", nid(x, node));
 	if (!A)
@@ -529,6 +539,27 @@ static int build(ex *x, int node, int cnode, isl_pw_multi_aff *A, int padded)
 
 /* ----------------------------------------------------------- forward pass ---- */
 
+/* Whether output dim `out` of P's expression (not its domain) uses input dim `in`; every
+ * piece counts. */
+static isl_stat piece_uses(isl_set *set, isl_multi_aff *ma, void *user)
+{
+	int *q = user;	/* {out, in, result} */
+	isl_aff *a = isl_multi_aff_get_aff(ma, q[0]);
+	if (isl_aff_involves_dims(a, isl_dim_in, (unsigned)q[1], 1) == isl_bool_true)
+		q[2] = 1;
+	isl_aff_free(a);
+	isl_set_free(set);
+	isl_multi_aff_free(ma);
+	return isl_stat_ok;
+}
+
+static int expr_uses(isl_pw_multi_aff *P, int out, int in)
+{
+	int q[3] = {out, in, 0};
+	isl_pw_multi_aff_foreach_piece(P, piece_uses, q);
+	return q[2];
+}
+
 /* The C dims (0 l, 1 m, 2 n) that the reduced axes of REDUCE statement st come from,
  * as a bit set; -1 when one of them is not a single C dim. */
 static int reduced_cdims(ex *x, int v, isl_pw_multi_aff *P)
@@ -538,7 +569,7 @@ static int reduced_cdims(ex *x, int v, isl_pw_multi_aff *P)
 	for (int k = 0; k < iv->nreduce; k++) {
 		int a = iv->reduce_axes[k], found = 0;
 		for (int d = 0; d < 3; d++)
-			if (tinyc_isl_pma_uses(P, a, d))
+			if (!(x->ext[d].sym < 0 && x->ext[d].val == 1) && expr_uses(P, a, d))
 				set |= 1 << d, found++;
 		if (found > 1)
 			return -1;
@@ -820,6 +851,7 @@ static int extract_one(ex *x, int ci)
 					     count[2]);
 		return e->why_none ? 0 : -1;
 	}
+	memcpy(x->ext, ext, sizeof(ext));
 	x->cdom = c_domain(x, ext);
 	isl_pw_multi_aff *c2r = c_to_reduce(x, cdim, sr);
 	x->Wr = isl_pw_multi_aff_pullback_pw_multi_aff(isl_pw_multi_aff_copy(sr->write), c2r);
