@@ -167,4 +167,91 @@ int tinyc_polyview_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
 void tinyc_polyview_pass_free(void *ir);
 tinyc_polyview *tinyc_module_polyview(const tinyc_module *m);
 
+/* ==== Poly-Core (poly/polycore.c): the pre-schedule analysis of seed 002 §4 ===============
+ *
+ * Per Poly-View statement: which axes are parallel, which are carried by the statement's own
+ * writes (a REDUCE's reduce axes; "serial" for any other statement whose writes repeat), and
+ * which are tail axes (extent not a known multiple of the tile quantum, so tiles need guards).
+ * Dependences come from isl's dataflow analysis (flow: the last writer of each element read;
+ * anti and output dependences between statements are checked to be absent: SSA).  Each
+ * contraction gets buffer estimates (register accumulator, shared-memory tiles of a reference
+ * tile) and barrier hints; other reduces get their cooperative-reduction hints.  The isl
+ * objects belong to the Poly-View's isl_ctx. */
+
+/* What an axis of a statement is. */
+typedef enum tinyc_pc_class {
+	TINYC_PC_PARALLEL,	/* no two points of the statement write the same element along it */
+	TINYC_PC_REDUCE,	/* a REDUCE accumulates along it */
+	TINYC_PC_SERIAL,	/* another statement's writes repeat along it (later wins) */
+} tinyc_pc_class;
+
+/* One axis of a statement. */
+typedef struct tinyc_pc_axis {
+	const char *name;	/* IndexBook name (kept: the book's) */
+	tinyc_dim size;		/* extent */
+	tinyc_pc_class cls;	/* parallel / reduce / serial */
+	tinyc_role role;	/* role in the statement's contraction, or NONE */
+	int quantum;		/* the tile quantum the tail test used */
+	int tail;		/* extent unknown or not a multiple of quantum */
+} tinyc_pc_axis;
+
+/* The analysis of one statement. */
+typedef struct tinyc_pc_stmt {
+	int stmt;		/* Poly-View statement index */
+	int node;		/* its UOp node */
+	int contraction;	/* the contraction it belongs to (MUL, CASTs, REDUCE), or -1 */
+	int naxes;		/* axes (= its domain's dims) */
+	tinyc_pc_axis *axes;	/* owned */
+	int nonunit_reads;	/* reads whose index is not one axis (or constant) per dim:
+				   their tiles have a halo */
+	int64_t reg_bytes;	/* accumulator bytes per output element (reduces), else 0 */
+	int64_t smem_bytes;	/* cooperative-reduction scratch per block (reduces), else 0 */
+} tinyc_pc_stmt;
+
+/* One flow dependence between two statements. */
+typedef struct tinyc_pc_dep {
+	int src, dst;		/* statement indices (writer, reader) */
+	isl_map *rel;		/* src instance -> dst instance (owned) */
+} tinyc_pc_dep;
+
+/* Estimates of one contraction (seed §4: a reference tile; the schedule picks the real one). */
+typedef struct tinyc_pc_contr {
+	int bm, bn, bk;		/* the reference tile (1 where the role is absent) */
+	int stages;		/* smem ring depth */
+	int64_t smem_bytes;	/* stages * (bm*bk*sizeof(lhs) + bk*bn*sizeof(rhs)) */
+	int64_t reg_bytes;	/* bm*bn*sizeof(acc): the block's accumulators */
+	int64_t smem_limit;	/* static shared memory per block assumed (48 KiB) */
+} tinyc_pc_contr;
+
+/* The Poly-Core analysis of a Poly-View. */
+typedef struct tinyc_polycore {
+	const tinyc_polyview *pv;	/* kept */
+	int nstmt;			/* = pv->nstmt */
+	tinyc_pc_stmt *stmt;		/* per statement (owned) */
+	int ndep;			/* flow dependences, sorted by (src, dst) */
+	tinyc_pc_dep *dep;		/* (owned) */
+	int ncontr;			/* = pv->ncontr */
+	tinyc_pc_contr *contr;		/* per contraction (owned) */
+	int nanti;			/* statement pairs with an anti dependence (SSA: 0) */
+	int noutput;			/* statement pairs writing one element (SSA: 0) */
+} tinyc_polycore;
+
+/* Analyse a Poly-View; NULL with diagnostics (IslError, ...) on failure. */
+__tinyc_give tinyc_polycore *tinyc_polycore_build(tinyc_ctx *ctx,
+						  __tinyc_keep const tinyc_polyview *pv);
+/* Check the analysis: axes agree with the statements' domains; a REDUCE's reduce axes are
+ * the IndexBook's reduce_axes and no other statement has any (PolyCoreMismatch); no anti or
+ * output dependence between statements.  0 or -1. */
+int tinyc_polycore_verify(tinyc_ctx *ctx, __tinyc_keep const tinyc_polycore *pc);
+/* The stable text dump (format documented in poly/polycore.c). */
+void tinyc_polycore_print(__tinyc_keep const tinyc_polycore *pc, tinyc_buf *out);
+void tinyc_polycore_free(__tinyc_take tinyc_polycore *pc);
+
+/* The "polycore" pass (after "rbssa"; reads the module's Poly-View). */
+int tinyc_polycore_pass_run(tinyc_module *m);
+int tinyc_polycore_pass_verify(tinyc_module *m);
+int tinyc_polycore_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
+void tinyc_polycore_pass_free(void *ir);
+tinyc_polycore *tinyc_module_polycore(const tinyc_module *m);
+
 #endif
