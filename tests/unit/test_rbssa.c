@@ -1,8 +1,8 @@
 /* Unit tests of RB-SSA (ir/rbssa.c, lower/rbssa_build.c, lower/rbssa_interp.c).
  *
- * The semantic test builds RB-SSA for every examples/ and every valid tests/lit/ .uop file
- * (recursively) * graph, binds the symbols to small sizes (1, odd, and seeded random ones), fills the inputs
- * with tinyc_tensor_fill_random and runs both the RB-SSA interpreter and the reference
+ * The semantic test builds RB-SSA for every examples/ and every valid tests/lit/ .uop graph
+ * (recursively), binds the symbols to small sizes (1, odd, and seeded random ones), fills the
+ * inputs with tinyc_tensor_fill_random and runs both the RB-SSA interpreter and the reference
  * evaluator (an independent implementation: dense, double-based, no views).  The outputs
  * must agree bit for bit (NaN matching NaN), each function built twice: symbolic (sizes bound
  * only at run time) and specialised (sizes bound at compile time).  Hand-computed tests pin
