@@ -447,9 +447,10 @@ static int reshape_count(const tinyc_rbssa *f, const tinyc_rb_inst *in, const ti
 		for (int d = 0; d < v->rank; d++) {
 			int64_t s = tinyc_rbssa_dim_value(f, v->shape[d]);
 			if (s < 0) {
+				if (v->shape[d].sym >= nsym)
+					return 0;	/* beyond the table: undecided */
 				known = 0;
-				if (v->shape[d].sym < nsym)
-					symcount[v->shape[d].sym] += pass ? -1 : 1;
+				symcount[v->shape[d].sym] += pass ? -1 : 1;
 				continue;
 			}
 			if (s > 0 && *c > INT64_MAX / s)
