@@ -450,3 +450,45 @@ int64_t tinyc_dim_value(const tinyc_dim *d, const tinyc_bindings *b)
 		return -1;
 	return b->val[d->sym];
 }
+
+/* Whether node i is a CONST 0 (integer or float), looking through RESHAPE and EXPAND. */
+static int is_zero_const(const tinyc_graph *g, int i)
+{
+	while (i >= 0 && i < g->n &&
+	       (g->nodes[i].op == TINYC_OP_RESHAPE || g->nodes[i].op == TINYC_OP_EXPAND))
+		i = g->nodes[i].src[0];
+	if (i < 0 || i >= g->n || g->nodes[i].op != TINYC_OP_CONST)
+		return 0;
+	const tinyc_lit *l = &g->nodes[i].lit;
+	return l->kind == TINYC_LIT_FLOAT ? l->f == 0.0 : l->kind == TINYC_LIT_INT && l->i == 0;
+}
+
+/* Recognise the spellings of relu (see uop.h). */
+int tinyc_uop_relu_operand(const tinyc_graph *g, int n)
+{
+	if (!g || n < 0 || n >= g->n)
+		return -1;
+	const tinyc_uop *u = &g->nodes[n];
+	if (u->op == TINYC_OP_RELU)
+		return u->src[0];
+	if (u->op == TINYC_OP_MAX && u->nsrc == 2) {
+		if (is_zero_const(g, u->src[1]))
+			return u->src[0];
+		if (is_zero_const(g, u->src[0]))
+			return u->src[1];
+		return -1;
+	}
+	if (u->op != TINYC_OP_WHERE || u->nsrc != 3 || !is_zero_const(g, u->src[2]))
+		return -1;
+	const tinyc_uop *c = &g->nodes[u->src[0]];
+	if (c->op != TINYC_OP_CMPLT || !is_zero_const(g, c->src[0]) || c->src[1] != u->src[1])
+		return -1;
+	/* the shapes must agree, or the select broadcasts x beyond relu's meaning */
+	const tinyc_uop *x = &g->nodes[u->src[1]];
+	if (x->rank != u->rank)
+		return -1;
+	for (int d = 0; d < u->rank; d++)
+		if (x->shape[d].sym != u->shape[d].sym || x->shape[d].val != u->shape[d].val)
+			return -1;
+	return u->src[1];
+}

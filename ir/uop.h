@@ -216,6 +216,12 @@ void tinyc_uop_clear(tinyc_uop *u);
 /* Index of the node whose id is `id`, or -1. */
 int tinyc_graph_find(const tinyc_graph *g, const char *id);
 
+/* If node n computes relu(x) -- RELU(x), tinygrad's WHERE(CMPLT(0,x), x, 0), or MAX(x,0) /
+ * MAX(0,x), where 0 is a CONST 0 seen through RESHAPE/EXPAND -- return x's index, else -1.
+ * Stages that have a relu of their own (RB-SSA, the epilogue graph) use it so that every
+ * spelling lowers alike. */
+int tinyc_uop_relu_operand(const tinyc_graph *g, int n);
+
 /* Format a shape as "[M,1,K]". */
 void tinyc_print_shape(const tinyc_graph *g, int rank, const tinyc_dim *shape, tinyc_buf *out);
 

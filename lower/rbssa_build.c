@@ -265,18 +265,26 @@ static int build_node(rbb *s, int n)
 	default: {
 		tinyc_rb_pred pred = TINYC_RB_LT;
 		tinyc_rb_op op = ewise_op(u->op, &pred);
-		int args[3];
+		int args[3], nargs = u->nsrc;
+		int relu_x = tinyc_uop_relu_operand(s->g, n);
+		int respelled = relu_x >= 0 && u->op != TINYC_OP_RELU;
+		if (respelled) {	/* WHERE(CMPLT(0,x),x,0), MAX(x,0): relu */
+			op = TINYC_RB_RELU;
+			nargs = 1;
+			if ((args[0] = broadcast_to(s, s->val[relu_x], n, 0)) < 0)
+				return -1;
+		}
 		if (op == TINYC_RB_OP_COUNT)
 			return tinyc_error_at(s->ctx, s->g->src, u->loc, "UnsupportedOp",
 					      "%s has no RB-SSA form", tinyc_op_info(u->op)->name);
-		for (int k = 0; k < u->nsrc; k++)	/* explicit broadcasts first */
+		for (int k = 0; k < nargs && !respelled; k++)	/* explicit broadcasts first */
 			if ((args[k] = broadcast_to(s, s->val[u->src[k]], n, 0)) < 0)
 				return -1;
 		if ((i = emit(s, op, n)) < 0)
 			return -1;
 		in = &s->f->inst[i];
 		in->pred = pred;
-		for (int k = 0; k < u->nsrc; k++)
+		for (int k = 0; k < nargs; k++)
 			in->args[k] = args[k];
 		break;
 	}
