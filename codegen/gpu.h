@@ -21,7 +21,9 @@
 
 #include "ir/gpuir.h"
 #include "ir/pass.h"
+#include "ir/tensor.h"
 #include "lower/lower.h"
+#include "runtime/runtime.h"
 #include "sched/schedule.h"
 
 /* ---- emit.c ---- */
@@ -127,6 +129,10 @@ tinyc_gpu_module *tinyc_module_gpuir(const tinyc_module *m);
  * and declared `extern "C" __global__`.  0 or -1. */
 int tinyc_cuda_print(tinyc_ctx *ctx, const tinyc_gpu_module *m, tinyc_buf *out);
 
+/* The CUDA text of kernel i alone (the same headers and helpers): the translation unit
+ * the runtime compiles, so each kernel gets its own nvrtc time and cache entry. */
+int tinyc_cuda_print_kernel(tinyc_ctx *ctx, const tinyc_gpu_module *m, int i, tinyc_buf *out);
+
 /* The "cuda" stage's IR: the text. */
 typedef struct tinyc_cuda_text {
 	char *text;		/* the CUDA source (owned) */
@@ -138,5 +144,43 @@ int tinyc_cuda_pass_verify(tinyc_module *m);
 int tinyc_cuda_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
 void tinyc_cuda_pass_free(void *ir);
 tinyc_cuda_text *tinyc_module_cuda(const tinyc_module *m);
+
+/* ---- gpu_run.c ---- */
+
+/* How tinyc_gpu_run_cuda runs. */
+typedef struct tinyc_gpu_run_opts {
+	int warmup;		/* untimed launches of each kernel before timing */
+	int iters;		/* timed launches of each kernel (0: launch once, wall-timed) */
+	int no_cache;		/* bypass the kernel cache */
+} tinyc_gpu_run_opts;
+
+/* What happened to one kernel. */
+typedef struct tinyc_gpu_kernel_stat {
+	char name[128];		/* kernel name */
+	double nvrtc_ms;	/* nvrtc compile time (0 on a cache hit) */
+	int cache_hit;		/* the image came from the cache */
+	double median_ms;	/* median event time of the timed launches (or one launch) */
+	unsigned grid[3];	/* the launch grid */
+	unsigned block[3];	/* the block */
+	int regs;		/* registers per thread (driver) */
+	int local_bytes;	/* local memory per thread: spills (driver) */
+} tinyc_gpu_kernel_stat;
+
+/* Per-kernel results of a CUDA run. */
+typedef struct tinyc_gpu_run_stats {
+	int nkernel;			/* kernels */
+	tinyc_gpu_kernel_stat *k;	/* per kernel, launch order (owned) */
+} tinyc_gpu_run_stats;
+
+void tinyc_gpu_run_stats_clear(tinyc_gpu_run_stats *st);
+/* Run every kernel of gm with the GPU IR interpreter on io->in (by BUFFER slot), with
+ * sym[] the value of every graph symbol; allocates io->out (by OUTPUT order).  0 or -1. */
+int tinyc_gpu_run_interp(tinyc_ctx *ctx, const tinyc_gpu_module *gm, const int64_t *sym,
+			 tinyc_io *io);
+/* The same on a CUDA device: nvrtc (through the cache) per kernel, device buffers, launches
+ * in order (timed when opt->iters > 0), outputs downloaded into io->out.  stats may be NULL. */
+int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
+		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
+		       tinyc_gpu_run_stats *stats);
 
 #endif

@@ -615,9 +615,17 @@ static isl_schedule *build_schedule(kbuild *b)
 	for (int i = nb - 1; i >= 0; i--)
 		perm[np++] = p->bind_dim[i];
 	tinyc_buf str = {0};
+	/* the block and thread coordinates are parameters of every piece, so that the
+	 * binding filters live in the same parameter space as the domain */
 	char extra[128] = "";
+	size_t el = 0;
+	for (int i = 0; i < nb; i++)
+		el += (size_t)snprintf(extra + el, sizeof(extra) - el, "%s%s", i ? ", " : "", bname[i]);
+	for (int i = 0; i < 3; i++)
+		if ((rowred && i == 0) || (!rowred && i < nb && p->block[i] > 1))
+			el += (size_t)snprintf(extra + el, sizeof(extra) - el, ", %s", tname[i]);
 	/* ---- domain */
-	isl_params(b, &str, NULL);
+	isl_params(b, &str, extra);
 	tinyc_buf_puts(&str, " -> { ");
 	if (rowred) {
 		const tinyc_uop *in = &b->s->g->nodes[b->s->g->nodes[b->red].src[0]];
@@ -656,7 +664,7 @@ static isl_schedule *build_schedule(kbuild *b)
 		return NULL;
 	/* ---- the band over i (all statements) */
 	str = (tinyc_buf){0};
-	isl_params(b, &str, NULL);
+	isl_params(b, &str, extra);
 	tinyc_buf_puts(&str, " -> [");
 	for (int q = 0; q < b->rank; q++) {
 		int d = perm[q];
@@ -759,7 +767,7 @@ static isl_schedule *build_schedule(kbuild *b)
 			node = isl_schedule_node_child(node, 1);	/* filter S */
 			node = isl_schedule_node_child(node, 0);
 			str = (tinyc_buf){0};
-			isl_params(b, &str, NULL);
+			isl_params(b, &str, extra);
 			tinyc_buf_puts(&str, " -> [");
 			for (int j = 0; j < b->nj; j++) {
 				tinyc_buf_printf(&str, "%s{ S[", j ? ", " : "");
@@ -782,12 +790,6 @@ static isl_schedule *build_schedule(kbuild *b)
 	}
 	/* ---- the context: 0 <= t < blockDim, blocks within the grid, sizes >= 1 */
 	str = (tinyc_buf){0};
-	size_t el = 0;
-	for (int i = 0; i < nb; i++)
-		el += (size_t)snprintf(extra + el, sizeof(extra) - el, "%s%s", i ? ", " : "", bname[i]);
-	for (int i = 0; i < 3; i++)
-		if ((rowred && i == 0) || (!rowred && i < nb && p->block[i] > 1))
-			el += (size_t)snprintf(extra + el, sizeof(extra) - el, ", %s", tname[i]);
 	isl_params(b, &str, extra);
 	tinyc_buf_puts(&str, " -> { [] : ");
 	int first = 1;

@@ -236,8 +236,15 @@ static void estimate_rowred(const tinyc_schedule *s, const tinyc_skernel *k, tin
 	double util = R / (ceil(R / T) * T);
 	double per_sm = floor(s->dev.max_threads_per_sm / T);
 	double waves = ceil(O / (s->dev.sm_count * (per_sm > 1 ? per_sm : 1)));
+	/* threads striding over an axis that is not the contiguous one read a sector each */
+	double bytes = k->bytes;
+	const tinyc_uop *in = &s->g->nodes[s->g->nodes[k->reds[0]].src[0]];
+	if (p->red_axis != in->rank - 1) {
+		int es = tinyc_dtype_size(in->dtype);
+		bytes *= 32.0 / (es > 0 ? es : 4);
+	}
 	p->eff = par * util;
-	p->est_us = tinyc_plan_estimate_us(s, k->flops, k->bytes, p->eff) + waves * BLOCK_REDUCE_US;
+	p->est_us = tinyc_plan_estimate_us(s, k->flops, bytes, p->eff) + waves * BLOCK_REDUCE_US;
 }
 
 /* Whether the chain from k's value down to its one inline REDUCE has no PAD (a padded

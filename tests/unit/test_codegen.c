@@ -1,0 +1,731 @@
+/* Criterion tests of the back end (sched/, codegen/, ir/gpuir*):
+ *
+ *   - nvrtc: the CUDA text of every graph in examples/ and every tests/lit graph that is valid
+ *     compiles to a CUBIN for sm_80 and for sm_90 (nvrtc needs no GPU);
+ *   - interpreter: every such graph, on seeded random inputs and several binding sets (tail
+ *     sizes 1, 7, 127, ...), compiled both with symbolic sizes and with the sizes bound,
+ *     run kernel by kernel through the GPU IR interpreter, matches the reference evaluator
+ *     (ir/eval.c, an independent implementation) within tolerance;
+ *   - partition rules (softmax gets three kernels, matmul+bias+relu one), the GPU IR
+ *     builder's folding, the verifier's checks, and the interpreter's warp collectives
+ *     (shuffles, ldmatrix, mma.m16n8k16 against a plain matrix product).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/gpu.h"
+#include "ir/gpuir.h"
+#include "ir/tensor.h"
+#include "lower/lower.h"
+#include "runtime/runtime.h"
+#include "sched/schedule.h"
+
+/* ------------------------------------------------------------- harness ---- */
+
+/* One graph compiled down to GPU IR through the library API. */
+typedef struct compiled {
+	tinyc_source *src;
+	tinyc_graph *g;
+	tinyc_bindings *b;	/* compile-time bindings */
+	tinyc_indexbook *ib;
+	tinyc_schedule *s;
+	tinyc_gpu_module *gm;
+} compiled;
+
+static void compiled_free(compiled *c)
+{
+	tinyc_gpu_module_free(c->gm);
+	tinyc_schedule_free(c->s);
+	tinyc_indexbook_free(c->ib);
+	tinyc_bindings_free(c->b);
+	tinyc_graph_free(c->g);
+	tinyc_source_free(c->src);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Compile path (with compile-time bindings `bind`, may be NULL) for target.
+ * Returns 0, 1 when the graph (or the binding) is not valid, -1 when the back end failed. */
+static int compile(tinyc_ctx *ctx, const char *path, const char *bind, const char *target,
+		   compiled *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (!(c->src = tinyc_source_read(ctx, path)))
+		return 1;
+	if (!(c->g = tinyc_parse(ctx, c->src)))
+		return 1;
+	if (!(c->b = tinyc_bindings_alloc(ctx, c->g)))
+		return -1;
+	if (bind && tinyc_bindings_parse(ctx, c->g, bind, c->b) < 0)
+		return 1;
+	if (tinyc_verify(ctx, c->g, c->b) < 0)
+		return 1;
+	if (!(c->ib = tinyc_indexbook_build(ctx, c->g, c->b)) || tinyc_indexbook_verify(ctx, c->ib) < 0)
+		return 1;
+	if (!(c->s = tinyc_partition(ctx, c->g, c->b)))
+		return -1;
+	if (tinyc_schedule_set_device(ctx, c->s, target) < 0 || tinyc_schedule_plan(ctx, c->s) < 0 ||
+	    tinyc_schedule_verify(ctx, c->s) < 0)
+		return -1;
+	if (!(c->gm = tinyc_gpuir_build(ctx, c->s, c->ib)))
+		return -1;
+	if (tinyc_gpu_verify(ctx, c->gm, c->s->dev.smem_per_block_optin) < 0)
+		return -1;
+	return 0;
+}
+
+/* Print the diagnostics of ctx (for a failing test) and clear them. */
+static void dump_diags(tinyc_ctx *ctx)
+{
+	tinyc_ctx_print_diags(ctx, stderr);
+	tinyc_ctx_clear_diags(ctx);
+}
+
+/* Every graph file: examples/NAME.uop and tests/lit/DIR/NAME.uop, sorted. */
+static int list_graphs(char ***out)
+{
+	char **v = NULL;
+	int n = 0;
+	const char *roots[] = {TINYC_SOURCE_DIR "/examples", TINYC_SOURCE_DIR "/tests/lit"};
+	for (int r = 0; r < 2; r++) {
+		DIR *d = opendir(roots[r]);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			char path[1024];
+			snprintf(path, sizeof(path), "%s/%s", roots[r], e->d_name);
+			size_t l = strlen(e->d_name);
+			if (l > 4 && !strcmp(e->d_name + l - 4, ".uop")) {
+				v = realloc(v, sizeof(char *) * (size_t)(n + 1));
+				v[n++] = strdup(path);
+			} else if (r == 1 && e->d_name[0] != '.' && strcmp(e->d_name, "Inputs")) {
+				DIR *sd = opendir(path);
+				struct dirent *f;
+				while (sd && (f = readdir(sd))) {
+					size_t fl = strlen(f->d_name);
+					if (fl > 4 && !strcmp(f->d_name + fl - 4, ".uop")) {
+						char fp[1400];
+						snprintf(fp, sizeof(fp), "%s/%s", path, f->d_name);
+						v = realloc(v, sizeof(char *) * (size_t)(n + 1));
+						v[n++] = strdup(fp);
+					}
+				}
+				if (sd)
+					closedir(sd);
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+			char *t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
+		}
+	*out = v;
+	return n;
+}
+
+static void free_list(char **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* ------------------------------------------------------------------ nvrtc ---- */
+
+Test(codegen, nvrtc_compiles_every_graph_for_sm80_and_sm90, .timeout = 900)
+{
+	if (tinyc_nvrtc_version() < 0)
+		cr_skip_test("nvrtc is not available");
+	char **files;
+	int n = list_graphs(&files), compiled_ok = 0, examples = 0;
+	const char *targets[] = {"sm_80", "sm_90"};
+	for (int i = 0; i < n; i++) {
+		for (int t = 0; t < 2; t++) {
+			tinyc_ctx *ctx = tinyc_ctx_alloc();
+			compiled c;
+			int rc = compile(ctx, files[i], NULL, targets[t], &c);
+			if (rc == 1) {	/* not a valid graph without bindings */
+				compiled_free(&c);
+				tinyc_ctx_free(ctx);
+				break;
+			}
+			if (rc < 0)
+				dump_diags(ctx);
+			cr_expect_eq(rc, 0, "%s: the back end failed (%s)", files[i], targets[t]);
+			if (rc == 0) {
+				tinyc_buf text = {0};
+				cr_assert_eq(tinyc_cuda_print(ctx, c.gm, &text), 0);
+				tinyc_blob blob = {0};
+				int nrc = tinyc_nvrtc_compile(ctx, text.data, "graph.cu", targets[t], 1, &blob);
+				if (nrc < 0) {
+					dump_diags(ctx);
+					fprintf(stderr, "%s\n", text.data);
+				}
+				cr_expect_eq(nrc, 0, "%s: nvrtc failed for %s", files[i], targets[t]);
+				compiled_ok += nrc == 0;
+				examples += nrc == 0 && strstr(files[i], "/examples/") != NULL;
+				tinyc_blob_clear(&blob);
+				tinyc_buf_free(&text);
+			}
+			compiled_free(&c);
+			tinyc_ctx_free(ctx);
+		}
+	}
+	free_list(files, n);
+	/* every example, and a good share of the lit graphs, must have been compiled */
+	cr_expect_geq(examples, 2 * 4, "only %d example compilations", examples);
+	cr_expect_geq(compiled_ok, 2 * 30, "only %d graphs compiled", compiled_ok);
+}
+
+/* ------------------------------------------------------------ interpreter ---- */
+
+/* Tolerances for comparing an output of dtype dt after a reduction of extent r. */
+static void tolerance(tinyc_dtype dt, double *atol, double *rtol)
+{
+	switch (dt) {
+	case TINYC_HALF: *atol = 2e-3, *rtol = 2e-3; break;
+	case TINYC_BFLOAT16: *atol = 1.6e-2, *rtol = 1.6e-2; break;
+	case TINYC_FLOAT: *atol = 1e-4, *rtol = 1e-4; break;
+	case TINYC_DOUBLE: *atol = 1e-10, *rtol = 1e-10; break;
+	default: *atol = 0, *rtol = 0; break;
+	}
+}
+
+/* Elements of work the interpreter would do for schedule s (a cap keeps CI fast). */
+static double work(const tinyc_schedule *s)
+{
+	double w = 0;
+	for (int i = 0; i < s->nkern; i++)
+		w += s->kerns[i].out_elems * s->kerns[i].red_elems;
+	return w;
+}
+
+/* Run path with symbol values `bind` ("M=7,N=3"): reference vs GPU IR interpreter, with the
+ * sizes bound at compile time (bound = 1) or only at run time (bound = 0).
+ * Returns 1 when checked, 0 when skipped (invalid binding, too much work), -1 on failure. */
+static int check_interp(const char *path, const char *bind, int bound, uint64_t seed)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	compiled c;
+	int rc = compile(ctx, path, bound ? bind : NULL, "sm_80", &c);
+	int result = 0;
+	tinyc_bindings *rb = NULL;
+	tinyc_io ref = {0}, got = {0};
+	tinyc_tensor **in = NULL;
+	if (rc == 1)
+		goto out;
+	if (rc < 0) {
+		dump_diags(ctx);
+		result = -1;
+		goto out;
+	}
+	/* the run-time values, checked as the reference needs them */
+	rb = tinyc_bindings_alloc(ctx, c.g);
+	if (!rb || tinyc_bindings_parse(ctx, c.g, bind, rb) < 0 || tinyc_verify(ctx, c.g, rb) < 0)
+		goto out;
+	for (int i = 0; i < rb->n; i++)
+		if (rb->val[i] < 0)
+			goto out;
+	if (!bound) {	/* estimate the work with the run-time values */
+		compiled w;
+		tinyc_ctx *wctx = tinyc_ctx_alloc();
+		int wrc = compile(wctx, path, bind, "sm_80", &w);
+		double wk = wrc == 0 ? work(w.s) : 1e99;
+		compiled_free(&w);
+		tinyc_ctx_free(wctx);
+		if (wk > 3e5)
+			goto out;
+	} else if (work(c.s) > 3e5) {
+		goto out;
+	}
+	int nin = 0;
+	for (int i = 0; i < c.g->n; i++)
+		if (c.g->nodes[i].op == TINYC_OP_BUFFER && c.g->nodes[i].slot + 1 > nin)
+			nin = (int)c.g->nodes[i].slot + 1;
+	in = calloc((size_t)nin + 1, sizeof(*in));
+	for (int i = 0; i < c.g->n; i++) {
+		const tinyc_uop *u = &c.g->nodes[i];
+		if (u->op != TINYC_OP_BUFFER)
+			continue;
+		int64_t shape[TINYC_MAX_RANK], span = 1;
+		for (int d = 0; d < u->rank; d++) {
+			shape[d] = tinyc_dim_value(&u->shape[d], rb);
+			if (u->strides)
+				span += (shape[d] - 1) * tinyc_dim_value(&u->strides[d], rb);
+		}
+		in[u->slot] = u->strides ? tinyc_tensor_alloc(ctx, u->dtype, 1, &span)
+					 : tinyc_tensor_alloc(ctx, u->dtype, u->rank, shape);
+		if (!in[u->slot])
+			goto out;
+		tinyc_tensor_fill_random(in[u->slot], seed * 1000003u + (uint64_t)u->slot);
+	}
+	ref.nin = got.nin = nin;
+	ref.in = got.in = in;
+	if (tinyc_eval(ctx, c.g, rb, &ref) < 0)
+		goto out;	/* the reference refuses (too large, unsupported): nothing to compare */
+	int64_t *sym = calloc((size_t)c.g->nsym + 1, sizeof(int64_t));
+	for (int i = 0; i < c.g->nsym; i++)
+		sym[i] = rb->val[i];
+	int irc = tinyc_gpu_run_interp(ctx, c.gm, sym, &got);
+	free(sym);
+	if (irc < 0) {
+		dump_diags(ctx);
+		result = -1;
+		goto out;
+	}
+	result = 1;
+	for (int o = 0; o < ref.nout; o++) {
+		double atol, rtol;
+		tolerance(ref.out[o]->dtype, &atol, &rtol);
+		tinyc_cmp cmp;
+		if (tinyc_tensor_compare(ctx, got.out[o], ref.out[o], atol, rtol, &cmp) < 0 || cmp.mismatched) {
+			fprintf(stderr, "%s [%s, %s]: output %d differs: %lld mismatched, max |diff| %g at %lld\n",
+				path, bind, bound ? "bound" : "symbolic", o, (long long)cmp.mismatched,
+				cmp.max_abs, (long long)cmp.worst);
+			dump_diags(ctx);
+			result = -1;
+		}
+	}
+out:
+	tinyc_io_clear_outputs(&ref);
+	tinyc_io_clear_outputs(&got);
+	for (int i = 0; in && i < ref.nin; i++)
+		tinyc_tensor_free(in[i]);
+	free(in);
+	tinyc_bindings_free(rb);
+	compiled_free(&c);
+	tinyc_ctx_free(ctx);
+	return result;
+}
+
+/* "A=v0,B=v1,..." for the graph's symbols, value i from vals (cycled). */
+static int bind_string(const char *path, const int64_t *vals, int nv, char *out, size_t size,
+		       int *nsym)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_source *src = tinyc_source_read(ctx, path);
+	tinyc_graph *g = src ? tinyc_parse(ctx, src) : NULL;
+	size_t len = 0;
+	out[0] = 0;
+	*nsym = g ? g->nsym : -1;
+	for (int i = 0; g && i < g->nsym; i++)
+		len += (size_t)snprintf(out + len, size - len, "%s%s=%lld", i ? "," : "", g->syms[i],
+					(long long)vals[i % nv]);
+	tinyc_graph_free(g);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
+	return *nsym >= 0 ? 0 : -1;
+}
+
+Test(codegen, interpreter_matches_reference_on_every_graph, .timeout = 1800)
+{
+	char **files;
+	int n = list_graphs(&files), checked = 0, failed = 0, graphs = 0;
+	/* binding sets: tails (1, 7, 127), mixed, powers */
+	static const int64_t sets[][4] = {
+		{1, 1, 1, 1}, {7, 7, 7, 7}, {127, 5, 3, 2}, {3, 127, 5, 2}, {33, 17, 9, 64}, {4, 16, 8, 32},
+	};
+	for (int i = 0; i < n; i++) {
+		int any = 0;
+		for (size_t s = 0; s < sizeof(sets) / sizeof(*sets); s++) {
+			char bind[512];
+			int nsym;
+			if (bind_string(files[i], sets[s], 4, bind, sizeof(bind), &nsym) < 0)
+				break;
+			for (int bound = 0; bound < 2; bound++) {
+				int r = check_interp(files[i], bind, bound, 17 + s);
+				checked += r > 0;
+				failed += r < 0;
+				any |= r > 0;
+				cr_expect_geq(r, 0, "%s [%s] %s", files[i], bind, bound ? "bound" : "symbolic");
+			}
+			if (nsym == 0)
+				break;	/* no symbols: one binding set is all there is */
+		}
+		graphs += any;
+	}
+	free_list(files, n);
+	fprintf(stderr, "interpreter: %d runs checked on %d graphs, %d failed\n", checked, graphs, failed);
+	cr_expect_geq(graphs, 25, "only %d graphs checked", graphs);
+}
+
+/* Larger tails for the examples: 1000 and 4097 along one symbol. */
+Test(codegen, interpreter_tails_on_examples, .timeout = 900)
+{
+	const char *cases[][2] = {
+		{"softmax.uop", "N=3,C=4097"},
+		{"softmax.uop", "N=1000,C=7"},
+		{"transpose.uop", "M=1000,N=3"},
+		{"mean_pool16.uop", "B=1000"},
+		{"matmul_bias_relu.uop", "M=7,N=127,K=33"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/examples/%s", TINYC_SOURCE_DIR, cases[i][0]);
+		for (int bound = 0; bound < 2; bound++)
+			cr_expect_eq(check_interp(path, cases[i][1], bound, 5), 1, "%s [%s] %s", cases[i][0],
+				     cases[i][1], bound ? "bound" : "symbolic");
+	}
+}
+
+/* ---------------------------------------------------------- partition ---- */
+
+/* Compile a graph given as text; returns the schedule (caller frees with compiled_free). */
+static int compile_text(tinyc_ctx *ctx, const char *text, const char *bind, compiled *c)
+{
+	char path[] = "/tmp/tinyc_test_codegen_XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	int rc = compile(ctx, path, bind, "sm_80", c);
+	remove(path);
+	return rc;
+}
+
+Test(codegen, softmax_gets_three_kernels_and_two_temporaries)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	compiled c;
+	cr_assert_eq(compile(ctx, TINYC_SOURCE_DIR "/examples/softmax.uop", NULL, "sm_80", &c), 0);
+	cr_assert_eq(c.s->nkern, 3);
+	int temps = 0;
+	for (int i = 0; i < c.s->nbuf; i++)
+		temps += c.s->bufs[i].role == TINYC_SB_TEMP;
+	cr_expect_eq(temps, 2);
+	/* max, then sum (reads the max), then normalise (reads both) */
+	cr_expect_eq(c.g->nodes[c.s->kerns[0].root].redop, TINYC_RED_MAX);
+	cr_expect_eq(c.g->nodes[c.s->kerns[1].root].redop, TINYC_RED_ADD);
+	cr_expect_eq(c.s->kerns[1].nin, 2);
+	cr_expect_eq(c.s->kerns[2].nin, 3);
+	/* a row reduction over a contiguous axis of 1024 is planned block-cooperative */
+	cr_expect_eq(tinyc_skernel_plan(&c.s->kerns[0])->kind, TINYC_PLAN_ROWRED);
+	compiled_free(&c);
+	tinyc_ctx_free(ctx);
+}
+
+Test(codegen, matmul_bias_relu_is_one_fused_kernel)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	compiled c;
+	cr_assert_eq(compile(ctx, TINYC_SOURCE_DIR "/examples/matmul_bias_relu.uop", NULL, "sm_80", &c), 0);
+	cr_assert_eq(c.s->nkern, 1);
+	cr_expect_eq(c.s->kerns[0].nred, 1);
+	cr_expect_eq(c.s->kerns[0].nin, 3);
+	compiled_free(&c);
+	tinyc_ctx_free(ctx);
+}
+
+Test(codegen, reduce_used_twice_is_materialised)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	compiled c;
+	const char *text =
+		"%0 = BUFFER(slot=0, name=\"X\") : float[M,N]\n"
+		"%1 = REDUCE(%0, op=ADD, axes=[1], keepdim=false) : float[M]\n"
+		"%2 = MUL(%1, %1) : float[M]\n"
+		"%3 = OUTPUT(%2, name=\"Y\") : float[M]\n"
+		"%4 = OUTPUT(%1, name=\"S\") : float[M]\n";
+	cr_assert_eq(compile_text(ctx, text, NULL, &c), 0);
+	cr_expect_eq(c.s->nkern, 3, "the reduction, Y, and S");
+	cr_expect_geq(c.s->node_buf[1], 0);
+	compiled_free(&c);
+	tinyc_ctx_free(ctx);
+}
+
+/* 65536 column sums of 16 rows: a thread per column reads coalesced rows; a block per
+ * column would read one element per sector and leave half its lanes idle. */
+Test(codegen, short_column_reduction_prefers_thread_per_output)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	compiled c;
+	const char *text =
+		"%0 = BUFFER(slot=0, name=\"X\") : float[16,65536]\n"
+		"%1 = REDUCE(%0, op=ADD, axes=[0]) : float[1,65536]\n"
+		"%2 = OUTPUT(%1, name=\"Y\") : float[1,65536]\n";
+	cr_assert_eq(compile_text(ctx, text, NULL, &c), 0);
+	cr_assert_eq(c.s->nkern, 1);
+	cr_expect_eq(tinyc_skernel_plan(&c.s->kerns[0])->kind, TINYC_PLAN_MAP);
+	cr_expect_eq(tinyc_skernel_plan(&c.s->kerns[0])->index_dtype, TINYC_INT);
+	compiled_free(&c);
+	tinyc_ctx_free(ctx);
+}
+
+/* ------------------------------------------------------------ GPU IR ---- */
+
+Test(gpuir, builder_folds_integer_constants_and_identities)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_gpu_module *m = tinyc_gpu_module_alloc(ctx);
+	tinyc_gkernel *k = tinyc_gk_alloc(m, "k");
+	int v = tinyc_gk_reg(k, "x", TINYC_INT);
+	tinyc_gexpr *x = tinyc_gx_var(k, v);
+	tinyc_gexpr *e = tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_int(k, TINYC_INT, 2),
+					 tinyc_gx_int(k, TINYC_INT, 3));
+	cr_expect(tinyc_gx_is_int(e, 5));
+	cr_expect_eq(tinyc_gx_binary(k, TINYC_GX_MUL, x, tinyc_gx_int(k, TINYC_INT, 1)), x);
+	cr_expect(tinyc_gx_is_int(tinyc_gx_binary(k, TINYC_GX_MUL, x, tinyc_gx_int(k, TINYC_INT, 0)), 0));
+	cr_expect(tinyc_gx_is_int(tinyc_gx_binary(k, TINYC_GX_FLOORDIV, tinyc_gx_int(k, TINYC_INT, -7),
+						  tinyc_gx_int(k, TINYC_INT, 2)), -4));
+	cr_expect(tinyc_gx_is_int(tinyc_gx_int(k, TINYC_CHAR, 200), -56), "wrapped to char");
+	/* floats are not folded: x + 0.0 is not x for x = -0.0 */
+	int f = tinyc_gk_reg(k, "f", TINYC_FLOAT);
+	tinyc_gexpr *fx = tinyc_gx_var(k, f);
+	cr_expect_neq(tinyc_gx_binary(k, TINYC_GX_ADD, fx, tinyc_gx_float(k, TINYC_FLOAT, 0)), fx);
+	/* names are sanitised and unique */
+	int a = tinyc_gk_reg(k, "int", TINYC_INT), b = tinyc_gk_reg(k, "x", TINYC_INT);
+	cr_expect_str_eq(k->vars[a].name, "int_");
+	cr_expect_str_eq(k->vars[b].name, "x_2");
+	int c = tinyc_gk_reg(k, "my tensor!", TINYC_INT);
+	cr_expect_str_eq(k->vars[c].name, "my_tensor_");
+	tinyc_gpu_module_free(m);
+	tinyc_ctx_free(ctx);
+}
+
+/* A kernel with a barrier under a thread-dependent branch. */
+Test(gpuir, verifier_rejects_divergent_barrier_and_bad_types)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_gpu_module *m = tinyc_gpu_module_alloc(ctx);
+	tinyc_gkernel *k = tinyc_gk_alloc(m, "k");
+	k->block[0] = 64;
+	tinyc_gstmt *then = tinyc_gs_block(k);
+	tinyc_gs_append(k, then, tinyc_gs_barrier(k));
+	tinyc_gexpr *c = tinyc_gx_binary(k, TINYC_GX_LT, tinyc_gx_special(k, TINYC_GSP_TID_X),
+					 tinyc_gx_int(k, TINYC_INT, 5));
+	tinyc_gs_append(k, k->body, tinyc_gs_if(k, c, then, NULL));
+	cr_expect_eq(tinyc_gpu_verify(ctx, m, 0), -1);
+	cr_expect_eq(tinyc_ctx_error_count(ctx), 1);
+	cr_expect(strstr(tinyc_ctx_diag(ctx, 0)->msg, "barrier") != NULL);
+	tinyc_ctx_clear_diags(ctx);
+
+	/* the same barrier under a block-uniform condition is fine */
+	tinyc_gpu_module *m2 = tinyc_gpu_module_alloc(ctx);
+	tinyc_gkernel *k2 = tinyc_gk_alloc(m2, "k2");
+	tinyc_gstmt *then2 = tinyc_gs_block(k2);
+	tinyc_gs_append(k2, then2, tinyc_gs_barrier(k2));
+	tinyc_gexpr *c2 = tinyc_gx_binary(k2, TINYC_GX_LT, tinyc_gx_special(k2, TINYC_GSP_BID_X),
+					  tinyc_gx_int(k2, TINYC_INT, 5));
+	tinyc_gs_append(k2, k2->body, tinyc_gs_if(k2, c2, then2, NULL));
+	cr_expect_eq(tinyc_gpu_verify(ctx, m2, 0), 0);
+
+	/* mixed dtypes, use before definition, store through a const pointer */
+	tinyc_gpu_module *m3 = tinyc_gpu_module_alloc(ctx);
+	tinyc_gkernel *k3 = tinyc_gk_alloc(m3, "k3");
+	int p = tinyc_gk_param_ptr(k3, "X", TINYC_FLOAT, 1, -1);
+	int r = tinyc_gk_reg(k3, "r", TINYC_FLOAT);
+	tinyc_gs_append(k3, k3->body, tinyc_gs_store(k3, p, tinyc_gx_int(k3, TINYC_INT, 0),
+						     tinyc_gx_binary(k3, TINYC_GX_ADD, tinyc_gx_var(k3, r),
+								     tinyc_gx_int(k3, TINYC_INT, 1)), NULL));
+	cr_expect_eq(tinyc_gpu_verify(ctx, m3, 0), -1);
+	int n = tinyc_ctx_error_count(ctx), dt = 0, def = 0, cst = 0;
+	for (int i = 0; i < n; i++) {
+		const char *msg = tinyc_ctx_diag(ctx, i)->msg;
+		dt |= strstr(msg, "differ in dtype") != NULL;
+		def |= strstr(msg, "before definition") != NULL;
+		cst |= strstr(msg, "const pointer") != NULL;
+	}
+	cr_expect(dt && def && cst, "dtype %d, definition %d, const %d", dt, def, cst);
+	tinyc_gpu_module_free(m);
+	tinyc_gpu_module_free(m2);
+	tinyc_gpu_module_free(m3);
+	tinyc_ctx_free(ctx);
+}
+
+/* Shuffles: a warp-wide xor butterfly sums 0..31 in every lane; up/down/idx move values. */
+Test(gpuir, interpreter_shuffles)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_gpu_module *m = tinyc_gpu_module_alloc(ctx);
+	tinyc_gbuf gb = {.name = "out", .role = TINYC_GB_OUTPUT, .dtype = TINYC_INT, .rank = 1,
+			 .shape = {{128, -1}}};
+	int buf = tinyc_gpu_add_buf(m, &gb);
+	tinyc_gkernel *k = tinyc_gk_alloc(m, "k");
+	k->block[0] = 32;
+	int out = tinyc_gk_param_ptr(k, "out", TINYC_INT, 0, buf);
+	int a = tinyc_gk_reg(k, "a", TINYC_INT), t = tinyc_gk_reg(k, "t", TINYC_INT);
+	tinyc_gexpr *lane = tinyc_gx_special(k, TINYC_GSP_LANE);
+	tinyc_gs_append(k, k->body, tinyc_gs_decl(k, a, lane));
+	tinyc_gs_append(k, k->body, tinyc_gs_decl(k, t, NULL));
+	for (int off = 16; off; off /= 2) {
+		tinyc_gs_append(k, k->body, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, t, tinyc_gx_var(k, a),
+							  tinyc_gx_int(k, TINYC_INT, off), 32));
+		tinyc_gs_append(k, k->body, tinyc_gs_assign(k, a, tinyc_gx_binary(k, TINYC_GX_ADD,
+				tinyc_gx_var(k, a), tinyc_gx_var(k, t))));
+	}
+	tinyc_gs_append(k, k->body, tinyc_gs_store(k, out, lane, tinyc_gx_var(k, a), NULL));
+	const tinyc_gshfl kinds[3] = {TINYC_GSHFL_UP, TINYC_GSHFL_DOWN, TINYC_GSHFL_IDX};
+	for (int j = 0; j < 3; j++) {
+		tinyc_gs_append(k, k->body, tinyc_gs_shfl(k, kinds[j], t, lane,
+							  tinyc_gx_int(k, TINYC_INT, 3), 8));
+		tinyc_gs_append(k, k->body, tinyc_gs_store(k, out,
+				tinyc_gx_binary(k, TINYC_GX_ADD, lane, tinyc_gx_int(k, TINYC_INT, 32 * (j + 1))),
+				tinyc_gx_var(k, t), NULL));
+	}
+	cr_assert_eq(tinyc_gpu_verify(ctx, m, 0), 0);
+	int32_t data[128] = {0};
+	void *bufs[1] = {data};
+	int64_t elems[1] = {128};
+	tinyc_gpu_mem mem = {bufs, elems, NULL};
+	cr_assert_eq(tinyc_gpu_interp(ctx, m, k, &mem), 0);
+	for (int i = 0; i < 32; i++) {
+		cr_expect_eq(data[i], 496, "lane %d sum", i);
+		int seg = i & ~7, w = i - seg;
+		cr_expect_eq(data[32 + i], w >= 3 ? i - 3 : i, "up, lane %d", i);
+		cr_expect_eq(data[64 + i], w + 3 < 8 ? i + 3 : i, "down, lane %d", i);
+		cr_expect_eq(data[96 + i], seg + 3, "idx, lane %d", i);
+	}
+	tinyc_gpu_module_free(m);
+	tinyc_ctx_free(ctx);
+}
+
+/* ldmatrix + mma.m16n8k16 on a 16x16 A (row-major in shared) and 16x8 B (stored as B^T,
+ * 8x16 row-major, so ldmatrix without .trans gives the column fragment), plus C, against
+ * a plain triple loop. */
+Test(gpuir, interpreter_ldmatrix_mma_matches_a_matrix_product)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_gpu_module *m = tinyc_gpu_module_alloc(ctx);
+	tinyc_gbuf ga = {.name = "A", .role = TINYC_GB_INPUT, .dtype = TINYC_HALF, .rank = 1, .shape = {{256, -1}}};
+	tinyc_gbuf gbt = {.name = "Bt", .role = TINYC_GB_INPUT, .index = 1, .dtype = TINYC_HALF, .rank = 1,
+			  .shape = {{128, -1}}};
+	tinyc_gbuf gd = {.name = "D", .role = TINYC_GB_OUTPUT, .dtype = TINYC_FLOAT, .rank = 1, .shape = {{128, -1}}};
+	int ba = tinyc_gpu_add_buf(m, &ga), bb = tinyc_gpu_add_buf(m, &gbt), bd = tinyc_gpu_add_buf(m, &gd);
+	tinyc_gkernel *k = tinyc_gk_alloc(m, "mma");
+	k->block[0] = 32;
+	int pa = tinyc_gk_param_ptr(k, "A", TINYC_HALF, 1, ba);
+	int pb = tinyc_gk_param_ptr(k, "Bt", TINYC_HALF, 1, bb);
+	int pd = tinyc_gk_param_ptr(k, "D", TINYC_FLOAT, 0, bd);
+	int sa = tinyc_gk_shared(k, "As", TINYC_HALF, 256, 16, 0);
+	int sb = tinyc_gk_shared(k, "Bs", TINYC_HALF, 128, 16, 1);
+	int fa = tinyc_gk_reg_array(k, "fa", TINYC_UINT, 4);
+	int fb = tinyc_gk_reg_array(k, "fb", TINYC_HALF, 4);
+	int fc = tinyc_gk_reg_array(k, "fc", TINYC_FLOAT, 4);
+	int i = tinyc_gk_reg(k, "i", TINYC_INT);
+	tinyc_gexpr *lane = tinyc_gx_special(k, TINYC_GSP_LANE);
+	tinyc_gexpr *I = tinyc_gx_var(k, i);
+	/* cooperative copy into shared memory: 8 + 4 elements per lane */
+	tinyc_gstmt *cp = tinyc_gs_block(k);
+	tinyc_gexpr *ia = tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_binary(k, TINYC_GX_MUL, lane,
+				tinyc_gx_int(k, TINYC_INT, 8)), I);
+	tinyc_gs_append(k, cp, tinyc_gs_copy(k, sa, ia, pa, ia, 1, NULL, 0));
+	tinyc_gs_append(k, k->body, tinyc_gs_for_range(k, i, tinyc_gx_int(k, TINYC_INT, 0),
+						       tinyc_gx_int(k, TINYC_INT, 8),
+						       tinyc_gx_int(k, TINYC_INT, 1), -1, cp));
+	tinyc_gexpr *ib4 = tinyc_gx_binary(k, TINYC_GX_MUL, lane, tinyc_gx_int(k, TINYC_INT, 4));
+	tinyc_gs_append(k, k->body, tinyc_gs_copy(k, sb, ib4, pb, ib4, 4, NULL, 0));
+	tinyc_gs_append(k, k->body, tinyc_gs_barrier(k));
+	tinyc_gs_append(k, k->body, tinyc_gs_decl(k, fa, NULL));
+	tinyc_gs_append(k, k->body, tinyc_gs_decl(k, fb, NULL));
+	/* A: x4; lane l addresses row (l % 16), column block 8 * (l / 16) */
+	tinyc_gexpr *row = tinyc_gx_binary(k, TINYC_GX_MOD, lane, tinyc_gx_int(k, TINYC_INT, 16));
+	tinyc_gexpr *colb = tinyc_gx_binary(k, TINYC_GX_MUL, tinyc_gx_binary(k, TINYC_GX_DIV, lane,
+					     tinyc_gx_int(k, TINYC_INT, 16)), tinyc_gx_int(k, TINYC_INT, 8));
+	tinyc_gs_append(k, k->body, tinyc_gs_ldmatrix(k, fa, tinyc_gx_int(k, TINYC_INT, 0), sa,
+			tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_binary(k, TINYC_GX_MUL, row,
+					tinyc_gx_int(k, TINYC_INT, 16)), colb), 4, 0));
+	/* B^T (8 x 16): x2; lane l < 16 addresses row (l % 8), column block 8 * (l / 8) */
+	tinyc_gexpr *rowb = tinyc_gx_binary(k, TINYC_GX_MOD, lane, tinyc_gx_int(k, TINYC_INT, 8));
+	tinyc_gexpr *colbb = tinyc_gx_binary(k, TINYC_GX_MUL, tinyc_gx_binary(k, TINYC_GX_MOD,
+				tinyc_gx_binary(k, TINYC_GX_DIV, lane, tinyc_gx_int(k, TINYC_INT, 8)),
+				tinyc_gx_int(k, TINYC_INT, 2)), tinyc_gx_int(k, TINYC_INT, 8));
+	tinyc_gs_append(k, k->body, tinyc_gs_ldmatrix(k, fb, tinyc_gx_int(k, TINYC_INT, 0), sb,
+			tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_binary(k, TINYC_GX_MUL, rowb,
+					tinyc_gx_int(k, TINYC_INT, 16)), colbb), 2, 0));
+	tinyc_gs_append(k, k->body, tinyc_gs_decl(k, fc, tinyc_gx_float(k, TINYC_FLOAT, 0.5)));
+	tinyc_gs_append(k, k->body, tinyc_gs_mma(k, fc, tinyc_gx_int(k, TINYC_INT, 0), fa,
+			tinyc_gx_int(k, TINYC_INT, 0), fb, tinyc_gx_int(k, TINYC_INT, 0), fc,
+			tinyc_gx_int(k, TINYC_INT, 0)));
+	/* D row-major 16 x 8 from the accumulator fragment */
+	tinyc_gexpr *g = tinyc_gx_binary(k, TINYC_GX_DIV, lane, tinyc_gx_int(k, TINYC_INT, 4));
+	tinyc_gexpr *q2 = tinyc_gx_binary(k, TINYC_GX_MUL, tinyc_gx_binary(k, TINYC_GX_MOD, lane,
+				tinyc_gx_int(k, TINYC_INT, 4)), tinyc_gx_int(k, TINYC_INT, 2));
+	for (int e = 0; e < 4; e++) {
+		tinyc_gexpr *r = tinyc_gx_binary(k, TINYC_GX_ADD, g, tinyc_gx_int(k, TINYC_INT, e >= 2 ? 8 : 0));
+		tinyc_gexpr *cc = tinyc_gx_binary(k, TINYC_GX_ADD, q2, tinyc_gx_int(k, TINYC_INT, e % 2));
+		tinyc_gexpr *off = tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_binary(k, TINYC_GX_MUL, r,
+					tinyc_gx_int(k, TINYC_INT, 8)), cc);
+		tinyc_gs_append(k, k->body, tinyc_gs_store(k, pd, off,
+				tinyc_gx_load(k, fc, tinyc_gx_int(k, TINYC_INT, e), NULL), NULL));
+	}
+	int vrc = tinyc_gpu_verify(ctx, m, 0);
+	if (vrc < 0)
+		dump_diags(ctx);
+	cr_assert_eq(vrc, 0);
+	uint16_t A[256], Bt[128];
+	float D[128], Af[256], Bf[128];
+	for (int x = 0; x < 256; x++) {
+		Af[x] = (float)((x * 7) % 13 - 6) / 4.0f;
+		A[x] = tinyc_f32_to_f16(Af[x]);
+	}
+	for (int x = 0; x < 128; x++) {
+		Bf[x] = (float)((x * 5) % 11 - 5) / 8.0f;
+		Bt[x] = tinyc_f32_to_f16(Bf[x]);
+	}
+	void *bufs[3] = {A, Bt, D};
+	int64_t elems[3] = {256, 128, 128};
+	tinyc_gpu_mem mem = {bufs, elems, NULL};
+	cr_assert_eq(tinyc_gpu_interp(ctx, m, k, &mem), 0);
+	if (tinyc_ctx_error_count(ctx))
+		dump_diags(ctx);
+	for (int r = 0; r < 16; r++)
+		for (int c = 0; c < 8; c++) {
+			double want = 0.5;
+			for (int kk = 0; kk < 16; kk++)
+				want += (double)Af[r * 16 + kk] * Bf[c * 16 + kk];
+			cr_expect_float_eq(D[r * 8 + c], want, 1e-6, "D[%d][%d]", r, c);
+		}
+	tinyc_buf text = {0};
+	cr_assert_eq(tinyc_cuda_print(ctx, m, &text), 0);
+	if (tinyc_nvrtc_version() >= 0) {
+		tinyc_blob blob = {0};
+		int rc = tinyc_nvrtc_compile(ctx, text.data, "mma.cu", "sm_80", 1, &blob);
+		if (rc < 0) {
+			dump_diags(ctx);
+			fprintf(stderr, "%s", text.data);
+		}
+		cr_expect_eq(rc, 0, "the mma kernel compiles for sm_80");
+		tinyc_blob_clear(&blob);
+	}
+	tinyc_buf_free(&text);
+	tinyc_gpu_module_free(m);
+	tinyc_ctx_free(ctx);
+}
+
+/* An out-of-bounds store and a divergent barrier are caught at run time. */
+Test(gpuir, interpreter_reports_out_of_bounds_and_barrier_divergence)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_gpu_module *m = tinyc_gpu_module_alloc(ctx);
+	tinyc_gbuf gb = {.name = "out", .role = TINYC_GB_OUTPUT, .dtype = TINYC_FLOAT, .rank = 1,
+			 .shape = {{16, -1}}};
+	int buf = tinyc_gpu_add_buf(m, &gb);
+	tinyc_gkernel *k = tinyc_gk_alloc(m, "oob");
+	k->block[0] = 32;
+	int out = tinyc_gk_param_ptr(k, "out", TINYC_FLOAT, 0, buf);
+	tinyc_gs_append(k, k->body, tinyc_gs_store(k, out, tinyc_gx_special(k, TINYC_GSP_TID_X),
+						   tinyc_gx_float(k, TINYC_FLOAT, 1), NULL));
+	float data[16];
+	void *bufs[1] = {data};
+	int64_t elems[1] = {16};
+	tinyc_gpu_mem mem = {bufs, elems, NULL};
+	cr_expect_eq(tinyc_gpu_interp(ctx, m, k, &mem), -1);
+	cr_expect(strstr(tinyc_ctx_diag(ctx, 0)->msg, "out of bounds") != NULL);
+	tinyc_ctx_clear_diags(ctx);
+
+	tinyc_gkernel *k2 = tinyc_gk_alloc(m, "div");
+	k2->block[0] = 64;
+	tinyc_gstmt *then = tinyc_gs_block(k2);
+	tinyc_gs_append(k2, then, tinyc_gs_barrier(k2));
+	tinyc_gs_append(k2, k2->body, tinyc_gs_if(k2, tinyc_gx_binary(k2, TINYC_GX_LT,
+			tinyc_gx_special(k2, TINYC_GSP_TID_X), tinyc_gx_int(k2, TINYC_INT, 40)), then, NULL));
+	cr_expect_eq(tinyc_gpu_interp(ctx, m, k2, &mem), -1);
+	cr_expect(strstr(tinyc_ctx_diag(ctx, 0)->msg, "barrier") != NULL);
+	tinyc_gpu_module_free(m);
+	tinyc_ctx_free(ctx);
+}
