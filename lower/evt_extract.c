@@ -583,7 +583,7 @@ static void forward(ex *x, int u)
 	const tinyc_polyview *pv = x->pv;
 	const tinyc_pv_stmt *st = &pv->stmt[pv->stmt_of[u]];
 	const tinyc_uop *un = &x->g->nodes[u];
-	int first = -1, nf = 0, bad = -1, after_red = 0;
+	int first = -1, nf = 0, bad = -1, after_red = 0, red = -1;
 	for (int j = 0; j < st->nread; j++) {
 		int a = st->read[j].array;
 		if (a < 0 || x->state[a] == ST_NONE)
@@ -592,7 +592,7 @@ static void forward(ex *x, int u)
 		if (x->state[a] == ST_BAD)
 			bad = a;
 		if (x->state[a] == ST_RED || x->state[a] == ST_REDOUT)
-			after_red = 1;
+			after_red = 1, red = a;
 		if (first < 0)
 			first = j;
 	}
@@ -612,7 +612,7 @@ static void forward(ex *x, int u)
 		if (nf != 1 || (un->op != TINYC_OP_CAST && un->op != TINYC_OP_OUTPUT)) {
 			char why[256];
 			snprintf(why, sizeof(why), "needs the completed reduction %%%s (a dependence "
-				 "across the whole grid of tiles)", nid(x, rd->array));
+				 "across the whole grid of tiles)", nid(x, red));
 			add_note(x, u, why);
 			return;
 		}

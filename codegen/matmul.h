@@ -1,0 +1,98 @@
+/* codegen/ (contraction part): a MATMUL plan -> GPU IR kernels.
+ *
+ *   matmul.c    the tiled templates of sched/matmul.h as GPU IR: the synchronous SIMT
+ *               template (shared tiles, cooperative coalesced predicated loads, barrier,
+ *               k loop, TM x TN fp32 accumulators per thread) and the tensor-core template
+ *               (ldmatrix + mma.sync m16n8k16, cp.async multi-stage ring); the batch is
+ *               blockIdx.z.  Then the epilogue, then one final-pass kernel per reduction.
+ *   evt_emit.c  the epilogue graph on the accumulator fragment in registers: broadcast
+ *               vectors and scalars loaded once per thread (vector loads where contiguous
+ *               and aligned), every node computed once into a register in the visit
+ *               order, one predicated global write per stored element, reductions
+ *               thread -> warp shuffle -> shared memory -> per-CTA workspace partials ->
+ *               a final pass that combines them in tile order (deterministic).
+ *
+ * Both templates describe their accumulator layout to the epilogue with a tinyc_mm_frag:
+ * each thread holds tr x tc values, value (a, b) at tile row row(a) and tile column col(b),
+ * so the epilogue and its reductions are written once for both.
+ */
+#ifndef TINYC_CODEGEN_MATMUL_H
+#define TINYC_CODEGEN_MATMUL_H
+
+#include "ir/gpuir.h"
+#include "lower/lower.h"
+#include "sched/matmul.h"
+
+/* The GPU IR builder of MATMUL plans (register it in gpuir_pass.c's builders table):
+ * kernel `kernel` of s.  A "fused" plan emits nothing (its buffer is written by the kernel
+ * named in its plan).  0 or -1. */
+int tinyc_matmul_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
+		       const tinyc_indexbook *ib, int kernel);
+
+/* The C API: emit the kernels of prob with tiles t into gm: the matmul kernel `name`, then
+ * one final-pass kernel per reduction of the epilogue (their workspaces are added to gm as
+ * TEMP buffers).  prob's operands and every tensor of prob->evt name buffers of gm (buf =
+ * index in gm->bufs); sizes are gm's symbols (tinyc_gpu_set_symbols) or constants; the
+ * epilogue graph must have passed tinyc_evt_run_passes.  0 or -1 with a diagnostic. */
+int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		      const tinyc_mm_tiles *t, const char *name);
+
+/* ------------------------------------------------ shared by matmul.c and evt_emit.c ---- */
+
+/* The accumulator layout over the threads of a CTA. */
+typedef struct tinyc_mm_frag {
+	int tr, tc;			/* values per thread: rows x columns */
+	int row_run, col_run;		/* consecutive a (b) with consecutive rows (columns) */
+	tinyc_gexpr *row_base;		/* tile row of value a = row_base + row_off(a) */
+	tinyc_gexpr *col_base;		/* tile column of value b = col_base + col_off(b) */
+	int row_off[64];		/* per a: offset from row_base */
+	int col_off[64];		/* per b: offset from col_base */
+	int mma;			/* 1: mma fragment indexing, 0: a * tc + b */
+	int ni;				/* mma: n-tiles per warp */
+	int row_xor[5], nrow_xor;	/* lane masks joining lanes that share columns */
+	int col_xor[5], ncol_xor;	/* lane masks joining lanes that share rows */
+	tinyc_gexpr *row_lead;		/* this lane holds its warp's column partials */
+	tinyc_gexpr *col_lead;		/* this lane holds its warp's row partials */
+	int groups_m;			/* warp groups holding partials of the same columns */
+	tinyc_gexpr *group_m;		/* this thread's group */
+	int groups_n;			/* warp groups holding partials of the same rows */
+	tinyc_gexpr *group_n;
+} tinyc_mm_frag;
+
+/* The state of building one matmul kernel. */
+typedef struct tinyc_mmk {
+	tinyc_ctx *ctx;			/* diagnostics */
+	tinyc_gpu_module *gm;		/* the module */
+	tinyc_gkernel *k;		/* the matmul kernel */
+	const tinyc_mm_problem *prob;	/* what it computes */
+	const tinyc_mm_tiles *t;	/* how */
+	tinyc_dtype it;			/* index dtype */
+	int *param;			/* per module buffer: its PARAM_PTR, or -1 */
+	int nparam_cap;			/* entries of param */
+	tinyc_gexpr *M, *N, *K;		/* extents (index dtype) */
+	tinyc_gexpr *m0, *n0, *l;	/* tile origin and batch index */
+	tinyc_gexpr *tid, *lane, *warp;	/* thread coordinates (index dtype) */
+	int threads;			/* threads per CTA */
+	int acc;			/* the accumulator REG_ARRAY (prob->acc) */
+	int *ws;			/* per epilogue node: workspace buffer of a reduction, or -1 */
+	int error;			/* something failed (diagnostic reported) */
+} tinyc_mmk;
+
+/* The accumulator element of value (a, b) (a constant index). */
+int tinyc_mm_frag_acc(const tinyc_mm_frag *f, int a, int b);
+/* The index expression of a polynomial of size symbols / of a dim. */
+tinyc_gexpr *tinyc_mmk_poly(tinyc_mmk *b, const tinyc_evt_poly *p);
+tinyc_gexpr *tinyc_mmk_dim(tinyc_mmk *b, const tinyc_dim *d);
+/* The PARAM_PTR of module buffer buf (created on first use; const unless written). */
+int tinyc_mmk_param(tinyc_mmk *b, int buf, int written);
+/* Append s to block (records a failure in b->error). */
+void tinyc_mmk_append(tinyc_mmk *b, tinyc_gstmt *block, tinyc_gstmt *s);
+
+/* The epilogue: append to `body` (after the k loop) the code that applies prob->evt to
+ * the accumulator fragment f, including the in-CTA part of the reductions; workspaces are
+ * created in b->gm and recorded in b->ws.  0 or -1. */
+int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body);
+/* The final-pass kernels of the reductions (after the matmul kernel, in launch order). */
+int tinyc_evt_emit_final_passes(tinyc_mmk *b, const char *name);
+
+#endif

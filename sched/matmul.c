@@ -1,0 +1,752 @@
+/* The schedule plan of contractions (see sched/matmul.h): problem extraction from the
+ * Poly-View's contraction tag, the takeover of the partition's kernels, the candidate set
+ * with its cost model, and the dump.
+ *
+ * Cost model (seed 002 §5.2 and §10), per candidate:
+ *   flops  = 2 * M * N * K * L
+ *   bytes  = L * (M*K*|A| * ceil(N/BN) + K*N*|B| * ceil(M/BM))   operand tiles, reused
+ *            + the epilogue's tensors (full tensors once, row vectors once per m tile,
+ *              column vectors once per n tile, reduction workspaces twice)
+ *   time   = max(flops / peak, bytes / bandwidth) / eff + launches
+ *   peak   = the fp16 tensor-core peak for mma, the fp32 CUDA-core peak for simt
+ *   eff    = utilisation (useful / padded tile points) * wave efficiency (CTAs over
+ *            SMs x CTAs per SM, the last wave partly idle) * pipeline factor (simt 0.6;
+ *            mma 0.45 synchronous, 0.75 with 2 cp.async stages, 0.85 with 3)
+ *            * 0.8 when fewer than 2 CTAs fit on an SM (no latency hiding between CTAs).
+ * Occupancy: CTAs per SM = min(threads/SM / threads, registers/SM / (regs * threads),
+ * shared memory/SM / smem, 32), with regs estimated from the accumulators and fragments.
+ * Unbound symbols take the schedule's assumed value in estimates.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower.h"
+#include "poly/poly.h"
+#include "sched/matmul.h"
+
+#define LAUNCH_US 2.0		/* one kernel launch */
+#define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
+
+/* --------------------------------------------------------------- problems ---- */
+
+void tinyc_mm_problem_clear(tinyc_mm_problem *p)
+{
+	tinyc_evt_free(p->evt);
+	p->evt = NULL;
+}
+
+int tinyc_mm_problem_copy(tinyc_ctx *ctx, const tinyc_mm_problem *src, tinyc_mm_problem *dst)
+{
+	*dst = *src;
+	dst->evt = NULL;
+	if (src->evt && !(dst->evt = tinyc_evt_copy(ctx, src->evt)))
+		return -1;
+	return 0;
+}
+
+void tinyc_mm_plan_free(void *ext)
+{
+	tinyc_mm_plan *p = ext;
+	if (!p)
+		return;
+	tinyc_mm_problem_clear(&p->prob);
+	free(p);
+}
+
+/* The value of a polynomial under the schedule's bindings, or -1 when unknown. */
+static int64_t poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p)
+{
+	int64_t v;
+	if (tinyc_evt_poly_eval(p, s->bind ? s->bind->val : NULL, s->bind ? s->bind->n : 0, &v) < 0)
+		return -1;
+	return v;
+}
+
+
+/* The problem of contraction entry e on schedule s; -1 with *why when it does not fit the
+ * template (not an error). */
+static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyview *pv,
+		      const tinyc_evt_entry *e, tinyc_mm_problem *prob, char *why, size_t wsize)
+{
+	const tinyc_graph *g = s->g;
+	const tinyc_contraction *c = &pv->contr[e->contraction];
+	const tinyc_pv_stmt *sr = &pv->stmt[c->reduce_stmt];
+	const tinyc_ibval *rv = &pv->ib->val[sr->node];
+	memset(prob, 0, sizeof(*prob));
+	prob->reduce = sr->node;
+	prob->m = prob->n = prob->k = prob->l = (tinyc_dim){1, -1};
+	int pos[4] = {-1, -1, -1, -1};	/* axis of m, n, k, l */
+	for (int a = 0; a < c->naxes; a++) {
+		int r = c->role[a] == TINYC_ROLE_M   ? 0
+			: c->role[a] == TINYC_ROLE_N ? 1
+			: c->role[a] == TINYC_ROLE_K ? 2
+			: c->role[a] == TINYC_ROLE_BATCH ? 3 : -1;
+		if (r < 0)
+			continue;
+		if (pos[r] >= 0) {
+			snprintf(why, wsize, "more than one %s axis", (const char *[]){"m", "n", "k", "batch"}[r]);
+			return -1;
+		}
+		pos[r] = a;
+	}
+	if (pos[2] < 0) {
+		snprintf(why, wsize, "no k axis");
+		return -1;
+	}
+	tinyc_dim *ext[4] = {&prob->m, &prob->n, &prob->k, &prob->l};
+	for (int r = 0; r < 4; r++)
+		if (pos[r] >= 0)
+			*ext[r] = rv->axes[pos[r]].size;
+	int arr[2] = {c->lhs, c->rhs};
+	isl_pw_multi_aff *acc[2] = {c->lhs_acc, c->rhs_acc};
+	tinyc_mm_operand *op[2] = {&prob->a, &prob->b};
+	for (int i = 0; i < 2; i++) {
+		if (arr[i] < 0 || s->node_buf[arr[i]] < 0) {
+			snprintf(why, wsize, "the %s operand is not in memory", i ? "right" : "left");
+			return -1;
+		}
+		tinyc_evt_poly st[TINYC_MAX_RANK + 1], off;
+		char *w = NULL;
+		if (tinyc_evt_access_layout(g, acc[i], sr->domain, &g->nodes[arr[i]], c->naxes, st, &off,
+					    &w) < 0) {
+			snprintf(why, wsize, "the %s operand's access: %s", i ? "right" : "left",
+				 w ? w : "?");
+			free(w);
+			return -1;
+		}
+		op[i]->node = arr[i];
+		op[i]->buf = s->node_buf[arr[i]];
+		op[i]->dtype = s->bufs[op[i]->buf].dtype;
+		op[i]->offset = off;
+		/* A: (m, k, l); B: (k, n, l) */
+		int rows = i ? pos[2] : pos[0], cols = i ? pos[1] : pos[2];
+		op[i]->stride[0] = rows >= 0 ? st[rows] : tinyc_evt_poly_const(0);
+		op[i]->stride[1] = cols >= 0 ? st[cols] : tinyc_evt_poly_const(0);
+		op[i]->stride[2] = pos[3] >= 0 ? st[pos[3]] : tinyc_evt_poly_const(0);
+	}
+	prob->mul = g->nodes[pv->stmt[c->mul_stmt].node].dtype;
+	prob->acc = c->acc;
+	if (!e->g) {
+		snprintf(why, wsize, "no epilogue graph");
+		return -1;
+	}
+	if (!(prob->evt = tinyc_evt_copy(ctx, e->g)))
+		return -2;
+	/* tensors: UOp nodes -> buffers */
+	for (int i = 0; i < prob->evt->n; i++) {
+		tinyc_evt_node *nd = &prob->evt->nodes[i];
+		if (!nd->has_tensor)
+			continue;
+		int node = nd->t.buf;
+		if (node < 0 || node >= g->n || s->node_buf[node] < 0) {
+			snprintf(why, wsize, "the epilogue's tensor %s has no buffer", nd->t.name);
+			tinyc_mm_problem_clear(prob);
+			return -1;
+		}
+		nd->t.buf = s->node_buf[node];
+		if (s->bufs[nd->t.buf].dtype != nd->t.dtype) {
+			snprintf(why, wsize, "the epilogue's tensor %s is stored as %s", nd->t.name,
+				 tinyc_dtype_name(s->bufs[nd->t.buf].dtype));
+			tinyc_mm_problem_clear(prob);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ tiles ---- */
+
+/* Whether a dim is known (bound) and a multiple of q. */
+static int dim_multiple(const tinyc_dim *d, const int64_t *sym, int64_t q)
+{
+	int64_t v = d->sym < 0 ? d->val : sym ? sym[d->sym] : -1;
+	return v > 0 && v % q == 0;
+}
+
+/* Scratch shared memory of the epilogue's reductions. */
+static int64_t reduction_smem(const tinyc_mm_problem *prob, int bm, int bn, int groups_m,
+			      int groups_n, int warps)
+{
+	int64_t bytes = 0;
+	for (int i = 0; prob->evt && i < prob->evt->n; i++) {
+		const tinyc_evt_node *nd = &prob->evt->nodes[i];
+		int es = tinyc_dtype_size(nd->compute);
+		if (nd->kind == TINYC_EVT_ROW_RED)
+			bytes += (int64_t)groups_m * bn * es;
+		else if (nd->kind == TINYC_EVT_COL_RED)
+			bytes += (int64_t)groups_n * bm * es;
+		else if (nd->kind == TINYC_EVT_SCALAR_RED)
+			bytes += (int64_t)warps * es;
+	}
+	return bytes;
+}
+
+int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
+		       const int64_t *sym, tinyc_mm_variant v, int bm, int bn, int bk, int stages,
+		       tinyc_mm_tiles *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->variant = v;
+	t->bm = bm, t->bn = bn, t->bk = bk, t->stages = stages;
+	int sa = tinyc_dtype_size(prob->a.dtype), sb = tinyc_dtype_size(prob->b.dtype);
+	int warps;
+	if (v == TINYC_MM_SIMT) {
+		if (stages != 1 || bm % 16 || bn % 16)
+			return -1;
+		t->threads = 256;
+		t->tm = bm / 16, t->tn = bn / 16;
+		warps = 8;
+		t->smem = (int64_t)bm * bk * sa + (int64_t)bk * bn * sb +
+			  reduction_smem(prob, bm, bn, 8, 1, warps);
+		t->regs = t->tm * t->tn + t->tm + t->tn + 32;
+	} else {
+		if (dev->arch.major < 8 || prob->a.dtype != prob->b.dtype ||
+		    (prob->a.dtype != TINYC_HALF && prob->a.dtype != TINYC_BFLOAT16) ||
+		    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT || bk % 16 || bm % 32 ||
+		    bn % 32)
+			return -1;
+		t->warps_m = 2;
+		t->warps_n = bn >= 128 ? 4 : 2;
+		warps = t->warps_m * t->warps_n;
+		t->threads = 32 * warps;
+		int wm = bm / t->warps_m, wn = bn / t->warps_n;
+		if (wm % 16 || wn % 16)
+			return -1;
+		/* cp.async 16-byte chunks need the contiguous dim along the tile's rows */
+		t->async_a = tinyc_evt_poly_is_const(&prob->a.stride[1], 1);
+		t->async_b = tinyc_evt_poly_is_const(&prob->b.stride[1], 1);
+		if ((t->async_a || t->async_b) != (stages > 1))
+			return -1;
+		t->smem = (int64_t)stages * ((int64_t)bm * (bk + 8) + (int64_t)bk * (bn + 8)) * 2 +
+			  reduction_smem(prob, bm, bn, t->warps_m, t->warps_n, warps);
+		int mi = wm / 16, ni = wn / 8;
+		t->regs = mi * ni * 4 + mi * 4 + ni * 2 + 40;
+	}
+	t->pred_m = !dim_multiple(&prob->m, sym, bm);
+	t->pred_n = !dim_multiple(&prob->n, sym, bn);
+	t->pred_k = !dim_multiple(&prob->k, sym, bk);
+	double limit = SMEM_FRACTION * dev->smem_per_block;
+	if ((double)t->smem > limit || t->threads > dev->max_threads_per_block)
+		return -1;
+	int by_threads = dev->max_threads_per_sm / t->threads;
+	int regs_per_thread = (t->regs + 7) / 8 * 8;
+	int by_regs = dev->regs_per_sm / (regs_per_thread * t->threads);
+	int by_smem = t->smem ? (int)(dev->smem_per_sm / t->smem) : 32;
+	int c = by_threads;
+	if (by_regs < c)
+		c = by_regs;
+	if (by_smem < c)
+		c = by_smem;
+	if (c > 32)
+		c = 32;
+	t->ctas_per_sm = c;
+	if (c < 1)
+		return -1;
+	return 0;
+}
+
+/* Bytes of the epilogue's tensors for tiles of bm x bn (estimates). */
+static double epilogue_bytes(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			     double M, double N, double L, int bm, int bn)
+{
+	double bytes = 0;
+	for (int i = 0; prob->evt && i < prob->evt->n; i++) {
+		const tinyc_evt_node *nd = &prob->evt->nodes[i];
+		if (!nd->has_tensor)
+			continue;
+		double es = tinyc_dtype_size(nd->t.dtype);
+		switch (nd->kind) {
+		case TINYC_EVT_SRC_FETCH:
+		case TINYC_EVT_AUX_LOAD:
+		case TINYC_EVT_AUX_STORE:
+			bytes += M * N * L * es;
+			break;
+		case TINYC_EVT_ROW_BCAST:
+			bytes += N * L * es * ceil(M / bm);
+			break;
+		case TINYC_EVT_COL_BCAST:
+			bytes += M * L * es * ceil(N / bn);
+			break;
+		case TINYC_EVT_ROW_RED:
+			bytes += 2 * N * L * ceil(M / bm) * tinyc_dtype_size(nd->compute) + N * L * es;
+			break;
+		case TINYC_EVT_COL_RED:
+			bytes += 2 * M * L * ceil(N / bn) * tinyc_dtype_size(nd->compute) + M * L * es;
+			break;
+		case TINYC_EVT_SCALAR_RED:
+			bytes += 2 * L * ceil(M / bm) * ceil(N / bn) * tinyc_dtype_size(nd->compute);
+			break;
+		default:
+			bytes += L * es;
+			break;
+		}
+	}
+	(void)s;
+	return bytes;
+}
+
+/* The number of reduction nodes (each adds a final-pass kernel). */
+static int reduction_count(const tinyc_mm_problem *prob)
+{
+	int n = 0;
+	for (int i = 0; prob->evt && i < prob->evt->n; i++)
+		n += tinyc_evt_is_reduction(prob->evt->nodes[i].kind);
+	return n;
+}
+
+/* Whether every index of the problem fits int under the bindings (else long). */
+static tinyc_dtype index_dtype(const tinyc_schedule *s, const tinyc_mm_problem *prob)
+{
+	const int64_t lim = INT64_C(1) << 30;
+	const tinyc_dim *d[4] = {&prob->m, &prob->n, &prob->k, &prob->l};
+	int64_t ext[4];
+	for (int i = 0; i < 4; i++)
+		if ((ext[i] = tinyc_sched_dim(s, d[i])) < 0 || ext[i] > lim)
+			return TINYC_LONG;
+	/* the farthest element of every tensor */
+	const tinyc_mm_operand *op[2] = {&prob->a, &prob->b};
+	int64_t rows[2] = {ext[0], ext[2]}, cols[2] = {ext[2], ext[1]};
+	for (int i = 0; i < 2; i++) {
+		int64_t st[3], off = poly_value(s, &op[i]->offset);
+		for (int a = 0; a < 3; a++)
+			st[a] = poly_value(s, &op[i]->stride[a]);
+		if (off < 0 || st[0] < 0 || st[1] < 0 || st[2] < 0)
+			return TINYC_LONG;
+		double far = off + (double)(rows[i] + 64) * st[0] + (double)(cols[i] + 64) * st[1] +
+			     (double)(ext[3] - 1) * st[2];
+		if (far > (double)lim)
+			return TINYC_LONG;
+	}
+	for (int i = 0; prob->evt && i < prob->evt->n; i++) {
+		const tinyc_evt_node *nd = &prob->evt->nodes[i];
+		if (!nd->has_tensor)
+			continue;
+		int64_t st[3], off = poly_value(s, &nd->t.lay.offset);
+		for (int a = 0; a < 3; a++)
+			st[a] = poly_value(s, &nd->t.lay.stride[a]);
+		if (off < 0 || st[0] < 0 || st[1] < 0 || st[2] < 0)
+			return TINYC_LONG;
+		double far = off + (double)(ext[0] + 128) * st[0] + (double)(ext[1] + 128) * st[1] +
+			     (double)ext[3] * st[2] + (double)(ext[0] + 128) * (ext[1] + 128) * ext[3];
+		if (far > (double)lim)
+			return TINYC_LONG;
+	}
+	return TINYC_INT;
+}
+
+/* Fill the estimate of candidate mp on s. */
+static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
+{
+	const tinyc_mm_problem *prob = &mp->prob;
+	const tinyc_mm_tiles *t = &mp->t;
+	double M = tinyc_sched_dim_est(s, &prob->m), N = tinyc_sched_dim_est(s, &prob->n);
+	double K = tinyc_sched_dim_est(s, &prob->k), L = tinyc_sched_dim_est(s, &prob->l);
+	double mt = ceil(M / t->bm), nt = ceil(N / t->bn);
+	mp->flops = 2 * M * N * K * L;
+	mp->bytes = L * (M * K * tinyc_dtype_size(prob->a.dtype) * nt +
+			 K * N * tinyc_dtype_size(prob->b.dtype) * mt) +
+		    epilogue_bytes(s, prob, M, N, L, t->bm, t->bn);
+	double peak = t->variant == TINYC_MM_MMA ? s->dev.peak_fp16_tflops : s->fp32_tflops;
+	if (peak <= 0)
+		peak = 1;
+	mp->t_compute_us = mp->flops / (peak * 1e12) * 1e6;
+	mp->t_memory_us = mp->bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
+	double util = (M * N) / (mt * t->bm * nt * t->bn);
+	double ctas = mt * nt * L;
+	double slots = (double)s->dev.sm_count * t->ctas_per_sm;
+	double waves = ceil(ctas / slots);
+	double wave_eff = ctas / (waves * slots);
+	double pipe = t->variant == TINYC_MM_SIMT ? 0.6
+		      : t->stages == 1 ? 0.45
+		      : t->stages == 2 ? 0.75
+				       : 0.85;
+	double occ = t->ctas_per_sm >= 2 ? 1.0 : 0.8;
+	p->eff = util * wave_eff * pipe * occ;
+	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
+	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + LAUNCH_US * (1 + reduction_count(prob));
+}
+
+/* The variant forced by TINYC_MATMUL, or -1. */
+static int forced_variant(void)
+{
+	const char *v = getenv("TINYC_MATMUL");
+	if (!v)
+		return -1;
+	if (!strcmp(v, "simt"))
+		return TINYC_MM_SIMT;
+	if (!strcmp(v, "mma"))
+		return TINYC_MM_MMA;
+	return -1;
+}
+
+int tinyc_matmul_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+			    const tinyc_mm_problem *prob, int force)
+{
+	static const int bms[] = {64, 128}, bks[] = {16, 32, 64}, stg[] = {1, 2, 3};
+	const int64_t *sym = s->bind ? s->bind->val : NULL;
+	tinyc_dtype idx = index_dtype(s, prob);
+	int added = 0;
+	for (int v = 0; v < 2; v++) {
+		if (force >= 0 && force != v)
+			continue;
+		for (int i = 0; i < 2; i++)
+			for (int j = 0; j < 2; j++)
+				for (int q = 0; q < 3; q++)
+					for (int st = 0; st < 3; st++) {
+						tinyc_mm_tiles t;
+						if (tinyc_matmul_tiles(prob, &s->dev, sym, (tinyc_mm_variant)v,
+								       bms[i], bms[j], bks[q], stg[st], &t) < 0)
+							continue;
+						t.index_dtype = idx;
+						tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
+						if (!mp)
+							return -1;
+						mp->t = t;
+						mp->fused_into = -1;
+						if (tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
+							free(mp);
+							return -1;
+						}
+						tinyc_plan p;
+						memset(&p, 0, sizeof(p));
+						p.kind = TINYC_PLAN_MATMUL;
+						p.block[0] = t.variant == TINYC_MM_SIMT ? 16 : t.threads;
+						p.block[1] = t.variant == TINYC_MM_SIMT ? 16 : 1;
+						p.block[2] = 1;
+						p.index_dtype = idx;
+						p.ext = mp;
+						p.ext_free = tinyc_mm_plan_free;
+						estimate(s, mp, &p);
+						if (t.variant == TINYC_MM_SIMT)
+							snprintf(p.desc, sizeof(p.desc),
+								 "matmul simt [%d,%d,%d] stages 1, 16x16 threads, "
+								 "micro %dx%d, smem %" PRId64 " B, %d CTA/SM",
+								 t.bm, t.bn, t.bk, t.tm, t.tn, t.smem, t.ctas_per_sm);
+						else
+							snprintf(p.desc, sizeof(p.desc),
+								 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
+								 "smem %" PRId64 " B, %d CTA/SM",
+								 t.bm, t.bn, t.bk, t.stages,
+								 t.stages > 1 ? " cp.async" : " sync", t.warps_m,
+								 t.warps_n, t.smem, t.ctas_per_sm);
+						if (tinyc_plan_add(ctx, k, &p) < 0) {
+							tinyc_mm_plan_free(mp);
+							return -1;
+						}
+						added++;
+					}
+	}
+	return added;
+}
+
+/* ----------------------------------------------------------------- fusion ---- */
+
+/* Whether node u is among the buffers the epilogue writes (its tensors' UOp nodes). */
+static int graph_writes(const tinyc_evt *g, int u)
+{
+	for (int i = 0; i < g->n; i++)
+		if (tinyc_evt_is_output(g->nodes[i].kind) && g->nodes[i].t.buf == u)
+			return 1;
+	return 0;
+}
+
+/* Append buffer b to k's inputs unless present. */
+static int add_input(tinyc_ctx *ctx, tinyc_skernel *k, int b)
+{
+	for (int j = 0; j < k->nin; j++)
+		if (k->in_bufs[j] == b)
+			return 0;
+	int *ni = tinyc_realloc(ctx, k->in_bufs, sizeof(int) * (size_t)(k->nin + 1));
+	if (!ni)
+		return -1;
+	k->in_bufs = ni;
+	ni[k->nin++] = b;
+	return 0;
+}
+
+int tinyc_matmul_fuse(tinyc_ctx *ctx, tinyc_schedule *s, const tinyc_polyview *pv,
+		      const tinyc_evt_entry *e)
+{
+	if (!e->g)
+		return 0;
+	const tinyc_evt *g = e->g;
+	int r = e->reduce;
+	/* the kernels taken over: those storing what the graph writes, and r's own */
+	int first = -1, nclaim = 0;
+	int *claim = tinyc_calloc(ctx, (size_t)s->nkern + 1, sizeof(int));
+	if (!claim)
+		return -1;
+	for (int i = 0; i < s->nkern; i++) {
+		int root = s->kerns[i].root;
+		if (root == r || graph_writes(g, root)) {
+			claim[i] = 1, nclaim++;
+			if (first < 0)
+				first = i;
+		}
+	}
+	/* every output of the graph must have its kernel; a buffer of r that the graph does
+	 * not write may only be read by kernels taken over */
+	int ok = first >= 0;
+	for (int i = 0; ok && i < g->n; i++)
+		if (tinyc_evt_is_output(g->nodes[i].kind)) {
+			int u = g->nodes[i].t.buf, found = 0;
+			for (int kk = 0; kk < s->nkern; kk++)
+				found |= claim[kk] && s->kerns[kk].root == u;
+			ok &= found;
+		}
+	if (ok && s->node_buf[r] >= 0 && !graph_writes(g, r))
+		for (int i = 0; i < s->nkern; i++)
+			for (int j = 0; !claim[i] && j < s->kerns[i].nin; j++)
+				ok &= s->kerns[i].in_bufs[j] != s->node_buf[r];
+	if (!ok) {
+		free(claim);
+		return 0;
+	}
+	char why[256];
+	tinyc_mm_problem prob;
+	int pr = problem_of(ctx, s, pv, e, &prob, why, sizeof(why));
+	if (pr < 0) {
+		free(claim);
+		return pr == -2 ? -1 : 0;
+	}
+	tinyc_skernel *k = &s->kerns[first];
+	int rc = tinyc_matmul_candidates(ctx, s, k, &prob, forced_variant());
+	if (rc == 0 && forced_variant() >= 0)
+		rc = tinyc_matmul_candidates(ctx, s, k, &prob, -1);
+	if (rc > 0) {
+		rc = add_input(ctx, k, prob.a.buf) < 0 || add_input(ctx, k, prob.b.buf) < 0 ? -1 : 0;
+		for (int i = 0; rc == 0 && i < prob.evt->n; i++) {
+			const tinyc_evt_node *nd = &prob.evt->nodes[i];
+			if (nd->has_tensor && !tinyc_evt_is_output(nd->kind))
+				rc = add_input(ctx, k, nd->t.buf);
+		}
+		for (int i = first + 1; rc == 0 && i < s->nkern; i++) {
+			if (!claim[i])
+				continue;
+			tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
+			if (!mp) {
+				rc = -1;
+				break;
+			}
+			mp->fused_into = first;
+			tinyc_plan p;
+			memset(&p, 0, sizeof(p));
+			p.kind = TINYC_PLAN_MATMUL;
+			p.block[0] = p.block[1] = p.block[2] = 1;
+			p.index_dtype = TINYC_INT;
+			p.ext = mp;
+			p.ext_free = tinyc_mm_plan_free;
+			p.eff = 1;
+			p.est_us = 0;
+			snprintf(p.desc, sizeof(p.desc), "fused: written by the matmul epilogue of %s",
+				 s->kerns[first].name);
+			if (tinyc_plan_add(ctx, &s->kerns[i], &p) < 0) {
+				tinyc_mm_plan_free(mp);
+				rc = -1;
+			}
+		}
+	}
+	tinyc_mm_problem_clear(&prob);
+	free(claim);
+	return rc < 0 ? -1 : 0;
+}
+
+/* --------------------------------------------------------------- provider ---- */
+
+/* Drop every candidate of k that is not a MATMUL plan, if k has MATMUL candidates. */
+static void keep_matmul_only(tinyc_skernel *k)
+{
+	int have = 0;
+	for (int c = 0; c < k->ncand; c++)
+		have |= k->cands[c].kind == TINYC_PLAN_MATMUL;
+	if (!have)
+		return;
+	int n = 0;
+	for (int c = 0; c < k->ncand; c++) {
+		if (k->cands[c].kind == TINYC_PLAN_MATMUL) {
+			k->cands[n++] = k->cands[c];
+		} else if (k->cands[c].ext_free) {
+			k->cands[c].ext_free(k->cands[c].ext);
+		}
+	}
+	k->ncand = n;
+}
+
+/* Analyse the graph of s and take over the kernels of every fusable contraction. */
+static int analyse(tinyc_ctx *ctx, tinyc_schedule *s)
+{
+	int any = 0;
+	for (int i = 0; i < s->g->n && !any; i++)
+		any = s->g->nodes[i].op == TINYC_OP_REDUCE && s->g->nodes[i].redop == TINYC_RED_ADD;
+	if (!any)
+		return 0;
+	tinyc_indexbook *ib = tinyc_indexbook_build(ctx, s->g, s->bind);
+	if (!ib)
+		return -1;
+	tinyc_polyview *pv = tinyc_polyview_build(ctx, ib, NULL);
+	tinyc_evt_set *set = pv ? tinyc_evt_extract(ctx, pv) : NULL;
+	int rc = set ? 0 : -1;
+	for (int i = 0; set && rc == 0 && i < set->n; i++)
+		rc = tinyc_matmul_fuse(ctx, s, pv, &set->e[i]);
+	tinyc_evt_set_free(set);
+	tinyc_polyview_free(pv);
+	tinyc_indexbook_free(ib);
+	return rc;
+}
+
+/* The provider: analysis on the first kernel, generic candidates dropped where MATMUL
+ * candidates exist. */
+static int matmul_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
+{
+	if (k == s->kerns && analyse(ctx, s) < 0)
+		return -1;
+	keep_matmul_only(k);
+	return 0;
+}
+
+const tinyc_plan_provider tinyc_plan_matmul = {"matmul", matmul_propose};
+
+/* ------------------------------------------------------------------- dump ---- */
+
+/* Print a dim. */
+static void print_dim(const tinyc_schedule *s, const tinyc_dim *d, tinyc_buf *out)
+{
+	if (d->sym >= 0)
+		tinyc_buf_puts(out, s->g->syms[d->sym]);
+	else
+		tinyc_buf_printf(out, "%" PRId64, d->val);
+}
+
+/* "X:half strides (K, 1, 0)" */
+static void print_operand(const tinyc_schedule *s, const tinyc_mm_operand *op, tinyc_buf *out)
+{
+	tinyc_buf_printf(out, "%s:%s strides (", s->bufs[op->buf].name, tinyc_dtype_name(op->dtype));
+	for (int a = 0; a < 3; a++) {
+		if (a)
+			tinyc_buf_puts(out, ", ");
+		tinyc_evt_poly_print(&op->stride[a], s->g->syms, s->g->nsym, out);
+	}
+	tinyc_buf_putc(out, ')');
+	if (!tinyc_evt_poly_is_zero(&op->offset)) {
+		tinyc_buf_puts(out, " offset ");
+		tinyc_evt_poly_print(&op->offset, s->g->syms, s->g->nsym, out);
+	}
+}
+
+void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc_buf *out)
+{
+	const tinyc_mm_plan *mp = p->ext;
+	if (!mp)
+		return;
+	if (mp->fused_into >= 0) {
+		tinyc_buf_printf(out, "  fused: no kernel of its own; %s writes its buffer\n",
+				 s->kerns[mp->fused_into].name);
+		return;
+	}
+	const tinyc_mm_tiles *t = &mp->t;
+	const tinyc_mm_problem *pr = &mp->prob;
+	tinyc_buf_puts(out, "  matmul: C[l,m,n] = sum_k A[m,k] * B[k,n], M=");
+	print_dim(s, &pr->m, out);
+	tinyc_buf_puts(out, " N=");
+	print_dim(s, &pr->n, out);
+	tinyc_buf_puts(out, " K=");
+	print_dim(s, &pr->k, out);
+	tinyc_buf_puts(out, " L=");
+	print_dim(s, &pr->l, out);
+	tinyc_buf_printf(out, "; mul %s, acc %s\n", tinyc_dtype_name(pr->mul),
+			 tinyc_dtype_name(pr->acc));
+	tinyc_buf_puts(out, "  A = ");
+	print_operand(s, &pr->a, out);
+	tinyc_buf_puts(out, " (m, k, l); B = ");
+	print_operand(s, &pr->b, out);
+	tinyc_buf_puts(out, " (k, n, l)\n");
+	tinyc_buf_printf(out, "  tile [BM,BN,BK] = [%d,%d,%d], stages %d", t->bm, t->bn, t->bk,
+			 t->stages);
+	if (t->variant == TINYC_MM_SIMT)
+		tinyc_buf_puts(out, " (synchronous: load, barrier, compute, barrier)\n");
+	else
+		tinyc_buf_printf(out, " (%s)\n", t->stages > 1 ? "cp.async ring" : "synchronous");
+	tinyc_buf_puts(out, "  bind: n.o -> block.x, m.o -> block.y, l -> block.z; ");
+	if (t->variant == TINYC_MM_SIMT)
+		tinyc_buf_printf(out, "threads (16, 16): n.i -> thread.x (micro %d), m.i -> thread.y "
+				 "(micro %d)\n", t->tn, t->tm);
+	else
+		tinyc_buf_printf(out, "warps %dx%d (m x n), warp tile %dx%d, mma.sync m16n8k16 %dx%d per "
+				 "warp, ldmatrix A / ldmatrix.trans B\n", t->warps_m, t->warps_n,
+				 t->bm / t->warps_m, t->bn / t->warps_n, t->bm / t->warps_m / 16,
+				 t->bn / t->warps_n / 8);
+	if (t->variant == TINYC_MM_MMA)
+		tinyc_buf_printf(out, "  loads: A %s, B %s\n",
+				 t->async_a ? "cp.async 16 B chunks (when sizes align, else element loads)"
+					    : "element loads (transposed into the tile)",
+				 t->async_b ? "cp.async 16 B chunks (when sizes align, else element loads)"
+					    : "element loads (transposed into the tile)");
+	else
+		tinyc_buf_puts(out, "  loads: cooperative, coalesced along each operand's contiguous "
+				    "axis, zero-filling predicates\n");
+	tinyc_buf_puts(out, "  predicate_tail:");
+	if (t->pred_m)
+		tinyc_buf_puts(out, " m");
+	if (t->pred_n)
+		tinyc_buf_puts(out, " n");
+	if (t->pred_k)
+		tinyc_buf_puts(out, " k");
+	if (!t->pred_m && !t->pred_n && !t->pred_k)
+		tinyc_buf_puts(out, " none");
+	tinyc_buf_printf(out, "\n  resources: smem %" PRId64 " B/CTA (limit %.0f), ~%d regs/thread, "
+			 "%d threads, occupancy %d CTA/SM; index %s\n", t->smem,
+			 SMEM_FRACTION * s->dev.smem_per_block, t->regs, t->threads, t->ctas_per_sm,
+			 tinyc_dtype_name(t->index_dtype));
+	const tinyc_evt *g = pr->evt;
+	tinyc_buf_printf(out, "  epilogue: in registers on the accumulator after the k loop, %d nodes, "
+			 "visit", g ? g->n : 0);
+	int order[256], n = g && g->n <= 256 ? tinyc_evt_visit_order(g, order) : 0;
+	for (int i = 0; i < n; i++)
+		tinyc_buf_printf(out, " %d", order[i]);
+	tinyc_buf_putc(out, '\n');
+	for (int i = 0; g && i < g->n; i++) {
+		const tinyc_evt_node *nd = &g->nodes[i];
+		const char *tn = nd->has_tensor ? nd->t.name : "";
+		switch (nd->kind) {
+		case TINYC_EVT_AUX_STORE:
+			tinyc_buf_printf(out, "    store %s: one predicated write per element\n", tn);
+			break;
+		case TINYC_EVT_ROW_BCAST:
+		case TINYC_EVT_COL_BCAST:
+			tinyc_buf_printf(out, "    load %s: %s, once per thread before the epilogue "
+					 "(vector loads where contiguous and aligned)\n", tn,
+					 nd->kind == TINYC_EVT_ROW_BCAST ? "row vector" : "column vector");
+			break;
+		case TINYC_EVT_SCALAR_BCAST:
+			if (nd->has_tensor)
+				tinyc_buf_printf(out, "    load %s: scalar, once per thread\n", tn);
+			break;
+		case TINYC_EVT_SRC_FETCH:
+		case TINYC_EVT_AUX_LOAD:
+			tinyc_buf_printf(out, "    load %s: full tensor, predicated, per element\n", tn);
+			break;
+		case TINYC_EVT_ROW_RED:
+		case TINYC_EVT_COL_RED:
+		case TINYC_EVT_SCALAR_RED: {
+			const char *sh = nd->kind == TINYC_EVT_ROW_RED
+						 ? (t->variant == TINYC_MM_SIMT ? "xor 16" : "xor 4 8 16")
+					 : nd->kind == TINYC_EVT_COL_RED
+						 ? (t->variant == TINYC_MM_SIMT ? "xor 1 2 4 8" : "xor 1 2")
+						 : "xor 1 2 4 8 16";
+			tinyc_buf_printf(out, "    reduce %s (%s %s in %s): thread -> warp shuffle (%s) -> "
+					 "shared memory -> per-CTA partials in a workspace -> final pass "
+					 "kernel summing them in tile order: deterministic (no atomics)\n",
+					 tn, tinyc_evt_kind_name(nd->kind), tinyc_redop_name(nd->redop),
+					 tinyc_dtype_name(nd->compute), sh);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	tinyc_buf_printf(out, "  estimate: %.4g flop, %.4g bytes: compute %.2f us, memory %.2f us, "
+			 "eff %.3f -> %.2f us\n", mp->flops, mp->bytes, mp->t_compute_us,
+			 mp->t_memory_us, p->eff, p->est_us);
+}

@@ -1,0 +1,122 @@
+/* The schedule plan of contractions (seed 002 §5): the tiled matrix template.
+ *
+ * A contraction (MUL under REDUCE ADD, tagged by the Poly-View) and the epilogue graph the
+ * "evt" stage extracted for it become one kernel: C[l, m, n] = sum_k A[l, m, k] * B[l, k, n]
+ * with the epilogue applied to the accumulator in registers.  The plan chooses among
+ *
+ *   simt  the seed's synchronous template: shared tiles As[BM x BK], Bs[BK x BN] filled by
+ *         coalesced cooperative predicated (zero-filling) loads, a barrier, a k loop over the
+ *         tile, TM x TN fp32 accumulators per thread (16 x 16 threads);
+ *   mma   tensor cores (sm_80+, half or bfloat16 operands, fp32 accumulation): warps of
+ *         mma.sync m16n8k16 fed by ldmatrix from padded shared tiles, filled by a cp.async
+ *         multi-stage pipeline (16-byte chunks where alignment is provable, else
+ *         synchronous loads);
+ *
+ * over the seed's candidate set BM, BN in {64, 128}, BK in {16, 32, 64}, stages in {2, 3}
+ * (mma with cp.async; 1 otherwise), keeping those whose shared memory stays under 80% of a
+ * block's and estimating time = max(FLOPs / peak, bytes / bandwidth) / efficiency, where
+ * the efficiency folds in tile utilisation (tails), waves over the SMs at the occupancy
+ * estimate (registers, threads and shared memory per CTA against the SM's limits) and the
+ * pipeline.  Binding: n.o -> block.x, m.o -> block.y, l -> block.z.
+ *
+ * The kernels the partition made for the values the epilogue stores (the OUTPUTs, the
+ * REDUCE's temporary) are taken over: the first gets the matmul plan, the others a "fused"
+ * plan that emits nothing (their buffers are written by the first).
+ *
+ * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma (tests,
+ * benchmarks); mma is only proposed where the target and the dtypes allow it.
+ */
+#ifndef TINYC_SCHED_MATMUL_H
+#define TINYC_SCHED_MATMUL_H
+
+#include "ir/evt.h"
+#include "sched/schedule.h"
+
+typedef enum tinyc_mm_variant {
+	TINYC_MM_SIMT,		/* CUDA cores, synchronous shared tiles */
+	TINYC_MM_MMA,		/* tensor cores: ldmatrix + mma.sync, cp.async pipeline */
+} tinyc_mm_variant;
+
+/* One operand: A (rows m, cols k) or B (rows k, cols n). */
+typedef struct tinyc_mm_operand {
+	int node;			/* the array node read (BUFFER or a materialised value) */
+	int buf;			/* its buffer: schedule / GPU module buffer index */
+	tinyc_dtype dtype;		/* element type in memory */
+	tinyc_evt_poly stride[3];	/* element strides along (row, col, l) */
+	tinyc_evt_poly offset;		/* element offset of (0, 0, 0) */
+} tinyc_mm_operand;
+
+/* What a matmul kernel computes. */
+typedef struct tinyc_mm_problem {
+	int reduce;			/* the contraction's REDUCE node (-1 for the C API) */
+	tinyc_dim m, n, k, l;		/* extents ({1, -1} where a role is absent) */
+	tinyc_mm_operand a, b;		/* A[m, k], B[k, n] */
+	tinyc_dtype mul;		/* the MUL's dtype (16-bit: exact products in float) */
+	tinyc_dtype acc;		/* accumulation dtype */
+	tinyc_evt *evt;			/* the epilogue graph (owned); tensors' buf = buffer index */
+} tinyc_mm_problem;
+
+/* Tiles and mapping of one candidate. */
+typedef struct tinyc_mm_tiles {
+	tinyc_mm_variant variant;	/* simt or mma */
+	int bm, bn, bk;			/* CTA tile */
+	int stages;			/* shared-memory ring depth (1: synchronous) */
+	int threads;			/* threads per CTA */
+	int tm, tn;			/* simt: accumulators per thread (rows x cols) */
+	int warps_m, warps_n;		/* mma: warp grid; warp tile (bm/warps_m) x (bn/warps_n) */
+	int async_a, async_b;		/* mma: operand loaded by cp.async 16-byte chunks */
+	int pred_m, pred_n, pred_k;	/* tails: the axis needs predicates */
+	int64_t smem;			/* bytes of shared memory (tiles + reduction scratch) */
+	int regs;			/* estimated registers per thread */
+	int ctas_per_sm;		/* occupancy estimate */
+	tinyc_dtype index_dtype;	/* int or long index arithmetic */
+} tinyc_mm_tiles;
+
+/* A MATMUL plan's ext. */
+typedef struct tinyc_mm_plan {
+	tinyc_mm_tiles t;		/* the candidate's tiles */
+	tinyc_mm_problem prob;		/* the problem (evt owned) */
+	int fused_into;			/* -1: this kernel runs the matmul; else the schedule kernel
+					 * that writes this kernel's buffer */
+	double flops, bytes;		/* the estimate's inputs */
+	double t_compute_us, t_memory_us;	/* its two terms */
+} tinyc_mm_plan;
+
+/* The matmul provider (list it in plan.c's providers after the generic one): for the
+ * first kernel of a schedule it analyses the graph (IndexBook, Poly-View, epilogue
+ * extraction), takes over the kernels a fusable contraction covers and gives them MATMUL
+ * candidates; for every kernel that has MATMUL candidates it drops the generic ones. */
+extern const tinyc_plan_provider tinyc_plan_matmul;
+
+/* Take over the kernels of s that contraction entry e covers and add their candidates;
+ * pv is the module's Poly-View.  0 (also when nothing applies: then s is unchanged), or -1
+ * on an internal error. */
+struct tinyc_polyview;
+int tinyc_matmul_fuse(tinyc_ctx *ctx, tinyc_schedule *s, const struct tinyc_polyview *pv,
+		      const tinyc_evt_entry *e);
+
+/* The candidate tilings of a problem on s's device: appended to k (descriptions, estimates;
+ * each candidate's ext a tinyc_mm_plan with a copy of prob).  force: -1 any variant, else
+ * only that one.  Returns the number added, or -1. */
+int tinyc_matmul_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+			    const tinyc_mm_problem *prob, int force);
+
+/* Fill tiles t for (variant, bm, bn, bk, stages) and prob on device dev: threads, micro
+ * tiles, cp.async use, shared memory, registers, occupancy, tails.  -1 when the
+ * combination is not valid for the problem (dtypes, target, alignment). */
+int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
+		       const int64_t *sym, tinyc_mm_variant v, int bm, int bn, int bk, int stages,
+		       tinyc_mm_tiles *t);
+
+/* Multi-line description of a chosen MATMUL plan for the schedule dump: tiles, stages,
+ * binding, micro-tiles, tails, epilogue placement and reduction strategy (with its
+ * determinism), the estimate.  Each line starts with two spaces. */
+void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc_buf *out);
+
+/* Copy / free a problem (deep: the evt graph). */
+int tinyc_mm_problem_copy(tinyc_ctx *ctx, const tinyc_mm_problem *src, tinyc_mm_problem *dst);
+void tinyc_mm_problem_clear(tinyc_mm_problem *p);
+/* ext_free of MATMUL plans. */
+void tinyc_mm_plan_free(void *ext);
+
+#endif
