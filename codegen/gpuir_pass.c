@@ -6,13 +6,16 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "codegen/codegen.h"
 #include "codegen/gpu.h"
 
 /* GPU IR builders by plan kind. */
 static const tinyc_gpu_builder builders[] = {
 	{TINYC_PLAN_MAP, tinyc_isl_kernel_build},
 	{TINYC_PLAN_ROWRED, tinyc_isl_kernel_build},
+	{TINYC_PLAN_REARRANGE, tinyc_rearrange_gpuir_build},
 };
 
 tinyc_gpu_module *tinyc_gpuir_build(tinyc_ctx *ctx, const tinyc_schedule *s,
@@ -53,8 +56,15 @@ tinyc_gpu_module *tinyc_gpuir_build(tinyc_ctx *ctx, const tinyc_schedule *s,
 				    s->kerns[i].name, p ? tinyc_plan_kind_name(p->kind) : "none");
 			goto fail;
 		}
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int before = gm->nkernel;
 		if (b->build(ctx, gm, s, ib, i) < 0)
 			goto fail;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (gm->nkernel > before)
+			gm->kernels[gm->nkernel - 1]->build_ms =
+				(t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 	}
 	return gm;
 fail:

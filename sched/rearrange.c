@@ -51,6 +51,7 @@ void tinyc_rearrange_opts_default(tinyc_rearrange_opts *o)
 	o->max_threads = 1024;
 	o->base_align = 256;
 	o->force = TINYC_REARRANGE_AUTO;
+	o->no_copy = 0;
 }
 
 /* Report a diagnostic (when ctx is given) and return the status. */
@@ -768,8 +769,8 @@ tinyc_rearrange_status tinyc_rearrange_plan_build(tinyc_ctx *ctx, const tinyc_te
 	p->ndim = canonicalize(p->dim, l.ndim);
 
 	/* one contiguous run (forwards or backwards in both), or a single element */
-	if (p->ndim == 0 || (p->ndim == 1 && p->dim[0].src == p->dim[0].dst &&
-			     abs64(p->dim[0].src) == 1)) {
+	if (!o.no_copy && (p->ndim == 0 || (p->ndim == 1 && p->dim[0].src == p->dim[0].dst &&
+					    abs64(p->dim[0].src) == 1))) {
 		p->kind = TINYC_REARRANGE_COPY;
 		p->copy_bytes = l.numel * l.elem;
 		p->copy_offset = (p->ndim == 1 && p->dim[0].src < 0) ?

@@ -44,7 +44,9 @@
 
 #include "ir/ctx.h"
 #include "ir/dtype.h"
+#include "ir/uop.h"
 #include "runtime/runtime.h"
+#include "sched/schedule.h"
 
 #define TINYC_REARRANGE_MAX_NDIM 16	/* highest rank a rearrange accepts */
 #define TINYC_REARRANGE_MAX_UNIT 32	/* widest vector unit, bytes */
@@ -85,6 +87,9 @@ typedef struct tinyc_rearrange_opts {
 	int base_align;			/* bytes both base pointers are known to be aligned to
 					 * (default 256, cudaMalloc's); any value >= 1 */
 	tinyc_rearrange_force force;	/* plan selection (default AUTO) */
+	int no_copy;			/* 1: a single contiguous run gets an elementwise
+					 * kernel instead of a COPY plan (the graph path, which
+					 * launches kernels only); default 0 */
 } tinyc_rearrange_opts;
 
 /* Fill *o with the defaults. */
@@ -235,5 +240,65 @@ tinyc_rearrange_status tinyc_rearrange_calculate(tinyc_rearrange_desc *desc, tin
 
 /* Free a descriptor (and the kernels it loaded: call it before closing their tinyc_cuda). */
 void tinyc_rearrange_destroy(__tinyc_take tinyc_rearrange_desc *desc);
+
+/* ---------------------------------------------------------- graph recognition ---- */
+
+/* A pure movement recognised in a UOp graph: y[i] = x[i] for every index i of shape, where
+ * each tensor is a strided view of its buffer's storage (element 0 of the view at
+ * `offset` elements from the storage's element 0; strides in elements, may be negative on
+ * the source: FLIP, or 0: EXPAND). */
+typedef struct tinyc_rearrange_copy {
+	int value;			/* the node whose value is stored (OUTPUT's operand) */
+	int src;			/* the node read: a BUFFER, or a materialised value */
+	tinyc_dtype dtype;		/* element type of both */
+	int ndim;			/* rank of the stored value */
+	int64_t shape[TINYC_REARRANGE_MAX_NDIM];	/* its lengths */
+	int64_t ys[TINYC_REARRANGE_MAX_NDIM];	/* destination strides (OUTPUT strides= or
+					 * row-major) */
+	int64_t xs[TINYC_REARRANGE_MAX_NDIM];	/* source strides, composed through the chain */
+	int64_t y_offset;		/* destination: element offset of element 0 (0) */
+	int64_t x_offset;		/* source: element offset of element 0 */
+} tinyc_rearrange_copy;
+
+/* Decide whether OUTPUT node `output` of the verified graph g stores a pure movement of one
+ * BUFFER: a chain of RESHAPE, PERMUTE, EXPAND, SHRINK, FLIP and CONTIGUOUS, which is
+ * composed into one strided view (a RESHAPE must be expressible as a view of the layout it
+ * reshapes).  b (may be NULL) gives symbol values: every size and stride must be known.
+ * Returns 1 and fills *c; 0 when it is not a rearrange, with the reason in *why (when not
+ * NULL), e.g. "%5 = RESHAPE of strides [1,4] to [8]: dims 0 and 1 are not contiguous".
+ * Never reports diagnostics. */
+int tinyc_rearrange_recognize(const tinyc_graph *g, const tinyc_bindings *b, int output,
+			      tinyc_rearrange_copy *c, tinyc_buf *why);
+
+/* The same for the value node `value` of a schedule kernel, stopping the chain at any node
+ * whose is_source[] entry is non-zero (a materialised value: its buffer is read, row-major
+ * unless it is a BUFFER with strides=); the destination layout is ys (NULL: row-major). */
+int tinyc_rearrange_recognize_value(const tinyc_graph *g, const tinyc_bindings *b, int value,
+				    const unsigned char *is_source, const int64_t *ys,
+				    tinyc_rearrange_copy *c, tinyc_buf *why);
+
+/* ------------------------------------------------------- the schedule provider ---- */
+
+/* The ext of a TINYC_PLAN_REARRANGE candidate. */
+typedef struct tinyc_rearrange_kplan {
+	tinyc_rearrange_copy copy;	/* what the kernel moves */
+	int x_buf, y_buf;		/* schedule buffers read and written */
+	tinyc_rearrange_plan plan;	/* the plan (elementwise or tiled, never COPY) */
+} tinyc_rearrange_kplan;
+
+/* The rearrange provider (listed in sched/plan.c after the generic one): a kernel whose
+ * stored value is a pure movement of one buffer of the same dtype gets the elementwise and
+ * the tiled rearrange plans as candidates, estimated from the seed-003 cost model (sectors,
+ * instructions and blocks as DRAM bytes), and loses the generic candidates: it becomes one
+ * rearrange kernel.  Kernels with unbound sizes or strides, an overlapping OUTPUT, a
+ * dtype change or a non-movement op keep the generic plans. */
+extern const tinyc_plan_provider tinyc_plan_rearrange;
+
+/* Schedule dump lines of kernel k (called by tinyc_schedule_print after the choice): the
+ * chosen rearrange plan (tinyc_rearrange_plan_print's text, indented), or, for a kernel
+ * whose value is a movement chain that is not a rearrange, the reason.  Nothing for other
+ * kernels. */
+void tinyc_rearrange_schedule_print(const tinyc_schedule *s, const tinyc_skernel *k,
+				    tinyc_buf *out);
 
 #endif
