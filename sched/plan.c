@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ir/pass.h"
+#include "sched/rearrange.h"
 #include "sched/schedule.h"
 
 #define LAUNCH_US 2.0		/* one kernel launch */
@@ -26,6 +27,7 @@
  * template, the rearrange kernel) adds its provider here. */
 static const tinyc_plan_provider *const providers[] = {
 	&tinyc_plan_generic,
+	&tinyc_plan_rearrange,	/* after the others: replaces generic candidates */
 };
 
 const char *tinyc_plan_kind_name(tinyc_plan_kind k)
@@ -485,6 +487,7 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 					tinyc_buf_printf(out, ", grid %c loops", "xyz"[j]);
 			tinyc_buf_putc(out, '\n');
 		}
+		tinyc_rearrange_schedule_print(s, k, out);	/* rearrange plan, or why not */
 	}
 }
 

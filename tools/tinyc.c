@@ -2,6 +2,7 @@
  *
  *   tinyc [options] FILE                 compile FILE and dump a stage (default: uop)
  *   tinyc run FILE [options]             run FILE on inputs (.npy) and write outputs
+ *   tinyc bench FILE --bind ... [options] time every kernel of FILE on the GPU
  *
  * Exit status: 0 success, 1 diagnostics (bad input, failed check), 2 usage error.
  * The driver only parses arguments, runs the pass pipeline (lower/pipeline.c) and prints;
@@ -18,6 +19,9 @@
 #include "ir/tensor.h"
 #include "ir/uop.h"
 #include "lower/lower.h"
+#include "codegen/gpu.h"
+#include "runtime/runtime.h"
+#include "sched/schedule.h"
 
 #ifndef TINYC_VERSION
 #define TINYC_VERSION "0.0.0"
@@ -33,7 +37,7 @@ typedef struct named_path {
 
 /* Everything the command line says. */
 typedef struct cli {
-	const char *cmd;	/* "compile" or "run" */
+	const char *cmd;	/* "compile", "run" or "bench" */
 	const char *file;	/* the .uop input */
 	const char *stage;	/* --dump-stage */
 	tinyc_format format;	/* --format */
@@ -49,6 +53,9 @@ typedef struct cli {
 	const char *device;	/* --device */
 	int check;		/* --check: compare with the reference evaluator */
 	double atol, rtol;	/* --atol, --rtol */
+	int runtime_sizes;	/* run: --runtime-sizes, --bind values reach the kernels at launch */
+	int warmup;		/* bench: --warmup N launches before timing */
+	int iters;		/* bench: --iters N timed launches per kernel */
 } cli;
 
 static void usage(FILE *out)
@@ -58,6 +65,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: tinyc [options] FILE          compile FILE (tinyc-uop v0) and dump a stage\n"
 		"       tinyc run FILE [options]      run FILE on .npy inputs\n"
+		"       tinyc bench FILE --bind ...   time every kernel of FILE on the GPU\n"
 		"\n"
 		"Compile options:\n"
 		"  --dump-stage=NAME     print the IR after stage NAME (default: uop); stages:\n");
@@ -76,11 +84,25 @@ static void usage(FILE *out)
 		"  --out NAME=y.npy      write OUTPUT name=NAME to a .npy file (repeatable)\n"
 		"  --random-inputs SEED  fill inputs not given with --in with seeded random data\n"
 		"  --bind M=..,N=..      symbol values; unbound symbols are inferred from inputs\n"
-		"  --device=ref|cpu      ref: the reference evaluator; cpu: the pipeline up to rbssa,\n"
-		"                        run by the RB-SSA interpreter (default cpu)\n"
+		"  --device=ref|cpu|cuda|gpuir\n"
+		"                        ref: the reference evaluator; cpu: the pipeline up to rbssa,\n"
+		"                        run by the RB-SSA interpreter (default cpu); cuda: the\n"
+		"                        generated CUDA kernels on the GPU (nvrtc, kernel cache);\n"
+		"                        gpuir: the same kernels' GPU IR on the CPU interpreter\n"
+		"                        (no GPU needed). With cuda, -v prints per-kernel compile\n"
+		"                        times (tinyc's GPU IR build and nvrtc's)\n"
 		"  --check               compare every output with the reference evaluator: max\n"
 		"                        abs/rel error per output, exit 1 beyond the tolerance\n"
 		"  --atol=X --rtol=Y     tolerances for --check (default: by dtype)\n"
+		"  --runtime-sizes       compile the kernels for symbolic sizes and give the --bind\n"
+		"                        values only at launch (default: --bind specialises them)\n"
+		"\n"
+		"Bench options (tinyc bench FILE ...): every size symbol bound with --bind; inputs\n"
+		"are --in files or seeded random data (--random-inputs, default seed 1); --check,\n"
+		"--target, -v as for run.  Prints per kernel the median time, GB/s and TFLOP/s and\n"
+		"their fractions of the device's peak.\n"
+		"  --warmup N            untimed launches per kernel first (default 10)\n"
+		"  --iters N             event-timed launches per kernel, median reported (default 100)\n"
 		"\n"
 		"Other:\n"
 		"  --help                this text\n"
@@ -154,9 +176,15 @@ static int parse_args(int argc, char **argv, cli *c)
 	c->cmd = "compile";
 	c->device = "cpu";
 	c->atol = c->rtol = -1;
+	c->warmup = 10;
+	c->iters = 100;
 	int i = 1;
 	if (argc > 1 && !strcmp(argv[1], "run")) {
 		c->cmd = "run";
+		i = 2;
+	} else if (argc > 1 && !strcmp(argv[1], "bench")) {
+		c->cmd = "bench";
+		c->device = "cuda";
 		i = 2;
 	}
 	for (; i < argc; i++) {
@@ -202,11 +230,24 @@ static int parse_args(int argc, char **argv, cli *c)
 			c->have_seed = 1;
 			c->seed = s;
 		} else if ((v = opt_value(argc, argv, &i, "--device"))) {
-			if (strcmp(v, "cpu") && strcmp(v, "ref"))
-				return usage_error("unknown device '%s' (known: ref, cpu)", v);
+			if (strcmp(v, "cpu") && strcmp(v, "ref") && strcmp(v, "cuda") && strcmp(v, "gpuir"))
+				return usage_error("unknown device '%s' (known: ref, cpu, cuda, gpuir)", v);
 			c->device = v;
+		} else if ((v = opt_value(argc, argv, &i, "--warmup")) ||
+			   (v = opt_value(argc, argv, &i, "--iters"))) {
+			char *end;
+			long x = strtol(v, &end, 10);
+			int is_warmup = !strncmp(a, "--warmup", 8);
+			if (!*v || *end || x < (is_warmup ? 0 : 1) || x > 1000000)
+				return usage_error("--warmup/--iters expect a count, got '%s'", v);
+			if (is_warmup)
+				c->warmup = (int)x;
+			else
+				c->iters = (int)x;
 		} else if (!strcmp(a, "--check")) {
 			c->check = 1;
+		} else if (!strcmp(a, "--runtime-sizes")) {
+			c->runtime_sizes = 1;
 		} else if ((v = opt_value(argc, argv, &i, "--atol"))) {
 			c->atol = strtod(v, NULL);
 		} else if ((v = opt_value(argc, argv, &i, "--rtol"))) {
@@ -221,8 +262,15 @@ static int parse_args(int argc, char **argv, cli *c)
 	}
 	if (!c->file)
 		return usage_error("%s", "no input file");
-	if (!strcmp(c->cmd, "compile") && (c->nin || c->nout || c->have_seed || c->check))
-		return usage_error("%s", "--in/--out/--random-inputs/--check need 'tinyc run'");
+	if (!strcmp(c->cmd, "compile") && (c->nin || c->nout || c->have_seed || c->check ||
+					    c->runtime_sizes))
+		return usage_error("%s", "--in/--out/--random-inputs/--check/--runtime-sizes need 'tinyc run'");
+	if (!strcmp(c->cmd, "bench") && strcmp(c->device, "cuda"))
+		return usage_error("'tinyc bench' times kernels on the GPU: --device=%s is not one", c->device);
+	if (!strcmp(c->cmd, "bench") && !c->have_seed) {
+		c->have_seed = 1;
+		c->seed = 1;
+	}
 	if (c->stage && tinyc_pass_find(c->stage) < 0) {
 		int n;
 		const tinyc_pass *p = tinyc_pipeline(&n);
@@ -307,18 +355,121 @@ static void print_summary(const char *name, const tinyc_tensor *t)
 	printf("] sum=%.6g max|x|=%.6g\n", sum, amax);
 }
 
+/* bench: the per-kernel table (median time, bandwidth, throughput, fractions of peak). */
+static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device_info *dev,
+			 const tinyc_gpu_run_stats *st)
+{
+	const tinyc_schedule *s = tinyc_module_schedule(m);
+	printf("tinyc bench: %s on %s (%s), %d warm-up, median of %d launches per kernel\n",
+	       c->file, dev->name, dev->target, c->warmup, c->iters);
+	printf("  %-24s %10s %10s %7s %10s %7s  %s\n", "kernel", "time(us)", "GB/s", "%peak",
+	       "TFLOP/s", "%peak", "bound");
+	double total = 0;
+	for (int i = 0; i < st->nkernel; i++) {
+		const tinyc_gpu_kernel_stat *k = &st->k[i];
+		double us = k->median_ms * 1e3;
+		total += us;
+		double flops = 0, bytes = 0, peak_tf = s ? s->fp32_tflops : 0;
+		if (s && i < s->nkern) {
+			const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[i]);
+			flops = s->kerns[i].flops;
+			bytes = s->kerns[i].bytes;
+			if (p && p->kind == TINYC_PLAN_MATMUL)
+				flops *= 2, peak_tf = dev->peak_fp16_tflops;	/* MUL+ADD per MAC */
+		}
+		double gbs = us > 0 ? bytes / (us * 1e3) : 0, tfs = us > 0 ? flops / (us * 1e6) : 0;
+		double fb = dev->peak_bandwidth_gbs > 0 ? gbs / dev->peak_bandwidth_gbs : 0;
+		double ff = peak_tf > 0 ? tfs / peak_tf : 0;
+		printf("  %-24s %10.2f %10.1f %6.1f%% %10.3f %6.1f%%  %s\n", k->name, us, gbs, 100 * fb,
+		       tfs, 100 * ff, fb >= ff ? "memory" : "compute");
+	}
+	printf("  %-24s %10.2f\n", "total", total);
+}
+
+/* The device run: the RB-SSA interpreter (cpu), the reference evaluator (ref), the GPU IR
+ * interpreter (gpuir) or the GPU (cuda).  Writes what ran where into where. */
+static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, char *where,
+		      size_t wsize)
+{
+	const char *d = c->device;
+	if (!strcmp(d, "cpu")) {
+		snprintf(where, wsize, "the CPU (RB-SSA interpreter)");
+		return tinyc_rbssa_run(ctx, tinyc_module_rbssa(m), m->bind, io);
+	}
+	if (!strcmp(d, "ref")) {
+		snprintf(where, wsize, "the reference evaluator");
+		return tinyc_eval(ctx, m->uop, m->bind, io);
+	}
+	tinyc_gpu_module *gm = tinyc_module_gpuir(m);
+	if (!gm)
+		return tinyc_error(ctx, "PipelineError", "no GPU IR to run");
+	int64_t *sym = calloc((size_t)m->uop->nsym + 1, sizeof(int64_t));
+	if (!sym)
+		return tinyc_error(ctx, "OutOfMemory", "symbol values");
+	for (int i = 0; i < m->uop->nsym; i++)
+		sym[i] = m->bind->val[i];
+	int rc;
+	if (!strcmp(d, "gpuir")) {
+		snprintf(where, wsize, "the CPU (GPU IR interpreter, %d kernels)", gm->nkernel);
+		rc = tinyc_gpu_run_interp(ctx, gm, sym, io);
+		free(sym);
+		return rc;
+	}
+	tinyc_cuda *cu = tinyc_cuda_open(ctx, 0);
+	if (!cu) {
+		free(sym);
+		return -1;
+	}
+	const tinyc_device_info *dev = tinyc_cuda_device_info(cu);
+	int bench = !strcmp(c->cmd, "bench");
+	tinyc_gpu_run_opts opt = {bench ? c->warmup : 0, bench ? c->iters : 0, 0};
+	tinyc_gpu_run_stats st = {0};
+	rc = tinyc_gpu_run_cuda(ctx, cu, gm, sym, io, &opt, &st);
+	snprintf(where, wsize, "%s (%s, %d kernels)", dev->name, dev->target, gm->nkernel);
+	if (rc == 0 && c->opt.verbose)
+		for (int i = 0; i < st.nkernel; i++)
+			fprintf(stderr, "tinyc: kernel %-24s GPU IR %.3f ms, nvrtc %.1f ms%s, %d regs, "
+				"grid (%u,%u,%u) block (%u,%u,%u)\n", st.k[i].name,
+				i < gm->nkernel ? gm->kernels[i]->build_ms : 0.0, st.k[i].nvrtc_ms,
+				st.k[i].cache_hit ? " (cache hit)" : "", st.k[i].regs, st.k[i].grid[0],
+				st.k[i].grid[1], st.k[i].grid[2], st.k[i].block[0], st.k[i].block[1],
+				st.k[i].block[2]);
+	if (rc == 0 && bench)
+		bench_report(c, m, dev, &st);
+	tinyc_gpu_run_stats_clear(&st);
+	tinyc_cuda_close(cu);
+	free(sym);
+	return rc;
+}
+
 /* Run: bind, load or generate inputs, evaluate, check, write outputs. */
 static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 {
 	int rc = EXIT_DIAG;
-	int cpu = !strcmp(c->device, "cpu");
-	int last = cpu ? tinyc_pass_find("rbssa") : 0;
+	const char *stage = !strcmp(c->device, "cpu") ? "rbssa" : !strcmp(c->device, "cuda") ? "cuda"
+			    : !strcmp(c->device, "gpuir") ? "gpuir" : "uop";
+	int last = tinyc_pass_find(stage);
 	if (last < 0) {
-		tinyc_error(ctx, "UnknownStage", "the pipeline has no rbssa stage");
+		tinyc_error(ctx, "UnknownStage", "the pipeline has no %s stage", stage);
 		return EXIT_DIAG;
 	}
+	/* the kernels are compiled for the --bind values only: sizes taken from the inputs
+	 * below are run-time values of the same (symbolic) kernels */
+	if (c->runtime_sizes)
+		m->opt.bind = NULL;
 	if (tinyc_module_run_until(m, last, 0, NULL) < 0)
 		return EXIT_DIAG;
+	if (c->runtime_sizes && c->bind &&	/* now the values, checked as at compile time */
+	    (tinyc_bindings_parse(ctx, m->uop, c->bind, m->bind) < 0 ||
+	     tinyc_verify(ctx, m->uop, m->bind) < 0))
+		return EXIT_DIAG;
+	if (!strcmp(c->cmd, "bench"))
+		for (int i = 0; i < m->uop->nsym; i++)
+			if (m->bind->val[i] < 0) {
+				tinyc_error(ctx, "UnboundSymbol", "tinyc bench needs every size bound: give --bind %s=...",
+					    m->uop->syms[i]);
+				return EXIT_DIAG;
+			}
 	tinyc_graph *g = m->uop;
 	tinyc_io io = {0}, ref = {0};
 	tinyc_tensor **owned = NULL;
@@ -401,12 +552,10 @@ static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 		tinyc_tensor_fill_random(owned[u->slot], c->seed * 1000003u + (uint64_t)u->slot);
 		io.in[u->slot] = owned[u->slot];
 	}
-	/* The device run: the RB-SSA interpreter (cpu) or the reference evaluator (ref). */
-	if (cpu ? tinyc_rbssa_run(ctx, tinyc_module_rbssa(m), m->bind, &io) < 0
-		: tinyc_eval(ctx, g, m->bind, &io) < 0)
+	char where[256];
+	if (device_run(ctx, c, m, &io, where, sizeof(where)) < 0)
 		goto done;
-	printf("tinyc: ran %s on %s\n", c->file,
-	       cpu ? "the CPU (RB-SSA interpreter)" : "the reference evaluator");
+	printf("tinyc: ran %s on %s\n", c->file, where);
 	int failed = 0;
 	if (c->check) {	/* the same inputs through the reference evaluator */
 		ref.nin = io.nin;
@@ -485,7 +634,7 @@ int main(int argc, char **argv)
 	tinyc_module *m = src ? tinyc_module_alloc(ctx, src, &c.opt) : NULL;
 	if (!m) {
 		rc = EXIT_DIAG;
-	} else if (!strcmp(c.cmd, "run")) {
+	} else if (!strcmp(c.cmd, "run") || !strcmp(c.cmd, "bench")) {
 		rc = cmd_run(ctx, &c, m);
 	} else {
 		rc = cmd_compile(ctx, &c, m);
