@@ -537,9 +537,11 @@ Test(evt_passes, visit_order_several_roots)
 /* ---------------------------------------------------------------- extraction ---- */
 
 /* The evt stage of a graph text (the pipeline up to "evt"); NULL on failure. */
-static tinyc_module *run_evt(tinyc_ctx *ctx, const char *name, const char *text, const char *bind)
+static tinyc_module *run_evt(tinyc_ctx *ctx, const char *name, const char *text, const char *bind,
+			     tinyc_source **srcp)
 {
 	tinyc_source *src = tinyc_source_from_string(name, text, strlen(text));
+	*srcp = src;
 	tinyc_options opt = {0};
 	opt.bind = bind;
 	tinyc_module *m = tinyc_module_alloc(ctx, src, &opt);
@@ -736,6 +738,7 @@ static const char *const mm_prefix =
 Test(evt_extract, consumers_left_out)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_source *src;
 	char text[4096];
 	/* the row max broadcast back over the row (softmax-like): needs the completed reduction */
 	snprintf(text, sizeof(text), "%s%s", mm_prefix,
@@ -743,7 +746,7 @@ Test(evt_extract, consumers_left_out)
 		 "%d = SUB(%acc, %mx) : float[M,N]\n"
 		 "%y = OUTPUT(%d, name=\"Y\") : float[M,N]\n"
 		 "%z = OUTPUT(%acc, name=\"Z\") : float[M,N]\n");
-	tinyc_module *m = run_evt(ctx, "softmaxish.uop", text, NULL);
+	tinyc_module *m = run_evt(ctx, "softmaxish.uop", text, NULL, &src);
 	tinyc_evt_set *s = tinyc_module_evt(m);
 	const tinyc_evt *g = only_graph(m);
 	cr_assert_eq(count_kind(g, TINYC_EVT_AUX_STORE), 2, "Z and the accumulator for the rest");
@@ -755,11 +758,12 @@ Test(evt_extract, consumers_left_out)
 	cr_assert(strstr(b.data, "stores the accumulator to T7"), "%s", b.data);
 	tinyc_buf_free(&b);
 	tinyc_module_free(m);
+	tinyc_source_free(src);
 	/* a transpose of the accumulator is a store with swapped strides, not a problem */
 	snprintf(text, sizeof(text), "%s%s", mm_prefix,
 		 "%t = PERMUTE(%acc, perm=[1,0]) : float[N,M]\n"
 		 "%y = OUTPUT(%t, name=\"YT\") : float[N,M]\n");
-	m = run_evt(ctx, "transposed.uop", text, NULL);
+	m = run_evt(ctx, "transposed.uop", text, NULL, &src);
 	g = only_graph(m);
 	int st = g->n - 1;
 	cr_assert_eq(g->nodes[st].kind, TINYC_EVT_AUX_STORE);
@@ -767,12 +771,13 @@ Test(evt_extract, consumers_left_out)
 	cr_assert(tinyc_evt_poly_equal(&g->nodes[st].t.lay.stride[1],
 				       &(tinyc_evt_poly){1, {{1, 1, {0}}}}), "n stride M");
 	tinyc_module_free(m);
+	tinyc_source_free(src);
 	/* an accumulator broadcast to a wider tensor cannot be stored element by element */
 	snprintf(text, sizeof(text), "%s%s", mm_prefix,
 		 "%r = RESHAPE(%acc, shape=[M,N,1]) : float[M,N,1]\n"
 		 "%e = EXPAND(%r, shape=[M,N,2]) : float[M,N,2]\n"
 		 "%y = OUTPUT(%e, name=\"Y\") : float[M,N,2]\n");
-	m = run_evt(ctx, "broadcast.uop", text, NULL);
+	m = run_evt(ctx, "broadcast.uop", text, NULL, &src);
 	s = tinyc_module_evt(m);
 	cr_assert_eq(s->n, 1);
 	cr_assert_null(s->e[0].g);
@@ -783,6 +788,7 @@ Test(evt_extract, consumers_left_out)
 	cr_assert(strstr(b.data, "a broadcast of the accumulator"), "%s", b.data);
 	tinyc_buf_free(&b);
 	tinyc_module_free(m);
+	tinyc_source_free(src);
 	/* a tinygrad-style relu WHERE(CMPLT(0,x), x, 0) and a half cast before the bias */
 	snprintf(text, sizeof(text), "%s%s", mm_prefix,
 		 "%h = CAST(%acc) : half[M,N]\n"
@@ -792,12 +798,13 @@ Test(evt_extract, consumers_left_out)
 		 "%c = CMPLT(%zero, %s) : bool[M,N]\n"
 		 "%r = WHERE(%c, %s, %zero) : half[M,N]\n"
 		 "%y = OUTPUT(%r, name=\"Y\") : half[M,N]\n");
-	m = run_evt(ctx, "tinygrad.uop", text, NULL);
+	m = run_evt(ctx, "tinygrad.uop", text, NULL, &src);
 	g = only_graph(m);
 	cr_assert_eq(count_kind(g, TINYC_EVT_SCALAR_BCAST), 1, "one zero constant");
 	int w = node_of(m, g, "r");
 	cr_assert(w >= 0 && g->nodes[w].fn == TINYC_OP_WHERE && g->nodes[w].compute == TINYC_HALF);
 	tinyc_module_free(m);
+	tinyc_source_free(src);
 	tinyc_ctx_free(ctx);
 }
 
@@ -814,7 +821,8 @@ Test(evt_extract, half_reduce_result)
 		"%5 = MUL(%2, %4) : half[M,N,K]\n"
 		"%7 = REDUCE(%5, op=ADD, axes=[2], keepdim=false, acc=float) : half[M,N]\n"
 		"%y = OUTPUT(%7, name=\"Y\") : half[M,N]\n";
-	tinyc_module *m = run_evt(ctx, "halfred.uop", text, NULL);
+	tinyc_source *src;
+	tinyc_module *m = run_evt(ctx, "halfred.uop", text, NULL, &src);
 	const tinyc_evt *g = only_graph(m);
 	cr_assert_eq(g->n, 3);
 	cr_assert_eq(g->nodes[0].kind, TINYC_EVT_ACC_FETCH);
@@ -822,5 +830,6 @@ Test(evt_extract, half_reduce_result)
 	cr_assert_eq(g->nodes[1].kind, TINYC_EVT_CAST);
 	cr_assert_eq(g->nodes[1].dtype, TINYC_HALF);
 	tinyc_module_free(m);
+	tinyc_source_free(src);
 	tinyc_ctx_free(ctx);
 }
