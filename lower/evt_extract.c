@@ -903,13 +903,6 @@ static int extract_one(ex *x, int ci)
 		}
 		built++;
 	}
-	if (!built) {
-		e->why_none = strdup(e->nnote ? "no consumer of the accumulator can run in an epilogue"
-					      : "the contraction's result reaches no output");
-		tinyc_evt_free(x->gr);
-		x->gr = NULL;
-		return e->why_none ? 0 : -1;
-	}
 	/* a consumer left to another kernel reads the accumulator from its buffer */
 	int outside = 0;
 	for (int u = x->r + 1; u < x->g->n && !outside; u++) {
@@ -920,6 +913,13 @@ static int extract_one(ex *x, int ci)
 			if (st->read[j].array >= 0 && (x->covered[st->read[j].array] ||
 						       st->read[j].array == x->r))
 				outside = 1;
+	}
+	if (!built && !outside) {
+		e->why_none = strdup(e->nnote ? "no consumer of the accumulator can run in an epilogue"
+					      : "the contraction's result reaches no output");
+		tinyc_evt_free(x->gr);
+		x->gr = NULL;
+		return e->why_none ? 0 : -1;
 	}
 	if (outside) {
 		tinyc_evt_layout lay;
