@@ -1,0 +1,753 @@
+/* htree forward (seed 004) -> CUDA text, with the configuration folded in as constants.
+ *
+ * One translation unit holds three kernels:
+ *
+ *   htree_pool_in, htree_pool_f32   one tree layer by valid-count mean pooling (the
+ *        fallback tree build when the generic pipeline cannot run the pooling graph):
+ *        y[o,i,e] = (sequential float32 sum of x[o,j,e], j in group i) / count.
+ *   htree_forward   one block per query group (b, t, h_kv), all layers top-down:
+ *
+ *   per layer l (candidates: the top layer's nodes 0..t>>(l*log2 r), or the children of
+ *   the parents the layer above kept, in shared memory):
+ *     qrot   = rope(q[h_kv*G+g], n-1) * scale                    (shared memory, G x K)
+ *     l >= 1 (selection, computed in the CPU reference's float32 order so that the keys,
+ *             and hence the selections, are the reference's):
+ *       pass 1  mx_g = max_p s[g,p]            s = sequential dot, no FMA contraction
+ *       pass 2  sum_g = sequential sum over p of exp(s - mx_g): tiles of exp values in
+ *               shared memory, folded in candidate order by one thread per head while the
+ *               other threads compute the next tile (double buffer)
+ *       pass 3  imp[p] = sum over g, in order, of exp(s - lse_g) (flushed below FLT_MIN);
+ *               key = float bits & KEYMASK; imp[n-1] forced to 1000
+ *       top-K   radix select of the TOPK-th largest key (8-bit digits, shared histogram),
+ *               ties to the smaller position through an ordered ballot scan; the kept
+ *               nodes, ascending, become the next layer's parents
+ *     pass 4 (leaves: the candidates not kept, all of them on layer 0): scores (FMA),
+ *             per-tile online softmax, weights times V accumulated in registers
+ *   final: the per-slice partial states are summed and o = U / max(S, 1e-30).
+ *
+ * exp and log on the selection path are correctly rounded float results (computed in
+ * double), the closest a GPU gets to the host libm the reference calls.
+ */
+#include "codegen/codegen.h"
+
+#include <string.h>
+
+#include "ir/htree.h"
+
+/* Largest power of two <= x (x >= 1). */
+static int pow2_floor(int x)
+{
+	int p = 1;
+	while (p * 2 <= x)
+		p *= 2;
+	return p;
+}
+
+/* log2 of a power of two. */
+static int ilog2(int64_t x)
+{
+	int l = 0;
+	while (((int64_t)1 << l) < x)
+		l++;
+	return l;
+}
+
+/* Whether x is a power of two (x >= 1). */
+static int is_pow2(int64_t x)
+{
+	return x >= 1 && (x & (x - 1)) == 0;
+}
+
+/* Every size the kernels and their launch derive from a configuration. */
+typedef struct htree_layout {
+	int nt;			/* threads per block */
+	int nw;			/* warps per block */
+	int64_t ncmax;		/* most candidates on any layer: max(max_top_nodes, top_k * r) */
+	int ts;			/* row stride of the [G][ts] tiles: nt + 1 */
+	int cw;			/* threads per head in the column reductions */
+	int ae;			/* value elements per accumulator item (4 or 1) */
+	int vq;			/* items per head: V / ae */
+	int items;		/* G * vq */
+	int js;			/* slices of the tile columns (items <= nt), else 1 */
+	int ni;			/* items per thread */
+	int64_t off_keys, off_par, off_qr, off_h, off_misc, off_work;	/* byte offsets */
+	int64_t work_floats;	/* floats of the work area */
+	int64_t smem;		/* dynamic shared memory bytes */
+} htree_layout;
+
+/* Round n up to a multiple of 16. */
+static int64_t align16(int64_t n)
+{
+	return (n + 15) & ~(int64_t)15;
+}
+
+/* The layout for a configuration with nt threads. */
+static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout *lo)
+{
+	memset(lo, 0, sizeof *lo);
+	lo->nt = nt;
+	lo->nw = nt / 32;
+	int64_t bottom = (int64_t)c->top_k * c->compression_rate;
+	lo->ncmax = c->max_top_nodes > bottom ? c->max_top_nodes : bottom;
+	lo->ts = nt + 1;
+	int per = nt / c->G;
+	lo->cw = per >= 32 ? 32 : pow2_floor(per >= 1 ? per : 1);
+	lo->ae = c->V % 4 == 0 ? 4 : 1;
+	lo->vq = c->V / lo->ae;
+	lo->items = c->G * lo->vq;
+	if (lo->items <= nt) {
+		lo->js = nt / lo->items;
+		lo->ni = 1;
+	} else {
+		lo->js = 1;
+		lo->ni = (lo->items + nt - 1) / nt;
+	}
+	int64_t g = c->G, ts = lo->ts;
+	int64_t w = 2 * g * ts;					/* pass 2: two exp tiles */
+	int64_t w4 = (int64_t)nt * c->V + g * ts;		/* pass 4: V tile + score tile */
+	int64_t wr = (int64_t)lo->js * lo->items * (lo->ae + 1);	/* final reduction */
+	if (w4 > w)
+		w = w4;
+	if (wr > w)
+		w = wr;
+	lo->work_floats = w;
+	int64_t off = 0;
+	lo->off_work = off;
+	off = align16(off + 4 * w);
+	lo->off_keys = off;
+	off = align16(off + 4 * lo->ncmax);
+	lo->off_par = off;
+	off = align16(off + 4 * 2 * (int64_t)c->top_k);
+	lo->off_qr = off;
+	off = align16(off + 4 * g * c->K);
+	lo->off_h = off;
+	off = align16(off + 4 * 4 * g);
+	lo->off_misc = off;
+	off = align16(off + 4 * (8 + lo->nw + 256));
+	lo->smem = off;
+}
+
+/* The thread count for c: c->threads, else 256, halved while the shared memory does not
+ * fit TINYC_HTREE_GPU_SMEM_MAX (down to 64). */
+static int choose_threads(const tinyc_htree_kernel_config *c)
+{
+	if (c->threads > 0)
+		return c->threads;
+	int nt = 256;
+	htree_layout lo;
+	for (;;) {
+		layout_for(c, nt, &lo);
+		if (lo.smem <= TINYC_HTREE_GPU_SMEM_MAX || nt == 64)
+			return nt;
+		nt /= 2;
+	}
+}
+
+/* Check a kernel configuration; 0 or -1 with a diagnostic. */
+int tinyc_htree_kernel_check(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c)
+{
+	if (c->compression_rate < 2 || !is_pow2(c->compression_rate))
+		return tinyc_error(ctx, "HtreeInvalidConfig",
+				   "compression_rate must be a power of two >= 2, got %d",
+				   c->compression_rate);
+	if (!is_pow2(c->top_k))
+		return tinyc_error(ctx, "HtreeInvalidConfig",
+				   "top_k must be a power of two >= 1, got %d", c->top_k);
+	if (c->max_top_nodes < 1)
+		return tinyc_error(ctx, "HtreeInvalidConfig", "max_top_nodes must be >= 1, got %lld",
+				   (long long)c->max_top_nodes);
+	if (c->key_drop_bits < 0 || c->key_drop_bits > 23)
+		return tinyc_error(ctx, "HtreeInvalidConfig", "key_drop_bits must be in 0..23, got %d",
+				   c->key_drop_bits);
+	if (c->G < 1 || c->G > TINYC_HTREE_GPU_MAX_G)
+		return tinyc_error(ctx, "HtreeUnsupportedConfig",
+				   "the GPU path takes 1..%d query heads per KV head, got %d",
+				   TINYC_HTREE_GPU_MAX_G, c->G);
+	if (c->K < 2 || c->K % 2 || c->K > TINYC_HTREE_GPU_MAX_DIM)
+		return tinyc_error(ctx, "HtreeUnsupportedConfig",
+				   "the GPU path takes an even key dim of 2..%d, got %d",
+				   TINYC_HTREE_GPU_MAX_DIM, c->K);
+	if (c->V < 1 || c->V > TINYC_HTREE_GPU_MAX_DIM)
+		return tinyc_error(ctx, "HtreeUnsupportedConfig",
+				   "the GPU path takes a value dim of 1..%d, got %d",
+				   TINYC_HTREE_GPU_MAX_DIM, c->V);
+	if (c->dtype != TINYC_FLOAT && c->dtype != TINYC_HALF && c->dtype != TINYC_BFLOAT16)
+		return tinyc_error(ctx, "HtreeUnsupportedDtype",
+				   "htree takes float, half or bfloat16, not %s",
+				   tinyc_dtype_name(c->dtype));
+	if (c->threads && (!is_pow2(c->threads) || c->threads < 64 || c->threads > 1024))
+		return tinyc_error(ctx, "HtreeInvalidConfig",
+				   "threads must be a power of two in 64..1024, got %d", c->threads);
+	int64_t bottom = (int64_t)c->top_k * c->compression_rate;
+	int64_t ncmax = c->max_top_nodes > bottom ? c->max_top_nodes : bottom;
+	if (ncmax > TINYC_HTREE_GPU_MAX_CAND)
+		return tinyc_error(ctx, "HtreeUnsupportedConfig",
+				   "the GPU path keeps up to %d candidates per layer in shared memory; "
+				   "max(max_top_nodes, top_k * r) is %lld",
+				   TINYC_HTREE_GPU_MAX_CAND, (long long)ncmax);
+	int nt = choose_threads(c);
+	if (c->G > nt)
+		return tinyc_error(ctx, "HtreeUnsupportedConfig",
+				   "%d query heads per KV head need more than %d threads", c->G, nt);
+	htree_layout lo;
+	layout_for(c, nt, &lo);
+	if (lo.smem > TINYC_HTREE_GPU_SMEM_MAX)
+		return tinyc_error(ctx, "HtreeUnsupportedConfig",
+				   "the forward kernel would need %lld bytes of shared memory (at most "
+				   "%d)",
+				   (long long)lo.smem, TINYC_HTREE_GPU_SMEM_MAX);
+	return 0;
+}
+
+/* Launch facts of the forward kernel. */
+int tinyc_htree_kernel_launch_info(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c,
+				   int *threads, int64_t *smem_bytes, int64_t *table_rows)
+{
+	if (tinyc_htree_kernel_check(ctx, c) < 0)
+		return -1;
+	htree_layout lo;
+	layout_for(c, choose_threads(c), &lo);
+	if (threads)
+		*threads = lo.nt;
+	if (smem_bytes)
+		*smem_bytes = lo.smem;
+	if (table_rows)
+		*table_rows = lo.ncmax;
+	return 0;
+}
+
+/* The kernels' common code: loads, exact and fast rotations and dots, the reference exp
+ * and log, the block scan and the column reductions. */
+static const char *const htree_common =
+	"__device__ __forceinline__ float ht_ld(const float *p) { return __ldg(p); }\n"
+	"__device__ __forceinline__ long long ht_shr(long long t, int s) { return s >= 63 ? 0 : t >> s; }\n"
+	"\n"
+	"// exp and log correctly rounded to float (through double): the host libm's results\n"
+	"// but for its rare misroundings.\n"
+	"__device__ __forceinline__ float ht_exp_ref(float x) { return __double2float_rn(exp((double)x)); }\n"
+	"__device__ __forceinline__ float ht_log_ref(float x) { return __double2float_rn(log((double)x)); }\n"
+	"\n"
+	"// y = rope(x, table row) in the reference's order, without contraction.\n"
+	"template <typename T>\n"
+	"__device__ __forceinline__ void ht_rope_exact(const T *x, const float *cs, const float *sn, float *y)\n"
+	"{\n"
+	"#pragma unroll\n"
+	"\tfor (int i = 0; i < HALF; i++) {\n"
+	"\t\tconst float x1 = ht_ld(x + i), x2 = ht_ld(x + i + HALF);\n"
+	"\t\tconst float c = __ldg(cs + i), s = __ldg(sn + i);\n"
+	"\t\ty[i] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));\n"
+	"\t\ty[i + HALF] = __fadd_rn(__fmul_rn(x1, s), __fmul_rn(x2, c));\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"// y = rope(x, table row), contraction allowed (leaf scores).\n"
+	"template <typename T>\n"
+	"__device__ __forceinline__ void ht_rope_fast(const T *x, const float *cs, const float *sn, float *y)\n"
+	"{\n"
+	"#pragma unroll\n"
+	"\tfor (int i = 0; i < HALF; i++) {\n"
+	"\t\tconst float x1 = ht_ld(x + i), x2 = ht_ld(x + i + HALF);\n"
+	"\t\tconst float c = __ldg(cs + i), s = __ldg(sn + i);\n"
+	"\t\ty[i] = fmaf(x1, c, -x2 * s);\n"
+	"\t\ty[i + HALF] = fmaf(x1, s, x2 * c);\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"// Sequential dot product in the reference's order, without contraction.\n"
+	"__device__ __forceinline__ float ht_dot_exact(const float *q, const float *k)\n"
+	"{\n"
+	"\tfloat d = 0.0f;\n"
+	"#pragma unroll\n"
+	"\tfor (int i = 0; i < KD; i++)\n"
+	"\t\td = __fadd_rn(d, __fmul_rn(q[i], k[i]));\n"
+	"\treturn d;\n"
+	"}\n"
+	"\n"
+	"// Dot product with FMA (leaf scores).\n"
+	"__device__ __forceinline__ float ht_dot_fast(const float *q, const float *k)\n"
+	"{\n"
+	"\tfloat d = 0.0f;\n"
+	"#pragma unroll\n"
+	"\tfor (int i = 0; i < KD; i++)\n"
+	"\t\td = fmaf(q[i], k[i], d);\n"
+	"\treturn d;\n"
+	"}\n"
+	"\n"
+	"// Exclusive prefix count of f over the block's threads in thread order; *tot gets the\n"
+	"// total.  Every thread must call it (two barriers); wcnt has NW entries.\n"
+	"__device__ __forceinline__ int ht_scan(bool f, int *wcnt, int *tot)\n"
+	"{\n"
+	"\tconst int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+	"\tconst unsigned bal = __ballot_sync(0xffffffffu, f);\n"
+	"\tif (lane == 0)\n"
+	"\t\twcnt[warp] = __popc(bal);\n"
+	"\t__syncthreads();\n"
+	"\tint before = 0, all = 0;\n"
+	"\tfor (int w = 0; w < NW; w++) {\n"
+	"\t\tconst int c = wcnt[w];\n"
+	"\t\tif (w < warp)\n"
+	"\t\t\tbefore += c;\n"
+	"\t\tall += c;\n"
+	"\t}\n"
+	"\t__syncthreads();\n"
+	"\t*tot = all;\n"
+	"\treturn before + __popc(bal & ((1u << lane) - 1u));\n"
+	"}\n"
+	"\n"
+	"// Max over the first ncols columns of each row g of tile[G][TS], computed by CW threads\n"
+	"// per head; returns it in the threads with (tid % CW) == 0 and tid < G*CW (others: junk).\n"
+	"// Every thread of the first CWARPS warps must call it.\n"
+	"__device__ __forceinline__ float ht_colmax(const float *tile, int ncols)\n"
+	"{\n"
+	"\tconst int tid = threadIdx.x, g = tid / CW, c = tid % CW;\n"
+	"\tfloat m = NEG_INF;\n"
+	"\tif (g < G)\n"
+	"\t\tfor (int col = c; col < ncols; col += CW)\n"
+	"\t\t\tm = fmaxf(m, tile[g * TS + col]);\n"
+	"#pragma unroll\n"
+	"\tfor (int o = CW / 2; o > 0; o >>= 1)\n"
+	"\t\tm = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
+	"\treturn m;\n"
+	"}\n"
+	"\n"
+	"// One tree layer by valid-count mean pooling, a thread per output element.\n"
+	"template <typename T>\n"
+	"__device__ __forceinline__ void ht_pool(const T *x, float *y, long long outer, long long n, long long inner)\n"
+	"{\n"
+	"\tconst long long m = (n + R - 1) / R, total = outer * m * inner;\n"
+	"\tfor (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;\n"
+	"\t     idx += (long long)gridDim.x * blockDim.x) {\n"
+	"\t\tconst long long e = idx % inner, i = (idx / inner) % m, o = idx / (inner * m);\n"
+	"\t\tconst long long first = i * R, end = first + R < n ? first + R : n;\n"
+	"\t\tfloat sum = 0.0f;\n"
+	"\t\tfor (long long j = first; j < end; j++)\n"
+	"\t\t\tsum = __fadd_rn(sum, ht_ld(x + (o * n + j) * inner + e));\n"
+	"\t\ty[idx] = __fdiv_rn(sum, (float)(end - first));\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"extern \"C\" __global__ void htree_pool_in(const in_t *x, float *y, long long outer, long long n, long long inner)\n"
+	"{\n"
+	"\tht_pool(x, y, outer, n, inner);\n"
+	"}\n"
+	"\n"
+	"extern \"C\" __global__ void htree_pool_f32(const float *x, float *y, long long outer, long long n, long long inner)\n"
+	"{\n"
+	"\tht_pool(x, y, outer, n, inner);\n"
+	"}\n"
+	"\n";
+
+/* The forward kernel's parameter block and body. */
+static const char *const htree_forward_src =
+	"// The kernel's parameters (the host mirror is tinyc_htree_kparams).\n"
+	"struct ht_params {\n"
+	"\tconst in_t *q, *k0, *v0;\t\t// [B,T,H,K], [B,T,Hkv,K], [B,T,Hkv,V]\n"
+	"\tconst float *kl[MAXL];\t\t// pooled keys of layer l >= 1: [B,N_l,Hkv,K]\n"
+	"\tconst float *vl[MAXL];\t\t// pooled values of layer l >= 1: [B,N_l,Hkv,V]\n"
+	"\tlong long N[MAXL];\t\t// layer sizes (N[0] = T)\n"
+	"\tconst float *cos_tab, *sin_tab;\t// RoPE table [rows, K/2]\n"
+	"\tconst int *positions;\t\t// query row -> t, or null (t = row)\n"
+	"\tfloat *o;\t\t\t// [B,rows,H,V]\n"
+	"\tint *trace_sel;\t\t\t// [groups, L-1, TOPK] selections, or null\n"
+	"\tint *trace_ncand;\t\t// [groups, L] candidate counts, or null\n"
+	"\tlong long T, B, Hkv, L, rows, table_rows;\n"
+	"\tfloat scale, unused;\n"
+	"};\n"
+	"\n"
+	"// Candidate at list position p: p itself on the top layer, else child p % R of parent\n"
+	"// p / R.\n"
+	"__device__ __forceinline__ long long ht_cand(const int *par, bool top, int p)\n"
+	"{\n"
+	"\treturn top ? (long long)p : (long long)par[p >> LOGR] * R + (p & (R - 1));\n"
+	"}\n"
+	"\n"
+	"// Pass 4: merge the leaves of one layer (all candidates, or those with keys[p] == 0 when\n"
+	"// masked) into the running softmax state: scores, per-tile max, weights, weights x V.\n"
+	"template <typename T>\n"
+	"__device__ __forceinline__ void ht_leaves(const ht_params &P, const T *Kl, const T *Vl, long long Nl,\n"
+	"\tlong long b, int hkv, bool top, bool masked, int n, const int *par, const unsigned *keys,\n"
+	"\tconst float *qr, float *mrun, float *alpha, float *work, float (&acc)[NI][AE], float (&rs)[NI])\n"
+	"{\n"
+	"\tconst int tid = threadIdx.x;\n"
+	"\tfloat *Vt = work, *S = work + NT * VD;\n"
+	"\tconst long long rowk = P.Hkv * KD, rowv = P.Hkv * VD;\n"
+	"\tfor (int base = 0; base < n; base += NT) {\n"
+	"\t\tconst int p = base + tid, tlen = n - base < NT ? n - base : NT;\n"
+	"\t\tif (p < n && !(masked && keys[p])) {\n"
+	"\t\t\tconst long long c = ht_cand(par, top, p);\n"
+	"\t\t\tfloat kr[KD];\n"
+	"\t\t\tht_rope_fast(Kl + (b * Nl + c) * rowk + (long long)hkv * KD, P.cos_tab + (long long)p * HALF,\n"
+	"\t\t\t\t     P.sin_tab + (long long)p * HALF, kr);\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int g = 0; g < G; g++)\n"
+	"\t\t\t\tS[g * TS + tid] = ht_dot_fast(qr + g * KD, kr);\n"
+	"\t\t\tconst T *vr = Vl + (b * Nl + c) * rowv + (long long)hkv * VD;\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int e = 0; e < VD; e++)\n"
+	"\t\t\t\tVt[tid * VD + e] = ht_ld(vr + e);\n"
+	"\t\t} else {\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int g = 0; g < G; g++)\n"
+	"\t\t\t\tS[g * TS + tid] = NEG_INF;\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int e = 0; e < VD; e++)\n"
+	"\t\t\t\tVt[tid * VD + e] = 0.0f;\n"
+	"\t\t}\n"
+	"\t\t__syncthreads();\n"
+	"\t\tif (tid < CWARPS * 32) {\n"
+	"\t\t\tconst float tm = ht_colmax(S, tlen);\n"
+	"\t\t\tif (tid < G * CW && tid % CW == 0) {\n"
+	"\t\t\t\tconst int g = tid / CW;\n"
+	"\t\t\t\tconst float mo = mrun[g], mn = fmaxf(mo, tm);\n"
+	"\t\t\t\talpha[g] = mo == NEG_INF ? 0.0f : __expf(mo - mn);\n"
+	"\t\t\t\tmrun[g] = mn;\n"
+	"\t\t\t}\n"
+	"\t\t}\n"
+	"\t\t__syncthreads();\n"
+	"#pragma unroll\n"
+	"\t\tfor (int g = 0; g < G; g++) {\n"
+	"\t\t\tconst float s = S[g * TS + tid];\n"
+	"\t\t\tS[g * TS + tid] = s == NEG_INF ? 0.0f : __expf(s - mrun[g]);\n"
+	"\t\t}\n"
+	"\t\t__syncthreads();\n"
+	"#pragma unroll\n"
+	"\t\tfor (int it = 0; it < NI; it++) {\n"
+	"\t\t\tconst int item = NI == 1 ? tid % ITEMS : tid + it * NT;\n"
+	"\t\t\tconst int slice = NI == 1 ? tid / ITEMS : 0;\n"
+	"\t\t\tif (item < ITEMS && slice < JS) {\n"
+	"\t\t\t\tconst int g = item / VQ, e0 = (item % VQ) * AE;\n"
+	"\t\t\t\tconst float a = alpha[g];\n"
+	"\t\t\t\trs[it] *= a;\n"
+	"#pragma unroll\n"
+	"\t\t\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\t\t\tacc[it][x] *= a;\n"
+	"\t\t\t\tconst float *w = S + g * TS;\n"
+	"\t\t\t\tfor (int u = slice; u < tlen; u += JS) {\n"
+	"\t\t\t\t\tconst float wu = w[u];\n"
+	"\t\t\t\t\trs[it] += wu;\n"
+	"\t\t\t\t\tconst float *vv = Vt + u * VD + e0;\n"
+	"\t\t\t\t\tif constexpr (AE == 4) {\n"
+	"\t\t\t\t\t\tconst float4 v4 = *(const float4 *)vv;\n"
+	"\t\t\t\t\t\tacc[it][0] = fmaf(wu, v4.x, acc[it][0]);\n"
+	"\t\t\t\t\t\tacc[it][1] = fmaf(wu, v4.y, acc[it][1]);\n"
+	"\t\t\t\t\t\tacc[it][2] = fmaf(wu, v4.z, acc[it][2]);\n"
+	"\t\t\t\t\t\tacc[it][3] = fmaf(wu, v4.w, acc[it][3]);\n"
+	"\t\t\t\t\t} else {\n"
+	"\t\t\t\t\t\tacc[it][0] = fmaf(wu, vv[0], acc[it][0]);\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t}\n"
+	"\t\t\t}\n"
+	"\t\t}\n"
+	"\t\t__syncthreads();\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"// The whole forward of one query group (b, t, h_kv): every layer, top-down.\n"
+	"extern \"C\" __global__ void __launch_bounds__(NT) htree_forward(const ht_params P)\n"
+	"{\n"
+	"\textern __shared__ __align__(16) unsigned char ht_smem[];\n"
+	"\tfloat *work = (float *)(ht_smem + OFF_WORK);\n"
+	"\tunsigned *keys = (unsigned *)(ht_smem + OFF_KEYS);\n"
+	"\tint *par = (int *)(ht_smem + OFF_PAR), *nxt = par + TOPK;\n"
+	"\tfloat *qr = (float *)(ht_smem + OFF_QR);\n"
+	"\tfloat *hmax = (float *)(ht_smem + OFF_H), *hlse = hmax + G, *mrun = hlse + G, *alpha = mrun + G;\n"
+	"\tint *misc = (int *)(ht_smem + OFF_MISC), *wcnt = misc + 8;\n"
+	"\tunsigned *hist = (unsigned *)(misc + 8 + NW);\n"
+	"\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n"
+	"\tconst long long gi = blockIdx.x;\n"
+	"\tconst int hkv = (int)(gi % P.Hkv);\n"
+	"\tconst long long row = (gi / P.Hkv) % P.rows, b = gi / (P.Hkv * P.rows);\n"
+	"\tconst long long t = P.positions ? (long long)P.positions[row] : row;\n"
+	"\tconst int L = (int)P.L;\n"
+	"\tconst long long H = P.Hkv * G;\n"
+	"\tfloat acc[NI][AE], rs[NI];\n"
+	"#pragma unroll\n"
+	"\tfor (int it = 0; it < NI; it++) {\n"
+	"\t\trs[it] = 0.0f;\n"
+	"#pragma unroll\n"
+	"\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\tacc[it][x] = 0.0f;\n"
+	"\t}\n"
+	"\tif (tid < G)\n"
+	"\t\tmrun[tid] = NEG_INF;\n"
+	"\tint npar = 0;\n"
+	"\tfor (int l = L - 1; l >= 0; l--) {\n"
+	"\t\tconst bool top = l == L - 1;\n"
+	"\t\tconst long long node = ht_shr(t, LOGR * l);\n"
+	"\t\tconst int n = top ? (int)(node + 1) : (npar - 1) * R + (int)(node & (R - 1)) + 1;\n"
+	"\t\t// the rotated, scaled query at row n - 1\n"
+	"\t\tfor (int x = tid; x < G * HALF; x += NT) {\n"
+	"\t\t\tconst int g = x / HALF, i = x % HALF;\n"
+	"\t\t\tconst in_t *qv = P.q + ((b * P.T + t) * H + (long long)hkv * G + g) * KD;\n"
+	"\t\t\tconst float x1 = ht_ld(qv + i), x2 = ht_ld(qv + i + HALF);\n"
+	"\t\t\tconst float c = P.cos_tab[(long long)(n - 1) * HALF + i], s = P.sin_tab[(long long)(n - 1) * HALF + i];\n"
+	"\t\t\tqr[g * KD + i] = __fmul_rn(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)), P.scale);\n"
+	"\t\t\tqr[g * KD + i + HALF] = __fmul_rn(__fadd_rn(__fmul_rn(x1, s), __fmul_rn(x2, c)), P.scale);\n"
+	"\t\t}\n"
+	"\t\t__syncthreads();\n"
+	"\t\tint nsel = 0;\n"
+	"\t\tif (l > 0) {\n"
+	"\t\t\tconst float *Kl = P.kl[l];\n"
+	"\t\t\tconst long long Nl = P.N[l], rowk = P.Hkv * KD;\n"
+	"\t\t\tconst float *kbase = Kl + b * Nl * rowk + (long long)hkv * KD;\n"
+	"\t\t\t// pass 1: exact per-head max of the scores\n"
+	"\t\t\t{\n"
+	"\t\t\t\tfloat m[G];\n"
+	"#pragma unroll\n"
+	"\t\t\t\tfor (int g = 0; g < G; g++)\n"
+	"\t\t\t\t\tm[g] = NEG_INF;\n"
+	"\t\t\t\tfor (int p = tid; p < n; p += NT) {\n"
+	"\t\t\t\t\tfloat kr[KD];\n"
+	"\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
+	"\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr);\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\tfor (int g = 0; g < G; g++) {\n"
+	"\t\t\t\t\t\tconst float s = ht_dot_exact(qr + g * KD, kr);\n"
+	"\t\t\t\t\t\tif (s > m[g])\n"
+	"\t\t\t\t\t\t\tm[g] = s;\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t}\n"
+	"#pragma unroll\n"
+	"\t\t\t\tfor (int g = 0; g < G; g++)\n"
+	"\t\t\t\t\twork[g * TS + tid] = m[g];\n"
+	"\t\t\t\t__syncthreads();\n"
+	"\t\t\t\tif (tid < CWARPS * 32) {\n"
+	"\t\t\t\t\tconst float mx = ht_colmax(work, NT);\n"
+	"\t\t\t\t\tif (tid < G * CW && tid % CW == 0)\n"
+	"\t\t\t\t\t\thmax[tid / CW] = mx;\n"
+	"\t\t\t\t}\n"
+	"\t\t\t\t__syncthreads();\n"
+	"\t\t\t}\n"
+	"\t\t\t// pass 2: sum_g = sequential sum of exp(s - mx_g) in candidate order\n"
+	"\t\t\t{\n"
+	"\t\t\t\tfloat chain = 0.0f;\n"
+	"\t\t\t\tconst int ntile = (n + NT - 1) / NT;\n"
+	"\t\t\t\tfor (int j = 0; j <= ntile; j++) {\n"
+	"\t\t\t\t\tif (j > 0 && tid < G) {\n"
+	"\t\t\t\t\t\tconst float *E = work + ((j - 1) & 1) * (G * TS) + tid * TS;\n"
+	"\t\t\t\t\t\tconst int len = n - (j - 1) * NT < NT ? n - (j - 1) * NT : NT;\n"
+	"\t\t\t\t\t\tfor (int u = 0; u < len; u++)\n"
+	"\t\t\t\t\t\t\tchain = __fadd_rn(chain, E[u]);\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t\tconst int p = j * NT + tid;\n"
+	"\t\t\t\t\tif (j < ntile && p < n) {\n"
+	"\t\t\t\t\t\tfloat *E = work + (j & 1) * (G * TS) + tid;\n"
+	"\t\t\t\t\t\tfloat kr[KD];\n"
+	"\t\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
+	"\t\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr);\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\t\tfor (int g = 0; g < G; g++)\n"
+	"\t\t\t\t\t\t\tE[g * TS] = ht_exp_ref(__fsub_rn(ht_dot_exact(qr + g * KD, kr), hmax[g]));\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t\t__syncthreads();\n"
+	"\t\t\t\t}\n"
+	"\t\t\t\tif (tid < G)\n"
+	"\t\t\t\t\thlse[tid] = __fadd_rn(hmax[tid], ht_log_ref(chain));\n"
+	"\t\t\t\t__syncthreads();\n"
+	"\t\t\t}\n"
+	"\t\t\t// pass 3: shared importance keys\n"
+	"\t\t\tfor (int p = tid; p < n; p += NT) {\n"
+	"\t\t\t\tfloat kr[KD];\n"
+	"\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
+	"\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr);\n"
+	"\t\t\t\tfloat imp = 0.0f;\n"
+	"#pragma unroll\n"
+	"\t\t\t\tfor (int g = 0; g < G; g++) {\n"
+	"\t\t\t\t\tfloat pr = ht_exp_ref(__fsub_rn(ht_dot_exact(qr + g * KD, kr), hlse[g]));\n"
+	"\t\t\t\t\tif (pr < 1.17549435e-38f)\n"
+	"\t\t\t\t\t\tpr = 0.0f;\n"
+	"\t\t\t\t\timp = __fadd_rn(imp, pr);\n"
+	"\t\t\t\t}\n"
+	"\t\t\t\tif (p == n - 1)\n"
+	"\t\t\t\t\timp = IMP_FORCED;\n"
+	"\t\t\t\tkeys[p] = __float_as_uint(imp) & KEYMASK;\n"
+	"\t\t\t}\n"
+	"\t\t\t__syncthreads();\n"
+	"\t\t\t// shared top-K: keys[p] becomes 1 for the kept candidates, 0 for the leaves\n"
+	"\t\t\tif (n <= TOPK) {\n"
+	"\t\t\t\tfor (int p = tid; p < n; p += NT) {\n"
+	"\t\t\t\t\tkeys[p] = 1u;\n"
+	"\t\t\t\t\tnxt[p] = (int)ht_cand(par, top, p);\n"
+	"\t\t\t\t}\n"
+	"\t\t\t\tnsel = n;\n"
+	"\t\t\t} else {\n"
+	"\t\t\t\tunsigned prefix = 0u, pmask = 0u;\n"
+	"\t\t\t\tint kleft = TOPK;\n"
+	"#pragma unroll\n"
+	"\t\t\t\tfor (int d = 0; d < NDIGITS; d++) {\n"
+	"\t\t\t\t\tconst int shift = 24 - 8 * d;\n"
+	"\t\t\t\t\tfor (int x = tid; x < 256; x += NT)\n"
+	"\t\t\t\t\t\thist[x] = 0u;\n"
+	"\t\t\t\t\t__syncthreads();\n"
+	"\t\t\t\t\tfor (int p = tid; p < n; p += NT) {\n"
+	"\t\t\t\t\t\tconst unsigned k = keys[p];\n"
+	"\t\t\t\t\t\tif ((k & pmask) == prefix)\n"
+	"\t\t\t\t\t\t\tatomicAdd(&hist[(k >> shift) & 255u], 1u);\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t\t__syncthreads();\n"
+	"\t\t\t\t\tif (warp == 0) {\n"
+	"\t\t\t\t\t\t// lane owns bins 255-8*lane down to 248-8*lane (lane 0: the largest)\n"
+	"\t\t\t\t\t\tunsigned c[8], tot = 0u;\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\t\tfor (int i = 0; i < 8; i++) {\n"
+	"\t\t\t\t\t\t\tc[i] = hist[255 - 8 * lane - i];\n"
+	"\t\t\t\t\t\t\ttot += c[i];\n"
+	"\t\t\t\t\t\t}\n"
+	"\t\t\t\t\t\tunsigned inc = tot;\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\t\tfor (int o = 1; o < 32; o <<= 1) {\n"
+	"\t\t\t\t\t\t\tconst unsigned y = __shfl_up_sync(0xffffffffu, inc, o);\n"
+	"\t\t\t\t\t\t\tif (lane >= o)\n"
+	"\t\t\t\t\t\t\t\tinc += y;\n"
+	"\t\t\t\t\t\t}\n"
+	"\t\t\t\t\t\tunsigned a = inc - tot;\n"
+	"\t\t\t\t\t\tif (a < (unsigned)kleft && (unsigned)kleft <= inc) {\n"
+	"\t\t\t\t\t\t\tfor (int i = 0; i < 8; i++) {\n"
+	"\t\t\t\t\t\t\t\tif (a + c[i] >= (unsigned)kleft) {\n"
+	"\t\t\t\t\t\t\t\t\tmisc[0] = 255 - 8 * lane - i;\n"
+	"\t\t\t\t\t\t\t\t\tmisc[1] = kleft - (int)a;\n"
+	"\t\t\t\t\t\t\t\t\tbreak;\n"
+	"\t\t\t\t\t\t\t\t}\n"
+	"\t\t\t\t\t\t\t\ta += c[i];\n"
+	"\t\t\t\t\t\t\t}\n"
+	"\t\t\t\t\t\t}\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t\t__syncthreads();\n"
+	"\t\t\t\t\tprefix |= (unsigned)misc[0] << shift;\n"
+	"\t\t\t\t\tpmask |= 255u << shift;\n"
+	"\t\t\t\t\tkleft = misc[1];\n"
+	"\t\t\t\t\t__syncthreads();\n"
+	"\t\t\t\t}\n"
+	"\t\t\t\t// keys > kth are kept; of the keys == kth the first kleft in position order\n"
+	"\t\t\t\tconst unsigned kth = prefix;\n"
+	"\t\t\t\tint eqbase = 0, selbase = 0;\n"
+	"\t\t\t\tfor (int base = 0; base < n; base += NT) {\n"
+	"\t\t\t\t\tconst int p = base + tid;\n"
+	"\t\t\t\t\tconst unsigned k = p < n ? keys[p] : 0u;\n"
+	"\t\t\t\t\tint tot;\n"
+	"\t\t\t\t\tconst int er = eqbase + ht_scan(p < n && k == kth, wcnt, &tot);\n"
+	"\t\t\t\t\teqbase += tot;\n"
+	"\t\t\t\t\tconst bool sel = p < n && (k > kth || (k == kth && er < kleft));\n"
+	"\t\t\t\t\tconst int sr = selbase + ht_scan(sel, wcnt, &tot);\n"
+	"\t\t\t\t\tselbase += tot;\n"
+	"\t\t\t\t\tif (p < n)\n"
+	"\t\t\t\t\t\tkeys[p] = sel ? 1u : 0u;\n"
+	"\t\t\t\t\tif (sel)\n"
+	"\t\t\t\t\t\tnxt[sr] = (int)ht_cand(par, top, p);\n"
+	"\t\t\t\t}\n"
+	"\t\t\t\tnsel = selbase;\n"
+	"\t\t\t}\n"
+	"\t\t\t__syncthreads();\n"
+	"\t\t\tif (P.trace_sel)\n"
+	"\t\t\t\tfor (int x = tid; x < TOPK; x += NT)\n"
+	"\t\t\t\t\tP.trace_sel[(gi * (L - 1) + (l - 1)) * TOPK + x] = x < nsel ? nxt[x] : -1;\n"
+	"\t\t}\n"
+	"\t\tif (P.trace_ncand && tid == 0)\n"
+	"\t\t\tP.trace_ncand[gi * L + l] = n;\n"
+	"\t\tif (l == 0)\n"
+	"\t\t\tht_leaves<in_t>(P, P.k0, P.v0, P.T, b, hkv, top, false, n, par, keys, qr, mrun, alpha, work, acc, rs);\n"
+	"\t\telse if (n > TOPK)\n"
+	"\t\t\tht_leaves<float>(P, P.kl[l], P.vl[l], P.N[l], b, hkv, top, true, n, par, keys, qr, mrun, alpha,\n"
+	"\t\t\t\t\t work, acc, rs);\n"
+	"\t\tint *tmp = par;\n"
+	"\t\tpar = nxt;\n"
+	"\t\tnxt = tmp;\n"
+	"\t\tnpar = nsel;\n"
+	"\t\t__syncthreads();\n"
+	"\t}\n"
+	"\t// the partial states of the slices, summed in slice order; o = U / max(S, eps)\n"
+	"#pragma unroll\n"
+	"\tfor (int it = 0; it < NI; it++) {\n"
+	"\t\tconst int item = NI == 1 ? tid % ITEMS : tid + it * NT;\n"
+	"\t\tconst int slice = NI == 1 ? tid / ITEMS : 0;\n"
+	"\t\tif (item < ITEMS && slice < JS) {\n"
+	"\t\t\tfloat *red = work + (slice * ITEMS + item) * (AE + 1);\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\t\tred[x] = acc[it][x];\n"
+	"\t\t\tred[AE] = rs[it];\n"
+	"\t\t}\n"
+	"\t}\n"
+	"\t__syncthreads();\n"
+	"\tfor (int item = tid; item < ITEMS; item += NT) {\n"
+	"\t\tfloat u[AE], s = 0.0f;\n"
+	"#pragma unroll\n"
+	"\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\tu[x] = 0.0f;\n"
+	"\t\tfor (int sl = 0; sl < JS; sl++) {\n"
+	"\t\t\tconst float *red = work + (sl * ITEMS + item) * (AE + 1);\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\t\tu[x] += red[x];\n"
+	"\t\t\ts += red[AE];\n"
+	"\t\t}\n"
+	"\t\tconst int g = item / VQ, e0 = (item % VQ) * AE;\n"
+	"\t\tconst float den = fmaxf(s, SUM_EPS);\n"
+	"\t\tfloat *orow = P.o + ((b * P.rows + row) * H + (long long)hkv * G + g) * VD + e0;\n"
+	"#pragma unroll\n"
+	"\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\torow[x] = u[x] / den;\n"
+	"\t}\n"
+	"}\n";
+
+/* Append the CUDA text of the htree kernels for configuration c to out. */
+int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, tinyc_buf *out)
+{
+	if (tinyc_htree_kernel_check(ctx, c) < 0)
+		return -1;
+	htree_layout lo;
+	layout_for(c, choose_threads(c), &lo);
+	const char *in_t = c->dtype == TINYC_HALF ? "__half"
+			   : c->dtype == TINYC_BFLOAT16 ? "__nv_bfloat16" : "float";
+	uint32_t keymask = c->key_drop_bits >= 32 ? 0u
+			   : ~((UINT32_C(1) << c->key_drop_bits) - 1u);
+	/* the radix digits (from the top) that hold kept key bits */
+	int ndigits = 0;
+	for (int d = 0; d < 4; d++)
+		if ((keymask >> (24 - 8 * d)) & 255u)
+			ndigits = d + 1;
+	tinyc_buf_printf(out,
+			 "// htree forward kernels, generated by tinyc (codegen/htree_cuda.c).\n"
+			 "// r=%d top_k=%d max_top_nodes=%lld G=%d K=%d V=%d dtype=%s key_drop_bits=%d "
+			 "threads=%d\n",
+			 c->compression_rate, c->top_k, (long long)c->max_top_nodes, c->G, c->K, c->V,
+			 tinyc_dtype_name(c->dtype), c->key_drop_bits, lo.nt);
+	tinyc_buf_printf(out, "// launch htree_forward with %d threads and %lld bytes of dynamic "
+			 "shared memory, one block per query group\n\n", lo.nt, (long long)lo.smem);
+	if (c->dtype == TINYC_HALF)
+		tinyc_buf_puts(out, "#include <cuda_fp16.h>\n");
+	if (c->dtype == TINYC_BFLOAT16)
+		tinyc_buf_puts(out, "#include <cuda_bf16.h>\n");
+	tinyc_buf_printf(out, "typedef %s in_t;\n", in_t);
+	if (c->dtype == TINYC_HALF)
+		tinyc_buf_puts(out, "__device__ __forceinline__ float ht_ld(const __half *p) "
+			       "{ return __half2float(*p); }\n");
+	if (c->dtype == TINYC_BFLOAT16)
+		tinyc_buf_puts(out, "__device__ __forceinline__ float ht_ld(const __nv_bfloat16 *p) "
+			       "{ return __bfloat162float(*p); }\n");
+	tinyc_buf_printf(out,
+			 "constexpr int R = %d, LOGR = %d, TOPK = %d;\n"
+			 "constexpr int G = %d, KD = %d, HALF = %d, VD = %d;\n"
+			 "constexpr int NT = %d, NW = %d, TS = %d, CW = %d, CWARPS = %d;\n"
+			 "constexpr int AE = %d, VQ = %d, ITEMS = %d, JS = %d, NI = %d;\n"
+			 "constexpr int MAXL = %d, NDIGITS = %d;\n"
+			 "constexpr unsigned KEYMASK = 0x%08Xu;\n"
+			 "constexpr float IMP_FORCED = %.1ff, SUM_EPS = 1e-30f;\n"
+			 "#define NEG_INF __int_as_float(0xff800000)\n"
+			 "constexpr int OFF_WORK = %lld, OFF_KEYS = %lld, OFF_PAR = %lld, OFF_QR = %lld, "
+			 "OFF_H = %lld, OFF_MISC = %lld;\n"
+			 "\n",
+			 c->compression_rate, ilog2(c->compression_rate), c->top_k, c->G, c->K,
+			 c->K / 2, c->V, lo.nt, lo.nw, lo.ts, lo.cw,
+			 (c->G * lo.cw + 31) / 32, lo.ae, lo.vq, lo.items,
+			 lo.js, lo.ni, TINYC_HTREE_MAX_LAYERS, ndigits,
+			 (unsigned)keymask, (double)TINYC_HTREE_IMP_FORCED, (long long)lo.off_work,
+			 (long long)lo.off_keys, (long long)lo.off_par, (long long)lo.off_qr,
+			 (long long)lo.off_h, (long long)lo.off_misc);
+	tinyc_buf_puts(out, htree_common);
+	tinyc_buf_puts(out, htree_forward_src);
+	if (out->oom)
+		return tinyc_error(ctx, "OutOfMemory", "no memory for the htree kernel text");
+	return 0;
+}
+_Static_assert(TINYC_HTREE_MAX_LAYERS == 64, "tinyc_htree_kparams has 64 layer slots");
