@@ -146,6 +146,8 @@ static void czero(cprint *p, tinyc_dtype t)
 static void coperand(cprint *p, const tinyc_gexpr *e)
 {
 	int atom = e && (e->op == TINYC_GX_VAR || e->op == TINYC_GX_LOAD || e->op == TINYC_GX_CALL ||
+			 (e->op == TINYC_GX_FLOAT && (e->dtype == TINYC_FLOAT || e->dtype == TINYC_DOUBLE) &&
+			  isfinite(e->fval) && !signbit(e->fval)) ||
 			 (e->op == TINYC_GX_INT && e->ival >= 0 && e->dtype != TINYC_CHAR &&
 			  e->dtype != TINYC_SHORT && e->dtype != TINYC_UCHAR && e->dtype != TINYC_USHORT));
 	if (atom) {

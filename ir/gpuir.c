@@ -587,6 +587,10 @@ tinyc_gexpr *tinyc_gx_binary(tinyc_gkernel *k, tinyc_gx_op op, tinyc_gexpr *a, t
 		case TINYC_GX_ADD:
 			if (tinyc_gx_is_int(b, 0)) return a;
 			if (tinyc_gx_is_int(a, 0)) return b;
+			/* x + -c -> x - c (signed, c not the minimum) */
+			if (b->op == TINYC_GX_INT && b->ival < 0 && tinyc_dtype_is_signed(dt) &&
+			    wrap_int(dt, -b->ival) == -b->ival)
+				return tinyc_gx_binary(k, TINYC_GX_SUB, a, tinyc_gx_int(k, dt, -b->ival));
 			/* (x + c1) + c2 -> x + (c1 + c2) */
 			if (b->op == TINYC_GX_INT && a->op == TINYC_GX_ADD && a->arg[1]->op == TINYC_GX_INT)
 				return tinyc_gx_binary(k, op, a->arg[0],
