@@ -458,7 +458,7 @@ Test(rearrange_graph, gpu_graphs_through_the_pipeline, .timeout = 600)
 		{"strided_in.uop", NULL, 2, 0, 1},
 		{"strided_out.uop", NULL, 2, 0, 1},
 		{"reverse5.uop", NULL, 2, 2, 1},
-		{"reverse6.uop", NULL, 2, 2, 0},
+		{"reverse6.uop", NULL, 2, 2, 1},
 		{"broadcast.uop", NULL, 2, 0, 1},
 		{"gaps.uop", NULL, 2, 0, 1},
 		{"heads.uop", NULL, 4, 0, 1},
