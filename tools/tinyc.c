@@ -3,6 +3,7 @@
  *   tinyc [options] FILE                 compile FILE and dump a stage (default: uop)
  *   tinyc run FILE [options]             run FILE on inputs (.npy) and write outputs
  *   tinyc bench FILE --bind ... [options] time every kernel of FILE on the GPU
+ *   tinyc htree --q .. --k .. --v .. --out ..  the htree forward (tools/tinyc_htree.c)
  *
  * Exit status: 0 success, 1 diagnostics (bad input, failed check), 2 usage error.
  * The driver only parses arguments, runs the pass pipeline (lower/pipeline.c) and prints;
@@ -66,6 +67,8 @@ static void usage(FILE *out)
 		"usage: tinyc [options] FILE          compile FILE (tinyc-uop v0) and dump a stage\n"
 		"       tinyc run FILE [options]      run FILE on .npy inputs\n"
 		"       tinyc bench FILE --bind ...   time every kernel of FILE on the GPU\n"
+		"       tinyc htree --q Q --k K --v V --out O [options]   htree forward (CPU or\n"
+		"                                     GPU), or --bench; see tinyc htree --help\n"
 		"\n"
 		"Compile options:\n"
 		"  --dump-stage=NAME     print the IR after stage NAME (default: uop); stages:\n");
@@ -615,8 +618,13 @@ done:
 	return rc;
 }
 
+/* tinyc htree (tools/tinyc_htree.c): argv[0] is "htree". */
+int tinyc_cmd_htree(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "htree"))
+		return tinyc_cmd_htree(argc - 1, argv + 1);
 	cli c = {0};
 	int rc = parse_args(argc, argv, &c);
 	if (rc >= 0) {
