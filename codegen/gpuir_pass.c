@@ -10,12 +10,14 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
+#include "codegen/matmul.h"
 
 /* GPU IR builders by plan kind. */
 static const tinyc_gpu_builder builders[] = {
 	{TINYC_PLAN_MAP, tinyc_isl_kernel_build},
 	{TINYC_PLAN_ROWRED, tinyc_isl_kernel_build},
 	{TINYC_PLAN_REARRANGE, tinyc_rearrange_gpuir_build},
+	{TINYC_PLAN_MATMUL, tinyc_matmul_build},
 };
 
 tinyc_gpu_module *tinyc_gpuir_build(tinyc_ctx *ctx, const tinyc_schedule *s,

@@ -9,6 +9,10 @@
  *     touch 32 sectors (later iterations find them in L1): its bytes count twice; threads
  *     of a block striding over a non-contiguous axis read one element per 32-byte sector:
  *     their bytes count 32 / element size times.
+ *   - memory-level parallelism: DRAM keeps its bandwidth only with bandwidth x latency bytes
+ *     of loads in flight, per SM resident threads x the bytes each has outstanding
+ *     (unrolled loops: several points or iterations; measured on an H100, one 4-byte load
+ *     per thread reached 46% of the bandwidth, as this predicts).
  * A block-cooperative reduction (ROWRED) also pays a block-wide reduction per output
  * element (shuffles, a barrier) per wave of blocks.  Every candidate pays one launch.
  * Unbound symbols are assumed to be 1024 in estimates (the dump says so).
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #include "ir/pass.h"
+#include "sched/matmul.h"
 #include "sched/rearrange.h"
 #include "sched/schedule.h"
 
@@ -26,6 +31,7 @@
 #define BLOCK_REDUCE_US 2.5	/* one wave of block-wide reductions (measured on an H100:
 				 * 2^20 blocks of 32 threads reducing 16 floats took 640 us) */
 #define MAX_BLOCKS_PER_SM 32	/* resident blocks per SM (sm_80 and sm_90) */
+#define LATENCY_NS 700.0	/* DRAM latency the loads in flight must cover (Little's law) */
 #define SERIAL_CONTIG_PENALTY 2.0	/* a thread walking its own contiguous row: each warp load
 					 * touches 32 sectors, later iterations hit them in L1 */
 
@@ -33,6 +39,7 @@
  * template, the rearrange kernel) adds its provider here. */
 static const tinyc_plan_provider *const providers[] = {
 	&tinyc_plan_generic,
+	&tinyc_plan_matmul,	/* contractions: replaces generic candidates (sched/matmul.c) */
 	&tinyc_plan_rearrange,	/* after the others: replaces generic candidates */
 };
 
@@ -201,6 +208,29 @@ static void set_grid_mod(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_
 	}
 }
 
+/* The fraction of DRAM bandwidth that `threads` threads, each with `inflight` bytes of
+ * loads outstanding, can sustain (Little's law per SM). */
+static double inflight_eff(const tinyc_schedule *s, double threads, double inflight)
+{
+	double per_sm = threads / s->dev.sm_count;
+	if (per_sm > s->dev.max_threads_per_sm)
+		per_sm = s->dev.max_threads_per_sm;
+	double need = s->dev.peak_bandwidth_gbs * 1e9 * LATENCY_NS * 1e-9 / s->dev.sm_count;
+	double have = per_sm * inflight;
+	return have >= need ? 1.0 : have / need;
+}
+
+/* Bytes of input one output point (one reduction step when the kernel reduces) reads. */
+static double read_bytes_per_step(const tinyc_schedule *s, const tinyc_skernel *k)
+{
+	const tinyc_sbuf *ob = &s->bufs[k->out_buf];
+	double out_bytes = k->out_elems * tinyc_dtype_size(ob->dtype);
+	double in = k->bytes - out_bytes;
+	double steps = k->out_elems * (k->red_elems > 1 ? k->red_elems : 1);
+	double b = steps > 0 ? in / steps : 0;
+	return b > 1 ? b : 1;
+}
+
 /* Fill the estimate of a MAP candidate. */
 static void estimate_map(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_plan *p)
 {
@@ -218,9 +248,14 @@ static void estimate_map(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_
 		outer /= ext;
 	}
 	padded *= outer;
-	double full = 0.5 * s->dev.sm_count * s->dev.max_threads_per_sm;
-	double par = threads < full ? threads / full : 1.0;
 	double util = useful / padded;
+	/* loads in flight per thread: its unrolled points (at most 8), or 4 unrolled steps of
+	 * an inline reduction */
+	double ppt = (double)(p->tile[0] / p->block[0]) * (double)(p->tile[1] / p->block[1]);
+	double unroll = k->nred ? 4 : (ppt > 8 ? 8 : ppt);
+	double mem = inflight_eff(s, threads, unroll * read_bytes_per_step(s, k));
+	double full = s->dev.sm_count * (double)s->dev.max_threads_per_sm;
+	double occ = threads < full ? threads / full : 1.0;
 	double bytes = k->bytes;
 	if (k->nred && k->contig_red)
 		bytes = k->bytes * SERIAL_CONTIG_PENALTY;
@@ -229,8 +264,11 @@ static void estimate_map(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_
 	int64_t xknown;
 	double xext = bound_extent(s, k, p, 0, &xknown);
 	double lanes = p->block[0] < 32 && !(xknown >= 0 && xext <= p->tile[0]) ? p->block[0] / 32.0 : 1.0;
-	p->eff = par * util * (lanes < 0.25 ? 0.25 : lanes);
-	p->est_us = tinyc_plan_estimate_us(s, k->flops, bytes, p->eff);
+	lanes = lanes < 0.25 ? 0.25 : lanes;
+	p->eff = mem * util * lanes;
+	double t_mem = bytes / (s->dev.peak_bandwidth_gbs * 1e9) / p->eff;
+	double t_fl = k->flops / (s->fp32_tflops * 1e12) / (occ * util);
+	p->est_us = (t_mem > t_fl ? t_mem : t_fl) * 1e6 + LAUNCH_US;
 }
 
 /* Fill the estimate of a ROWRED candidate. */
@@ -239,13 +277,16 @@ static void estimate_rowred(const tinyc_schedule *s, const tinyc_skernel *k, tin
 	double T = p->block[0];
 	double R = k->red_elems;
 	double O = k->out_elems;
-	double full = 0.5 * s->dev.sm_count * s->dev.max_threads_per_sm;
-	double threads = O * T;
-	double par = threads < full ? threads / full : 1.0;
 	double util = R / (ceil(R / T) * T);
 	double per_sm = floor(s->dev.max_threads_per_sm / T);
 	if (per_sm > MAX_BLOCKS_PER_SM)
 		per_sm = MAX_BLOCKS_PER_SM;
+	double resident = s->dev.sm_count * per_sm * T;	/* threads the device holds at once */
+	double threads = O * T < resident ? O * T : resident;
+	/* each thread's strided walk is unrolled 4 times: 4 loads in flight (fewer when the
+	 * reduction gives it fewer steps) */
+	double steps = ceil(R / T) < 4 ? ceil(R / T) : 4;
+	double mem = inflight_eff(s, threads, steps * read_bytes_per_step(s, k));
 	double waves = ceil(O / (s->dev.sm_count * (per_sm > 1 ? per_sm : 1)));
 	/* threads striding over an axis that is not the contiguous one read a sector each */
 	double bytes = k->bytes;
@@ -254,7 +295,7 @@ static void estimate_rowred(const tinyc_schedule *s, const tinyc_skernel *k, tin
 		int es = tinyc_dtype_size(in->dtype);
 		bytes *= 32.0 / (es > 0 ? es : 4);
 	}
-	p->eff = par * util;
+	p->eff = mem * util;
 	p->est_us = tinyc_plan_estimate_us(s, k->flops, bytes, p->eff) + waves * BLOCK_REDUCE_US;
 }
 
@@ -291,11 +332,12 @@ static int generic_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	tinyc_dtype idx = kernel_index_dtype(s, k);
 	int maxthr = s->dev.max_threads_per_block > 0 ? s->dev.max_threads_per_block : 1024;
 	/* {tile x, tile y, block x, block y} */
-	static const int map1[][4] = {{128, 1, 128, 1}, {256, 1, 256, 1}, {1024, 1, 256, 1}};
+	static const int map1[][4] = {{128, 1, 128, 1}, {256, 1, 256, 1}, {1024, 1, 256, 1},
+				      {512, 1, 128, 1}, {2048, 1, 256, 1}};
 	static const int map2[][4] = {{32, 8, 32, 8}, {32, 32, 32, 8}, {64, 16, 64, 4},
 				      {16, 16, 16, 16}};
 	for (int pass = 0; pass < 2; pass++) {
-		int n = pass == 0 ? 3 : (nb >= 2 ? 4 : 0);
+		int n = pass == 0 ? 5 : (nb >= 2 ? 4 : 0);
 		for (int c = 0; c < n; c++) {
 			const int *t = pass == 0 ? map1[c] : map2[c];
 			tinyc_plan p = {0};
@@ -495,6 +537,8 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 				if (p->grid_mod[j])
 					tinyc_buf_printf(out, ", grid %c loops", "xyz"[j]);
 			tinyc_buf_putc(out, '\n');
+			if (p->kind == TINYC_PLAN_MATMUL)
+				tinyc_matmul_plan_print(s, p, out);	/* tiles, binding, epilogue */
 		}
 		tinyc_rearrange_schedule_print(s, k, out);	/* rearrange plan, or why not */
 	}
