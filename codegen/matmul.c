@@ -146,7 +146,7 @@ static tinyc_gexpr *land(tinyc_mmk *b, tinyc_gexpr *x, tinyc_gexpr *y)
 {
 	if (!x)
 		return y;
-	if (!y)
+	if (!y || tinyc_gx_equal(x, y))
 		return x;
 	return bin(b, TINYC_GX_LAND, x, y);
 }

@@ -224,6 +224,11 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		int mi = wm / 16, ni = wn / 8;
 		t->regs = mi * ni * 4 + mi * 4 + ni * 2 + 40;
 	}
+	/* grid: y (m tiles) and z (batch) are limited to 65535 */
+	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
+	int64_t lv = prob->l.sym < 0 ? prob->l.val : sym ? sym[prob->l.sym] : -1;
+	if ((mv > 0 && (mv + bm - 1) / bm > 65535) || lv > 65535)
+		return -1;
 	t->pred_m = !dim_multiple(&prob->m, sym, bm);
 	t->pred_n = !dim_multiple(&prob->n, sym, bn);
 	t->pred_k = !dim_multiple(&prob->k, sym, bk);
