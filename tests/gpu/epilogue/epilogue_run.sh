@@ -1,0 +1,39 @@
+#!/bin/sh
+# epilogue_run.sh TINYC FILE.uop: a matmul + epilogue graph on the GPU against the reference
+# evaluator (tinyc run --device=cuda --check), through both templates (TINYC_MATMUL=simt and
+# mma), at sizes with tails: (M, N, K) in (8, 8, 8), (509, 506, 120), (768, 768, 256),
+# (509, 8, 256), (8, 506, 120), (768, 506, 8); the batched graph (symbol B) at B = 3.
+# Symbolic kernels (--runtime-sizes) for every size, specialised ones for (509, 506, 120).
+# The schedule must pick the matmul template (not a generic fallback).
+# Exit 77 with a SKIP line where no GPU is present; 1 on the first failure.
+tinyc="$1"
+file="$2"
+batch=""
+if grep -q 'half\[B,' "$file"; then batch="B=3,"; fi
+probe=$("$tinyc" run "$file" --device=cuda --random-inputs 1 --bind "${batch}M=8,N=8,K=8" 2>&1)
+case "$probe" in
+*NoGpu*)
+	echo "SKIP: no CUDA GPU here: $file was not run on a GPU"
+	exit 77 ;;
+esac
+for variant in simt mma; do
+	if ! TINYC_MATMUL=$variant "$tinyc" --dump-stage=schedule "$file" | grep -q '(matmul)'; then
+		echo "FAIL: $file: the schedule does not use the matmul template ($variant)"
+		exit 1
+	fi
+	for mnk in 8,8,8 509,506,120 768,768,256 509,8,256 8,506,120 768,506,8; do
+		m=${mnk%%,*}; rest=${mnk#*,}; n=${rest%%,*}; k=${rest#*,}
+		bind="${batch}M=$m,N=$n,K=$k"
+		modes="--runtime-sizes"
+		if [ "$mnk" = 509,506,120 ]; then modes="--runtime-sizes specialised"; fi
+		for mode in $modes; do
+			flag=$mode; [ "$mode" = specialised ] && flag=""
+			echo "+ TINYC_MATMUL=$variant tinyc run $file --device=cuda --random-inputs 1 --bind $bind $flag --check"
+			if ! TINYC_MATMUL=$variant "$tinyc" run "$file" --device=cuda --random-inputs 1 --bind "$bind" $flag --check; then
+				echo "FAIL: $file [$bind] $variant $mode"
+				exit 1
+			fi
+		done
+	done
+done
+echo "PASS: $file"
