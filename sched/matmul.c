@@ -12,7 +12,8 @@
  *   eff    = utilisation (useful / padded tile points) * wave efficiency (CTAs over
  *            SMs x CTAs per SM, the last wave partly idle) * pipeline factor (simt 0.6;
  *            mma 0.45 synchronous, 0.75 with 2 cp.async stages, 0.85 with 3)
- *            * 0.8 when fewer than 2 CTAs fit on an SM (no latency hiding between CTAs).
+ *            * 0.8 when fewer than 2 CTAs fit on an SM (no latency hiding between CTAs)
+ *            * BK / (BK + 8): each k tile pays a barrier (and a cp.async wait).
  * Occupancy: CTAs per SM = min(threads/SM / threads, registers/SM / (regs * threads),
  * shared memory/SM / smem, 32), with regs estimated from the accumulators and fragments.
  * Unbound symbols take the schedule's assumed value in estimates.
@@ -368,7 +369,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		      : t->stages == 2 ? 0.75
 				       : 0.85;
 	double occ = t->ctas_per_sm >= 2 ? 1.0 : 0.8;
-	p->eff = util * wave_eff * pipe * occ;
+	double kstep = t->bk / (t->bk + 8.0);	/* a barrier (and wait) per k tile */
+	p->eff = util * wave_eff * pipe * occ * kstep;
 	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
 	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + LAUNCH_US * (1 + reduction_count(prob));
 }
@@ -386,9 +388,19 @@ static int forced_variant(void)
 	return -1;
 }
 
-int tinyc_matmul_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
-			    const tinyc_mm_problem *prob, int force)
+/* The tile forced by TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES]: 1 and t[4] filled, else 0. */
+static int forced_tile(int t[4])
 {
+	const char *v = getenv("TINYC_MATMUL_TILE");
+	t[3] = 0;
+	return v && sscanf(v, "%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3]) >= 3;
+}
+
+/* The candidates of prob (see tinyc_matmul_candidates); use_tile: honour TINYC_MATMUL_TILE. */
+static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+		      const tinyc_mm_problem *prob, int force, int use_tile)
+{
+	int ft[4], have_ft = use_tile && forced_tile(ft);
 	static const int bms[] = {64, 128}, bks[] = {16, 32, 64}, stg[] = {1, 2, 3};
 	const int64_t *sym = s->bind ? s->bind->val : NULL;
 	tinyc_dtype idx = index_dtype(s, prob);
@@ -403,6 +415,9 @@ int tinyc_matmul_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skern
 						tinyc_mm_tiles t;
 						if (tinyc_matmul_tiles(prob, &s->dev, sym, (tinyc_mm_variant)v,
 								       bms[i], bms[j], bks[q], stg[st], &t) < 0)
+							continue;
+						if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] ||
+								(ft[3] && t.stages != ft[3])))
 							continue;
 						t.index_dtype = idx;
 						tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
@@ -444,6 +459,12 @@ int tinyc_matmul_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skern
 					}
 	}
 	return added;
+}
+
+int tinyc_matmul_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+			    const tinyc_mm_problem *prob, int force)
+{
+	return candidates(ctx, s, k, prob, force, 1);
 }
 
 /* ----------------------------------------------------------------- fusion ---- */
@@ -517,9 +538,9 @@ int tinyc_matmul_fuse(tinyc_ctx *ctx, tinyc_schedule *s, const tinyc_polyview *p
 		return pr == -2 ? -1 : 0;
 	}
 	tinyc_skernel *k = &s->kerns[first];
-	int rc = tinyc_matmul_candidates(ctx, s, k, &prob, forced_variant());
-	if (rc == 0 && forced_variant() >= 0)
-		rc = tinyc_matmul_candidates(ctx, s, k, &prob, -1);
+	int rc = candidates(ctx, s, k, &prob, forced_variant(), 1);
+	if (rc == 0)	/* nothing valid matches what the environment forces */
+		rc = candidates(ctx, s, k, &prob, -1, 0);
 	if (rc > 0) {
 		rc = add_input(ctx, k, prob.a.buf) < 0 || add_input(ctx, k, prob.b.buf) < 0 ? -1 : 0;
 		for (int i = 0; rc == 0 && i < prob.evt->n; i++) {

@@ -23,8 +23,10 @@
  * REDUCE's temporary) are taken over: the first gets the matmul plan, the others a "fused"
  * plan that emits nothing (their buffers are written by the first).
  *
- * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma (tests,
- * benchmarks); mma is only proposed where the target and the dtypes allow it.
+ * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma, the tile
+ * with TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES] (tests, benchmarks); mma is only proposed where
+ * the target and the dtypes allow it, and a forced choice that matches no valid candidate
+ * is ignored.
  */
 #ifndef TINYC_SCHED_MATMUL_H
 #define TINYC_SCHED_MATMUL_H
