@@ -390,9 +390,14 @@ static void mma_load_tile(tinyc_mmk *b, tinyc_gstmt *blk, int As, int Bs, tinyc_
 		tinyc_gexpr *c = mul(b, bin(b, TINYC_GX_MOD, i, I(b, cpr)), I(b, 8));
 		tinyc_gexpr *gr = add(b, row0, r), *gc = add(b, col0, c);
 		tinyc_gstmt *cb = tinyc_gs_block(k);
+		/* a chunk outside the matrix copies 0 bytes (zero fill) from the operand's first
+		 * element: the address stays valid and aligned */
+		tinyc_gexpr *in = in_tile(b, gr, R, pr_, gc, C, pc);
+		tinyc_gexpr *src = op_addr(b, op, gr, gc);
+		if (in)
+			src = tinyc_gx_select(k, in, src, tinyc_mmk_poly(b, &op->offset));
 		tinyc_mmk_append(b, cb, tinyc_gs_copy(k, sh, add(b, base, add(b, mul(b, r, I(b, ld)), c)),
-						      tinyc_mmk_param(b, op->buf, 0), op_addr(b, op, gr, gc), 8,
-						      in_tile(b, gr, R, pr_, gc, C, pc), 1));
+						      tinyc_mmk_param(b, op->buf, 0), src, 8, in, 1));
 		tinyc_mmk_append(b, fast, tinyc_gs_for_range(k, iv, b->tid, I(b, (int64_t)rows * cpr),
 							     I(b, b->threads), 0, cb));
 		if (!ok)
