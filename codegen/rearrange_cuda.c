@@ -145,7 +145,8 @@ static void emit_group(tinyc_buf *b, int bits, const char *lin, const char *var,
 
 /* The tiled transpose: load a T x T tile (rows: group A, columns: group B, read along B)
  * into padded shared memory, barrier, store it transposed (written along A); P elements
- * per global access (a word of P * E <= 4 bytes). */
+ * per global access (a word of P * E <= 4 bytes), `repeat` words per thread per tile row
+ * (word columns tx + 32 j: each warp access stays one contiguous run). */
 static void emit_tiled(tinyc_buf *b, const tinyc_rearrange_plan *p, const char *name)
 {
 	int bits = p->index_bits, T = p->tile, P = p->pack, E = p->elem;
@@ -183,46 +184,56 @@ static void emit_tiled(tinyc_buf *b, const tinyc_rearrange_plan *p, const char *
 		const char *rl = lim[phase], *cl = lim[1 - phase];
 		tinyc_buf_puts(b, "#pragma unroll\n");
 		tinyc_buf_printf(b, "\tfor (int r = ty; r < %d; r += %d) {\n", T, p->ty);
-		if (rl || cl) {
-			tinyc_buf_puts(b, "\t\tif (");
-			if (rl)
-				tinyc_buf_printf(b, "r < %s", rl);
-			if (rl && cl)
-				tinyc_buf_puts(b, " && ");
-			if (cl)
-				tinyc_buf_printf(b, "tx * %d < %s", P, cl);
-			tinyc_buf_puts(b, ")\n");
-		}
+		if (rl)
+			tinyc_buf_printf(b, "\t\tif (r < %s)\n", rl);
 		tinyc_buf_puts(b, "\t\t{\n");
+		/* phase 0: row a = g0*T + r of group A at its source offset; phase 1: row
+		 * c = g1*T + r of group B at its destination offset (word column tx) */
 		if (phase == 0) {
-			/* row a = g0*T + r of group A, at its source offset */
 			tinyc_buf_printf(b, "\t\t\t%s i = xb + tx * %d;\n", idx, P);
 			tinyc_buf_printf(b, "\t\t\t%s a = (%s)g0 * %du + r;\n", lin, lin, T);
 			emit_group(b, bits, "a", "i", p->tile_a, p->ntile_a, 0);
-			if (P == 1) {
-				tinyc_buf_puts(b, "\t\t\ttile[r][tx] = x[i];\n");
-			} else {
-				tinyc_buf_puts(b, "\t\t\tconst word_t w = *(const word_t *)(x + i);\n");
-				for (int k = 0; k < P; k++)
-					tinyc_buf_printf(b, "\t\t\ttile[r][tx * %d + %d] = "
-							 "(elem_t)(w >> %d);\n", P, k, 8 * E * k);
-			}
 		} else {
-			/* row b = g1*T + r of group B, at its destination offset */
 			tinyc_buf_printf(b, "\t\t\t%s o = ya + tx * %d;\n", idx, P);
 			tinyc_buf_printf(b, "\t\t\t%s c = (%s)g1 * %du + r;\n", lin, lin, T);
 			emit_group(b, bits, "c", "o", p->tile_b, p->ntile_b, 1);
+		}
+		/* the row's words: columns cw = tx + 32 j, j < repeat */
+		char at[64];
+		if (p->repeat > 1) {
+			tinyc_buf_printf(b, "#pragma unroll\n\t\t\tfor (int j = 0; j < %d; j++) {\n"
+					 "\t\t\tconst int cw = tx + 32 * j;\n", p->repeat);
+			snprintf(at, sizeof(at), "%s + j * %d", phase ? "o" : "i", 32 * P);
+		} else {
+			tinyc_buf_puts(b, "\t\t\t{\n\t\t\tconst int cw = tx;\n");
+			snprintf(at, sizeof(at), "%s", phase ? "o" : "i");
+		}
+		if (cl)
+			tinyc_buf_printf(b, "\t\t\tif (cw * %d < %s)\n", P, cl);
+		if (phase == 0) {
 			if (P == 1) {
-				tinyc_buf_puts(b, "\t\t\ty[o] = tile[tx][r];\n");
+				tinyc_buf_printf(b, "\t\t\t\ttile[r][cw] = x[%s];\n", at);
 			} else {
-				tinyc_buf_puts(b, "\t\t\tconst word_t w = (word_t)(");
+				tinyc_buf_printf(b, "\t\t\t{\n\t\t\t\tconst word_t w = "
+						 "*(const word_t *)(x + (%s));\n", at);
 				for (int k = 0; k < P; k++)
-					tinyc_buf_printf(b, "%s((unsigned int)tile[tx * %d + %d][r] << %d)",
-							 k ? "\n\t\t\t\t| " : "", P, k, 8 * E * k);
-				tinyc_buf_puts(b, ");\n\t\t\t*(word_t *)(y + o) = w;\n");
+					tinyc_buf_printf(b, "\t\t\t\ttile[r][cw * %d + %d] = "
+							 "(elem_t)(w >> %d);\n", P, k, 8 * E * k);
+				tinyc_buf_puts(b, "\t\t\t}\n");
+			}
+		} else {
+			if (P == 1) {
+				tinyc_buf_printf(b, "\t\t\t\ty[%s] = tile[cw][r];\n", at);
+			} else {
+				tinyc_buf_puts(b, "\t\t\t{\n\t\t\t\tconst word_t w = (word_t)(");
+				for (int k = 0; k < P; k++)
+					tinyc_buf_printf(b, "%s((unsigned int)tile[cw * %d + %d][r] << %d)",
+							 k ? "\n\t\t\t\t\t| " : "", P, k, 8 * E * k);
+				tinyc_buf_printf(b, ");\n\t\t\t\t*(word_t *)(y + (%s)) = w;\n"
+						 "\t\t\t}\n", at);
 			}
 		}
-		tinyc_buf_puts(b, "\t\t}\n\t}\n");
+		tinyc_buf_puts(b, "\t\t\t}\n\t\t}\n\t}\n");
 		if (phase == 0)
 			tinyc_buf_puts(b, "\t__syncthreads();\n");
 	}

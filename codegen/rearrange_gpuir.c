@@ -199,7 +199,8 @@ static tinyc_gexpr *group_offset(rbuild *b, tinyc_gstmt *block, const char *name
 }
 
 /* The tiled kernel: a T x T tile (rows: group A, columns: group B) read along B into
- * shared memory, a barrier, written along A; words of P elements. */
+ * shared memory, a barrier, written along A; words of P elements, `repeat` words per
+ * thread per row (word columns tx + 32 j). */
 static void build_tiled(rbuild *b, int yv, int xv, int64_t x_w, int64_t y_w)
 {
 	tinyc_gkernel *k = b->k;
@@ -246,16 +247,6 @@ static void build_tiled(rbuild *b, int yv, int xv, int64_t x_w, int64_t y_w)
 		tinyc_gexpr *r = tinyc_gx_var(k, rv), *tx = tinyc_gx_var(k, txv);
 		/* phase 0: row r of the tile is row a of A; phase 1: row r is row c of B */
 		int rl = left[phase], cl = left[1 - phase];
-		tinyc_gexpr *cond = NULL;
-		if (rl >= 0)
-			cond = bin(b, TINYC_GX_LT, tinyc_gx_cast(k, TINYC_LONG, r), tinyc_gx_var(k, rl));
-		if (cl >= 0) {
-			tinyc_gexpr *e = bin(b, TINYC_GX_LT,
-					     tinyc_gx_cast(k, TINYC_LONG,
-							   bin(b, TINYC_GX_MUL, tx, cst(b, TINYC_INT, P))),
-					     tinyc_gx_var(k, cl));
-			cond = cond ? bin(b, TINYC_GX_LAND, cond, e) : e;
-		}
 		tinyc_gstmt *body = tinyc_gs_block(k);
 		tinyc_gexpr *row = bin(b, TINYC_GX_ADD,
 				       bin(b, TINYC_GX_MUL, tinyc_gx_cast(k, b->lin,
@@ -270,41 +261,56 @@ static void build_tiled(rbuild *b, int yv, int xv, int64_t x_w, int64_t y_w)
 		int atv = decl(b, body, phase ? "o" : "i", b->idx, at);
 		if (b->failed)
 			return;
-		if (phase == 0) {
-			/* tile[r][tx * P + q] = element q of x's word */
-			tinyc_gexpr *w = tinyc_gx_load(k, xv, tinyc_gx_var(k, atv), NULL);
-			int wv = P > 1 ? decl(b, body, "w", wdt, w) : -1;
-			for (int q = 0; q < P; q++) {
-				tinyc_gexpr *ti = bin(b, TINYC_GX_ADD,
-						      bin(b, TINYC_GX_MUL, r, cst(b, TINYC_INT, W)),
-						      bin(b, TINYC_GX_ADD,
-							  bin(b, TINYC_GX_MUL, tx, cst(b, TINYC_INT, P)),
-							  cst(b, TINYC_INT, q)));
-				tinyc_gexpr *e = P > 1
-					? tinyc_gx_cast(k, edt, bin(b, TINYC_GX_SHR, tinyc_gx_var(k, wv),
+		/* the row's words: word columns cw = tx + 32 j, at word index at + 32 j */
+		for (int j = 0; j < p->repeat; j++) {
+			tinyc_gstmt *jb = tinyc_gs_block(k);
+			tinyc_gexpr *cw = bin(b, TINYC_GX_ADD, tx, cst(b, TINYC_INT, 32 * j));
+			tinyc_gexpr *cwp = bin(b, TINYC_GX_MUL, cw, cst(b, TINYC_INT, P));
+			tinyc_gexpr *gi = bin(b, TINYC_GX_ADD, tinyc_gx_var(k, atv),
+					      cst(b, b->idx, 32 * j));
+			if (phase == 0) {
+				/* tile[r][cw * P + q] = element q of x's word */
+				tinyc_gexpr *w = tinyc_gx_load(k, xv, gi, NULL);
+				int wv = P > 1 ? decl(b, jb, "w", wdt, w) : -1;
+				for (int q = 0; q < P; q++) {
+					tinyc_gexpr *ti = bin(b, TINYC_GX_ADD,
+							      bin(b, TINYC_GX_MUL, r, cst(b, TINYC_INT, W)),
+							      bin(b, TINYC_GX_ADD, cwp, cst(b, TINYC_INT, q)));
+					tinyc_gexpr *e = P > 1
+						? tinyc_gx_cast(k, edt,
+								bin(b, TINYC_GX_SHR, tinyc_gx_var(k, wv),
 								    cst(b, wdt, 8 * E * q)))
-					: w;
-				append(b, body, tinyc_gs_store(k, tile, ti, e, NULL));
+						: w;
+					append(b, jb, tinyc_gs_store(k, tile, ti, e, NULL));
+				}
+			} else {
+				/* y's word = elements tile[cw * P + q][r], q = 0..P-1, little-endian */
+				tinyc_gexpr *w = NULL;
+				for (int q = 0; q < P; q++) {
+					tinyc_gexpr *ti = bin(b, TINYC_GX_ADD,
+							      bin(b, TINYC_GX_MUL,
+								  bin(b, TINYC_GX_ADD, cwp,
+								      cst(b, TINYC_INT, q)),
+								  cst(b, TINYC_INT, W)),
+							      r);
+					tinyc_gexpr *e = tinyc_gx_cast(k, wdt,
+								       tinyc_gx_load(k, tile, ti, NULL));
+					if (q)
+						e = bin(b, TINYC_GX_SHL, e, cst(b, wdt, 8 * E * q));
+					w = w ? bin(b, TINYC_GX_OR, w, e) : e;
+				}
+				append(b, jb, tinyc_gs_store(k, yv, gi, w, NULL));
 			}
-		} else {
-			/* y's word = elements tile[tx * P + q][r], q = 0..P-1, little-endian */
-			tinyc_gexpr *w = NULL;
-			for (int q = 0; q < P; q++) {
-				tinyc_gexpr *ti = bin(b, TINYC_GX_ADD,
-						      bin(b, TINYC_GX_MUL,
-							  bin(b, TINYC_GX_ADD,
-							      bin(b, TINYC_GX_MUL, tx, cst(b, TINYC_INT, P)),
-							      cst(b, TINYC_INT, q)),
-							  cst(b, TINYC_INT, W)),
-						      r);
-				tinyc_gexpr *e = tinyc_gx_cast(k, wdt, tinyc_gx_load(k, tile, ti, NULL));
-				if (q)
-					e = bin(b, TINYC_GX_SHL, e, cst(b, wdt, 8 * E * q));
-				w = w ? bin(b, TINYC_GX_OR, w, e) : e;
-			}
-			append(b, body, tinyc_gs_store(k, yv, tinyc_gx_var(k, atv), w, NULL));
+			/* columns left in this tile */
+			tinyc_gexpr *ccond = cl < 0 ? NULL
+				: bin(b, TINYC_GX_LT, tinyc_gx_cast(k, TINYC_LONG, cwp),
+				      tinyc_gx_var(k, cl));
+			append(b, body, ccond ? tinyc_gs_if(k, ccond, jb, NULL) : jb);
 		}
-		tinyc_gstmt *guarded = cond ? tinyc_gs_if(k, cond, body, NULL) : body;
+		/* rows left in this tile */
+		tinyc_gexpr *rcond = rl < 0 ? NULL
+			: bin(b, TINYC_GX_LT, tinyc_gx_cast(k, TINYC_LONG, r), tinyc_gx_var(k, rl));
+		tinyc_gstmt *guarded = rcond ? tinyc_gs_if(k, rcond, body, NULL) : body;
 		tinyc_gstmt *loop = tinyc_gs_for(k, rv, tinyc_gx_var(k, tyv),
 						 bin(b, TINYC_GX_LT, tinyc_gx_var(k, rv),
 						     cst(b, TINYC_INT, T)),

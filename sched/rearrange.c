@@ -15,6 +15,10 @@
 #define COST_SYNC 8.0		/* one __syncthreads of the tiled plan */
 
 #define MAX_GRID_BLOCKS INT32_MAX	/* gridDim.x limit: the plans use a 1-D grid */
+#define MAX_TILE_BYTES (48 * 1024)	/* static shared memory of one tile */
+#define WIDE_TILE_MIN_BLOCKS 2048	/* a repeat-2 tile trades 4x fewer blocks for 4x the
+					 * bytes in flight per thread: only worth it while every
+					 * SM of a large GPU (132 x 8 resident blocks) stays busy */
 
 static const char *const status_messages[] = {
 	[TINYC_REARRANGE_SUCCESS] = "success",
@@ -51,6 +55,7 @@ void tinyc_rearrange_opts_default(tinyc_rearrange_opts *o)
 	o->max_threads = 1024;
 	o->base_align = 256;
 	o->force = TINYC_REARRANGE_AUTO;
+	o->tile_repeat = 0;
 	o->no_copy = 0;
 }
 
@@ -418,14 +423,17 @@ static void cost_tile(const tinyc_rearrange_plan *p, int64_t a0, int64_t b0, int
 			 * store: row b0+r of B at its destination offset, columns a0.. */
 			int64_t base = pass ? group_offset(p->tile_b, p->ntile_b, b0 + r, 1) + a0
 					    : group_offset(p->tile_a, p->ntile_a, a0 + r, 0) + b0;
-			int n = 0;
-			for (int64_t tx = 0; tx < p->tx && tx * p->pack < cols; tx++)
-				n = add_sectors(sec, n, (base + tx * p->pack) * p->elem, bytes);
-			if (n == 0)
-				continue;
-			c->sectors += count_distinct(sec, n);
-			c->mem_instrs += 1;
-			c->smem_instrs += p->pack;
+			for (int j = 0; j < p->repeat; j++) {	/* one warp access per word column */
+				int n = 0;
+				for (int64_t tx = 0; tx < p->tx && (tx + 32 * j) * p->pack < cols; tx++)
+					n = add_sectors(sec, n, (base + (tx + 32 * j) * p->pack) * p->elem,
+							bytes);
+				if (n == 0)
+					continue;
+				c->sectors += count_distinct(sec, n);
+				c->mem_instrs += 1;
+				c->smem_instrs += p->pack;
+			}
 		}
 	}
 }
@@ -616,8 +624,10 @@ static int chain_step(const tinyc_rearrange_plan *p, int *in_self, const int *in
 	return 0;
 }
 
-/* Build the tiled transpose plan, or return 1 (with *why) when it does not apply. */
-static int plan_tiled(tinyc_rearrange_plan *p, const tinyc_rearrange_opts *o, const char **why)
+/* Build the tiled transpose plan with `repeat` words per thread per tile row, or return 1
+ * (with *why) when it does not apply. */
+static int plan_tiled(tinyc_rearrange_plan *p, const tinyc_rearrange_opts *o, int repeat,
+		      const char **why)
 {
 	int ah = -1, bh = -1, n = p->ndim;
 	for (int i = 0; i < n; i++) {
@@ -683,8 +693,13 @@ static int plan_tiled(tinyc_rearrange_plan *p, const tinyc_rearrange_opts *o, co
 			break;
 		}
 	}
-	int T = 32 * pack;
+	int T = 32 * pack * repeat;
+	if ((int64_t)T * (T + 1) * p->elem > MAX_TILE_BYTES) {
+		*why = "the tile does not fit 48 KiB of shared memory";
+		return 1;
+	}
 	p->pack = pack;
+	p->repeat = repeat;
 	p->tile = T;
 	p->tile_pad = 1;
 	p->tx = 32;
@@ -755,6 +770,7 @@ tinyc_rearrange_status tinyc_rearrange_plan_build(tinyc_ctx *ctx, const tinyc_te
 	p->elem = l.elem;
 	p->unit = l.elem;
 	p->pack = 1;
+	p->repeat = 1;
 	p->align = 1;
 	p->index_bits = 32;
 	p->numel = l.numel;
@@ -778,16 +794,32 @@ tinyc_rearrange_status tinyc_rearrange_plan_build(tinyc_ctx *ctx, const tinyc_te
 		return TINYC_REARRANGE_SUCCESS;
 	}
 
-	/* both candidates, each costed; then the cheaper (or the forced) one */
-	tinyc_rearrange_plan ew = *p, tl = *p;
-	const char *why = NULL;
+	/* the candidates, each costed (the tiled plan with one and two words per thread per
+	 * row, unless one is asked for); then the cheaper (or the forced) one */
+	if (o.tile_repeat < 0 || o.tile_repeat > 2)
+		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
+			    "tile_repeat is %d; it must be 0 (any), 1 or 2", o.tile_repeat);
+	tinyc_rearrange_plan ew = *p, tl = *p, tl2 = *p;
+	const char *why = NULL, *why2 = NULL;
 	int ew_ok = !plan_elementwise(NULL, &ew, &o);
-	int tl_ok = !plan_tiled(&tl, &o, &why);
-	tinyc_rearrange_cost ce = {0}, ct = {0};
+	tinyc_rearrange_cost ce = {0}, ct = {0}, crep[3] = {{0}};
 	if (ew_ok)
 		cost_elementwise(&ew, &ce);
+	int tl_ok = o.tile_repeat != 2 && !plan_tiled(&tl, &o, 1, &why);
+	int tl2_ok = o.tile_repeat != 1 && !plan_tiled(&tl2, &o, 2, &why2);
+	if (tl2_ok && o.tile_repeat != 2 && tl2.blocks < WIDE_TILE_MIN_BLOCKS)
+		tl2_ok = 0;	/* too few blocks to fill the device: not a candidate */
+	if (o.tile_repeat == 2)
+		why = why2;
 	if (tl_ok)
-		cost_tiled(&tl, &ct);
+		cost_tiled(&tl, &crep[1]);
+	if (tl2_ok)
+		cost_tiled(&tl2, &crep[2]);
+	if (tl2_ok && (!tl_ok || crep[2].cost < crep[1].cost))
+		tl = tl2;
+	tl_ok |= tl2_ok;
+	if (tl_ok)
+		ct = crep[tl.repeat];
 	int use_tiled;
 	switch (o.force) {
 	case TINYC_REARRANGE_FORCE_TILED:
@@ -810,6 +842,8 @@ tinyc_rearrange_status tinyc_rearrange_plan_build(tinyc_ctx *ctx, const tinyc_te
 	p->kind = use_tiled ? TINYC_REARRANGE_TILED : TINYC_REARRANGE_ELEMENTWISE;
 	p->cost_elementwise = ce;
 	p->cost_tiled = ct;
+	p->cost_tiled_rep[1] = crep[1];
+	p->cost_tiled_rep[2] = crep[2];
 	return TINYC_REARRANGE_SUCCESS;
 }
 
@@ -846,7 +880,8 @@ void tinyc_rearrange_plan_print(const tinyc_rearrange_plan *p, tinyc_buf *b)
 	tinyc_buf_putc(b, '\n');
 	if (p->kind == TINYC_REARRANGE_ELEMENTWISE || p->kind == TINYC_REARRANGE_TILED) {
 		print_cost(b, "elementwise", &p->cost_elementwise);
-		print_cost(b, "tiled", &p->cost_tiled);
+		print_cost(b, "tiled", &p->cost_tiled_rep[1]);
+		print_cost(b, "tiled x2", &p->cost_tiled_rep[2]);
 	}
 	tinyc_buf_printf(b, "  plan %s", tinyc_rearrange_kind_name(p->kind));
 	switch (p->kind) {
@@ -868,8 +903,11 @@ void tinyc_rearrange_plan_print(const tinyc_rearrange_plan *p, tinyc_buf *b)
 		tinyc_buf_printf(b, ": tile %dx%d (smem %dx%d), pack %d, align %d, %d-bit index\n",
 				 p->tile, p->tile, p->tile, p->tile + p->tile_pad, p->pack, p->align,
 				 p->index_bits);
-		tinyc_buf_printf(b, "    block %dx%d threads, %d rows each\n", p->tx, p->ty,
+		tinyc_buf_printf(b, "    block %dx%d threads, %d rows each", p->tx, p->ty,
 				 p->rows_per_thread);
+		if (p->repeat > 1)
+			tinyc_buf_printf(b, ", %d words per row (columns tx + 32 j)", p->repeat);
+		tinyc_buf_putc(b, '\n');
 		tinyc_buf_printf(b, "    rows (A, dst-contiguous, %lld):", (long long)p->len_a);
 		print_dims(b, p->tile_a, p->ntile_a);
 		tinyc_buf_printf(b, "\n    columns (B, src-contiguous, %lld):", (long long)p->len_b);

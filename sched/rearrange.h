@@ -19,8 +19,10 @@
  *      there and group B the chain contiguous in the source; each group acts as one long
  *      dim (its offsets in the other tensor come from a decomposition by constant lengths).
  *      A 32x8-thread block moves a T x T tile of A x B through padded shared memory
- *      (T = 32 * pack): reads run along B, writes along A, both coalesced.  8- and 16-bit
- *      elements are packed 4 or 2 to a 32-bit word.
+ *      (T = 32 * pack * repeat): reads run along B, writes along A, both coalesced.  8- and
+ *      16-bit elements are packed 4 or 2 to a 32-bit word; each thread moves `repeat` (1
+ *      or 2) words per tile row, at word columns tx and tx + 32, so a repeat-2 tile keeps
+ *      4x the bytes in flight per thread with the same conflict-free shared memory.
  *   4. Cost model.  Each candidate is charged the 32-byte sectors its warps touch (counted
  *      exactly on a representative block of each boundary class), plus per-instruction and
  *      per-block overheads; the cheaper plan wins and the dump shows both costs.
@@ -87,6 +89,9 @@ typedef struct tinyc_rearrange_opts {
 	int base_align;			/* bytes both base pointers are known to be aligned to
 					 * (default 256, cudaMalloc's); any value >= 1 */
 	tinyc_rearrange_force force;	/* plan selection (default AUTO) */
+	int tile_repeat;		/* tiled: words each thread moves per tile row, 1 or 2
+					 * (tile edge 32 * pack * repeat); 0 (default): the
+					 * cost model picks */
 	int no_copy;			/* 1: a single contiguous run gets an elementwise
 					 * kernel instead of a COPY plan (the graph path, which
 					 * launches kernels only); default 0 */
@@ -161,14 +166,19 @@ typedef struct tinyc_rearrange_plan {
 	tinyc_rearrange_dim tile_b[TINYC_REARRANGE_MAX_NDIM];	/* B: a chain contiguous in the
 					 * source (src 1, L1, ...), fastest first */
 	int64_t len_a, len_b;		/* tiled: elements in A and in B (products) */
-	int tile;			/* tiled: tile edge T, elements */
+	int tile;			/* tiled: tile edge T = 32 * pack * repeat, elements */
+	int repeat;			/* tiled: words each thread moves per tile row: word
+					 * columns tx + 32 j, j < repeat */
 	int tile_pad;			/* tiled: extra elements per shared-memory row */
 	int tx, ty;			/* tiled: block shape (32 x 8) */
 	int rows_per_thread;		/* tiled: tile rows each thread moves per phase (T / ty) */
 	int max_threads;		/* the option the plan was made with */
 	int base_align;			/* the option the plan was made with */
 	tinyc_rearrange_cost cost_elementwise;	/* cost model: the block/grid candidate */
-	tinyc_rearrange_cost cost_tiled;	/* cost model: the tiled candidate */
+	tinyc_rearrange_cost cost_tiled;	/* cost model: the tiled candidate (the cheaper of
+					 * the two repeats) */
+	tinyc_rearrange_cost cost_tiled_rep[3];	/* cost model: the tiled candidate with repeat
+					 * 1 and 2 (index 0 unused) */
 } tinyc_rearrange_plan;
 
 /* Validate the layouts (as tinyc_rearrange_create does) and plan the copy y <- x into
@@ -288,7 +298,8 @@ typedef struct tinyc_rearrange_kplan {
 
 /* The rearrange provider (listed in sched/plan.c after the generic one): a kernel whose
  * stored value is a pure movement of one buffer of the same dtype gets the elementwise and
- * the tiled rearrange plans as candidates, estimated from the seed-003 cost model (sectors,
+ * the tiled rearrange plans (repeat 1, and repeat 2 where the cost model prefers it to
+ * repeat 1) as candidates, estimated from the seed-003 cost model (sectors,
  * instructions and blocks as DRAM bytes), and loses the generic candidates: it becomes one
  * rearrange kernel.  Kernels with unbound sizes or strides, an overlapping OUTPUT, a
  * dtype change or a non-movement op keep the generic plans. */

@@ -364,20 +364,25 @@ static void kernel_opts(const tinyc_schedule *s, const tinyc_rearrange_copy *c,
 	o->no_copy = 1;
 }
 
-/* One candidate from a plan of kind `want` (forced), or nothing when it does not apply. */
+/* One candidate from a plan of kind `want` (forced; tiled: with `repeat` words per thread
+ * per row, or 0 for whatever the cost model prefers), or nothing when it does not apply or
+ * (repeat 0) the cost model prefers repeat 1. */
 static int add_candidate(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k,
-			 const tinyc_rearrange_copy *c, int x_buf, tinyc_rearrange_force want)
+			 const tinyc_rearrange_copy *c, int x_buf, tinyc_rearrange_force want,
+			 int repeat)
 {
 	tinyc_rearrange_opts o;
 	kernel_opts(s, c, &o);
 	o.force = want;
+	o.tile_repeat = repeat;
 	tinyc_tensor_desc y = {c->dtype, c->ndim, c->shape, c->ys};
 	tinyc_tensor_desc x = {c->dtype, c->ndim, c->shape, c->xs};
 	tinyc_rearrange_kplan *kp = tinyc_calloc(ctx, 1, sizeof(*kp));
 	if (!kp)
 		return -1;
 	if (tinyc_rearrange_plan_build(NULL, &y, &x, &o, &kp->plan) != TINYC_REARRANGE_SUCCESS ||
-	    (kp->plan.kind != TINYC_REARRANGE_ELEMENTWISE && kp->plan.kind != TINYC_REARRANGE_TILED)) {
+	    (kp->plan.kind != TINYC_REARRANGE_ELEMENTWISE && kp->plan.kind != TINYC_REARRANGE_TILED) ||
+	    (want == TINYC_REARRANGE_FORCE_TILED && !repeat && kp->plan.repeat != 2)) {
 		free(kp);
 		return 0;
 	}
@@ -400,9 +405,9 @@ static int add_candidate(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k,
 		p.eff = 1.0;
 	p.est_us = tinyc_plan_estimate_us(s, 0, cost->cost * 32.0, 1.0);
 	if (rp->kind == TINYC_REARRANGE_TILED)
-		snprintf(p.desc, sizeof(p.desc), "rearrange tiled: tile %dx%d, pack %d, %lld blocks "
-			 "of %dx%d, cost %.1f", rp->tile, rp->tile, rp->pack, (long long)rp->blocks,
-			 rp->tx, rp->ty, cost->cost);
+		snprintf(p.desc, sizeof(p.desc), "rearrange tiled%s: tile %dx%d, pack %d, %lld "
+			 "blocks of %dx%d, cost %.1f", rp->repeat > 1 ? " x2" : "", rp->tile, rp->tile,
+			 rp->pack, (long long)rp->blocks, rp->tx, rp->ty, cost->cost);
 	else
 		snprintf(p.desc, sizeof(p.desc), "rearrange elementwise: unit %d bytes, %lld blocks "
 			 "of %lld, cost %.1f", rp->unit, (long long)rp->blocks,
@@ -429,11 +434,12 @@ static int rearrange_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 		return 0;
 	/* keep the generic candidates until one rearrange plan is known to exist */
 	int keep = k->ncand;
-	int ne = add_candidate(ctx, s, k, &c, x_buf, TINYC_REARRANGE_FORCE_ELEMENTWISE);
-	int nt = ne < 0 ? -1 : add_candidate(ctx, s, k, &c, x_buf, TINYC_REARRANGE_FORCE_TILED);
-	if (ne < 0 || nt < 0)
+	int ne = add_candidate(ctx, s, k, &c, x_buf, TINYC_REARRANGE_FORCE_ELEMENTWISE, 0);
+	int nt = ne < 0 ? -1 : add_candidate(ctx, s, k, &c, x_buf, TINYC_REARRANGE_FORCE_TILED, 1);
+	int n2 = nt < 0 ? -1 : add_candidate(ctx, s, k, &c, x_buf, TINYC_REARRANGE_FORCE_TILED, 0);
+	if (ne < 0 || nt < 0 || n2 < 0)
 		return -1;
-	if (ne + nt == 0)
+	if (ne + nt + n2 == 0)
 		return 0;
 	for (int i = 0; i < keep; i++)
 		if (k->cands[i].ext_free)

@@ -208,22 +208,24 @@ static int run_tiled(sim *s)
 		memset(valid, 0, (size_t)(T * W));
 		for (int ty = 0; ty < p->ty && !rc; ty++)
 			for (int tx = 0; tx < p->tx && !rc; tx++)
-				for (int r = ty; r < T && !rc; r += p->ty) {
-					if (r >= limA || (int64_t)tx * P >= limB)
+				for (int r = ty; r < T && !rc; r += p->ty)
+				for (int j = 0; j < p->repeat && !rc; j++) {
+					int cw = tx + 32 * j;	/* word column */
+					if (r >= limA || (int64_t)cw * P >= limB)
 						continue;
 					int64_t i = xb;
-					if ((rc = accumulate(s, &i, (int64_t)tx * P, 1)) ||
+					if ((rc = accumulate(s, &i, (int64_t)cw * P, 1)) ||
 					    (rc = group_offset(s, gidx[0] * T + r, p->tile_a, p->ntile_a,
 							       0, &i)) ||
 					    (rc = load(s, i * E, P * E, buf)))
 						break;
 					uint64_t w = le_read(buf, P * E);
 					for (int k = 0; k < P; k++) {
-						int64_t t1 = (int64_t)r * W + tx * P + k;
-						if (tx * P + k >= T) {
+						int64_t t1 = (int64_t)r * W + cw * P + k;
+						if (cw * P + k >= T) {
 							rc = tinyc_error(s->ctx, "RearrangeSimSmem",
 									 "tile column %d out of range",
-									 tx * P + k);
+									 cw * P + k);
 							break;
 						}
 						tile[t1] = word_get(w, E, k, P);
@@ -233,17 +235,19 @@ static int run_tiled(sim *s)
 		/* __syncthreads() */
 		for (int ty = 0; ty < p->ty && !rc; ty++)
 			for (int tx = 0; tx < p->tx && !rc; tx++)
-				for (int r = ty; r < T && !rc; r += p->ty) {
-					if (r >= limB || (int64_t)tx * P >= limA)
+				for (int r = ty; r < T && !rc; r += p->ty)
+				for (int j = 0; j < p->repeat && !rc; j++) {
+					int cw = tx + 32 * j;	/* word column */
+					if (r >= limB || (int64_t)cw * P >= limA)
 						continue;
 					uint64_t w = 0;
 					for (int k = P - 1; k >= 0; k--) {
-						int64_t t1 = (int64_t)(tx * P + k) * W + r;
-						if (tx * P + k >= T || !valid[t1]) {
+						int64_t t1 = (int64_t)(cw * P + k) * W + r;
+						if (cw * P + k >= T || !valid[t1]) {
 							rc = tinyc_error(s->ctx, "RearrangeSimSmem",
 									 "tile element [%d][%d] read "
 									 "before any thread wrote it",
-									 tx * P + k, r);
+									 cw * P + k, r);
 							break;
 						}
 						w = P == 1 ? tile[t1] : (w << (8 * E)) | tile[t1];
@@ -251,7 +255,7 @@ static int run_tiled(sim *s)
 					if (rc)
 						break;
 					int64_t o = ya;
-					if ((rc = accumulate(s, &o, (int64_t)tx * P, 1)) ||
+					if ((rc = accumulate(s, &o, (int64_t)cw * P, 1)) ||
 					    (rc = group_offset(s, gidx[1] * T + r, p->tile_b, p->ntile_b,
 							       1, &o)))
 						break;

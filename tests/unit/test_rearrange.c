@@ -272,6 +272,7 @@ Test(rearrange, property_random_layouts)
 	static const int threads[] = {1024, 1024, 1024, 256, 128, 64, 32, 7, 2, 1};
 	const int ncases = 10000;
 	int kinds[4] = {0}, forced_tiled = 0, forced_ew = 0, packed = 0, multiblock = 0, cons = 0;
+	int wide = 0;	/* tiled plans with 2 words per thread per row */
 	int plans = 0;
 	int units[33] = {0}, negs = 0;
 	rng_state = 0x9E3779B97F4A7C15ull;
@@ -295,6 +296,7 @@ Test(rearrange, property_random_layouts)
 		char label[96];
 		for (int f = 0; f < 3; f++) {
 			o.force = (tinyc_rearrange_force)f;
+			o.tile_repeat = f == 2 ? (int)rn(3) : 0;	/* any, 1 or 2 words per row */
 			snprintf(label, sizeof(label), "case %d (rank %d, elem %d, align %d, "
 				 "threads %d, force %d)", c, ndim, e, align, o.max_threads, f);
 			tinyc_rearrange_plan plan;
@@ -316,6 +318,9 @@ Test(rearrange, property_random_layouts)
 			} else if (f == 2) {
 				forced_tiled++;
 				packed += plan.pack > 1;
+				wide += plan.repeat == 2;
+				cr_assert(!o.tile_repeat || plan.repeat == o.tile_repeat);
+				cr_assert_eq(plan.tile, 32 * plan.pack * plan.repeat);
 				cons += plan.ncons;
 			}
 		}
@@ -323,12 +328,13 @@ Test(rearrange, property_random_layouts)
 	double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
 	cr_log_info("property: %d cases, %d plans simulated in %.2f s: auto chose empty %d, copy %d, elementwise %d, "
 		    "tiled %d; forced elementwise %d, forced tiled %d (packed %d); constraints %d; "
-		    "units 1:%d 2:%d 4:%d 8:%d 16:%d 32:%d; flipped %d", ncases, plans, secs, kinds[0],
-		    kinds[1], kinds[2], kinds[3], forced_ew, forced_tiled, packed, cons, units[1],
-		    units[2], units[4], units[8], units[16], units[32], negs);
+		    "units 1:%d 2:%d 4:%d 8:%d 16:%d 32:%d; flipped %d; 2 words per row %d", ncases,
+		    plans, secs, kinds[0], kinds[1], kinds[2], kinds[3], forced_ew, forced_tiled, packed,
+		    cons, units[1], units[2], units[4], units[8], units[16], units[32], negs, wide);
 	/* the generator must reach every path, or the test proves less than it says */
 	cr_assert(kinds[0] > 0 && kinds[1] > 0 && kinds[2] > 1000 && kinds[3] > 20);
 	cr_assert(forced_tiled > 300 && packed > 40 && cons > 300 && multiblock > 300);
+	cr_assert(wide > 100, "2 words per row: %d plans", wide);
 	for (int u = 1; u <= 32; u *= 2)
 		cr_assert(units[u] > 10, "unit %d bytes seen %d times", u, units[u]);
 }
@@ -421,6 +427,7 @@ typedef struct gpu_case {
 	int64_t xs[6];			/* source strides, {0} = row-major */
 	tinyc_rearrange_force force;	/* plan selection */
 	int sim;			/* also simulate (small enough) */
+	int repeat;			/* tiled: words per thread per row (0: any) */
 } gpu_case;
 
 static const gpu_case gpu_cases[] = {
@@ -445,6 +452,15 @@ static const gpu_case gpu_cases[] = {
 	{"wide64", 4, 2, {4, 8}, {0}, {((int64_t)1 << 31) + 1, 1}, TINYC_REARRANGE_AUTO, 0},
 	{"tile64", 8, 3, {3, 70, 40}, {2800, 1, 70}, {((int64_t)1 << 30) + 1, 40, 1},
 	 TINYC_REARRANGE_FORCE_TILED, 0},
+	/* two words per thread per row (tile edge 64 * pack) */
+	{"t100_x2", 4, 2, {100, 100}, {1, 100}, {0}, TINYC_REARRANGE_FORCE_TILED, 1, 2},
+	{"t2001_half_x2", 2, 2, {2001, 2001}, {1, 2001}, {0}, TINYC_REARRANGE_FORCE_TILED, 1, 2},
+	{"rev6_half_x2", 2, 6, {3, 4, 50, 50, 5, 7}, {1, 3, 12, 600, 30000, 150000}, {0},
+	 TINYC_REARRANGE_FORCE_TILED, 1, 2},
+	{"nchw_x2", 2, 4, {2, 64, 9, 30}, {17280, 1, 1920, 64}, {0}, TINYC_REARRANGE_FORCE_TILED,
+	 1, 2},
+	{"tile64_x2", 8, 3, {3, 70, 40}, {2800, 1, 70}, {((int64_t)1 << 30) + 1, 40, 1},
+	 TINYC_REARRANGE_FORCE_TILED, 0, 2},
 };
 #define NGPU (int)(sizeof(gpu_cases) / sizeof(gpu_cases[0]))
 
@@ -472,8 +488,10 @@ Test(rearrange, gpu_cases_simulated)
 		tinyc_rearrange_opts o;
 		tinyc_rearrange_opts_default(&o);
 		o.force = g->force;
+		o.tile_repeat = g->repeat;
 		tinyc_rearrange_plan plan;
 		check_case(g->name, g->ndim, g->shape, ys, xs, g->e, 256, &o, &plan);
+		cr_assert(!g->repeat || plan.repeat == g->repeat, "%s", dump(&plan));
 		cr_log_info("%s -> %s", g->name, dump(&plan));
 	}
 }
@@ -734,6 +752,7 @@ Test(rearrange, cuda_compiles_with_nvrtc, .timeout = 300)
 		tinyc_rearrange_opts o;
 		tinyc_rearrange_opts_default(&o);
 		o.force = g->force;
+		o.tile_repeat = g->repeat;
 		tinyc_rearrange_plan p;
 		cr_assert_eq(tinyc_rearrange_plan_build(ctx, &y, &x, &o, &p), 0, "%s: %s", g->name,
 			     diag0(ctx));
@@ -749,6 +768,8 @@ Test(rearrange, cuda_compiles_with_nvrtc, .timeout = 300)
 	cr_assert(strstr(src.data, "__shared__ elem_t tile[64][65];"));	/* packed halves */
 	cr_assert(strstr(src.data, "__shared__ elem_t tile[128][129];"));	/* packed bytes */
 	cr_assert(strstr(src.data, "typedef tinyc_unit32 unit_t;"));	/* 32-byte unit */
+	cr_assert(strstr(src.data, "__shared__ elem_t tile[128][129];\t/* [row: A][column: B]") &&
+		  strstr(src.data, "for (int j = 0; j < 2; j++) {"));	/* 2 words per row */
 	/* bytes on 2-byte aligned pointers: pairs in 16-bit words (not 32-bit ones) */
 	int64_t sq[] = {2000, 2000}, rm[] = {2000, 1}, cm[] = {1, 2000};
 	tinyc_tensor_desc yb = {TINYC_UCHAR, 2, sq, cm}, xb = {TINYC_UCHAR, 2, sq, rm};

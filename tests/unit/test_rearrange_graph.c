@@ -15,6 +15,7 @@
 #include "codegen/gpu.h"
 #include "ir/pass.h"
 #include "ir/tensor.h"
+#include "lower/lower.h"
 #include "runtime/runtime.h"
 #include "sched/rearrange.h"
 
@@ -546,6 +547,75 @@ Test(rearrange_graph, interpreter_layouts, .timeout = 600)
 		  kinds[TINYC_REARRANGE_ELEMENTWISE]);
 	cr_assert(packs[1] && packs[2] && packs[4], "packs 1:%d 2:%d 4:%d", packs[1], packs[2],
 		  packs[4]);
+}
+
+/* Tiled kernels with two words per thread per row (which the cost model takes only for
+ * large tensors) through GPU IR: each chosen plan is re-made with repeat 2, the GPU IR
+ * rebuilt from the schedule and interpreted. */
+Test(rearrange_graph, interpreter_two_words_per_row, .timeout = 600)
+{
+	static const char *const graphs[] = {
+		"%0 = BUFFER(slot=0, name=\"X\") : half[130,200]\n"
+		"%1 = PERMUTE(%0, perm=[1,0]) : half[200,130]\n"
+		"%2 = OUTPUT(%1, name=\"Y\") : half[200,130]\n"
+		"%3 = BUFFER(slot=1, name=\"F\") : float[100,70]\n"
+		"%4 = FLIP(%3, axes=[0]) : float[100,70]\n"
+		"%5 = PERMUTE(%4, perm=[1,0]) : float[70,100]\n"
+		"%6 = OUTPUT(%5, name=\"Z\") : float[70,100]\n",
+		"%0 = BUFFER(slot=0, name=\"X\") : bfloat16[2,64,9,30]\n"
+		"%1 = PERMUTE(%0, perm=[0,2,3,1]) : bfloat16[2,9,30,64]\n"
+		"%2 = OUTPUT(%1, name=\"Y\") : bfloat16[2,9,30,64]\n"
+		"%3 = BUFFER(slot=1, name=\"D\") : double[3,4,7,53,9]\n"
+		"%4 = PERMUTE(%3, perm=[4,3,2,1,0]) : double[9,53,7,4,3]\n"
+		"%5 = OUTPUT(%4, name=\"Z\") : double[9,53,7,4,3]\n",
+	};
+	for (size_t i = 0; i < sizeof(graphs) / sizeof(*graphs); i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "wide%zu.uop", i);
+		compiled c;
+		compile(&c, name, graphs[i], NULL);
+		tinyc_schedule *s = tinyc_module_schedule(c.m);
+		for (int k = 0; k < s->nkern; k++) {
+			tinyc_plan *p = &s->kerns[k].cands[s->kerns[k].choice];
+			cr_assert_eq(p->kind, TINYC_PLAN_REARRANGE, "%s", c.sched.data);
+			tinyc_rearrange_kplan *kp = p->ext;
+			tinyc_rearrange_copy *cp = &kp->copy;
+			tinyc_tensor_desc y = {cp->dtype, cp->ndim, cp->shape, cp->ys};
+			tinyc_tensor_desc x = {cp->dtype, cp->ndim, cp->shape, cp->xs};
+			tinyc_rearrange_opts o;
+			tinyc_rearrange_opts_default(&o);
+			o.force = TINYC_REARRANGE_FORCE_TILED;
+			o.tile_repeat = 2;
+			o.no_copy = 1;
+			cr_assert_eq(tinyc_rearrange_plan_build(NULL, &y, &x, &o, &kp->plan), 0);
+			cr_assert_eq(kp->plan.repeat, 2);
+			p->block[0] = kp->plan.tx;
+			p->block[1] = kp->plan.ty;
+			p->block[2] = 1;
+		}
+		tinyc_gpu_module *gm = tinyc_gpuir_build(c.ctx, s, tinyc_module_indexbook(c.m));
+		cr_assert_not_null(gm, "%s: %s", name,
+				   tinyc_ctx_diag_count(c.ctx) ? tinyc_ctx_diag(c.ctx, 0)->msg : "");
+		cr_assert_eq(tinyc_gpu_verify(c.ctx, gm, s->dev.smem_per_block_optin), 0);
+		/* run it in place of the module's own GPU IR */
+		int st = tinyc_pass_find("gpuir");
+		tinyc_gpu_module_free(c.m->stage[st]);
+		c.m->stage[st] = gm;
+		tinyc_buf text = {0};
+		tinyc_gpu_print(gm, &text);
+		cr_assert(strstr(text.data, "tile"), "%s", text.data);
+		tinyc_buf_free(&text);
+		interp_matches_eval(&c, name);
+		/* and nvrtc takes it */
+		tinyc_buf cu = {0};
+		cr_assert_eq(tinyc_cuda_print(c.ctx, gm, &cu), 0);
+		tinyc_blob blob;
+		cr_assert_eq(tinyc_nvrtc_compile(c.ctx, cu.data, "wide.cu", "sm_90", 1, &blob), 0,
+			     "%s", cu.data);
+		tinyc_blob_clear(&blob);
+		tinyc_buf_free(&cu);
+		release(&c);
+	}
 }
 
 /* Kernels that are not pure movements keep the generic plans, and the dump says why. */

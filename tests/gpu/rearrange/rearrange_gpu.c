@@ -6,8 +6,9 @@
  * Three parts:
  *   1. the descriptor API (create / calculate) on the issue's layouts in fp16 and fp32,
  *      at cudaMalloc alignment and at misaligned base pointers (which re-plans with
- *      narrower units), plus every other applicable plan (elementwise and tiled, forced)
- *      emitted, compiled with nvrtc, launched directly;
+ *      narrower units), plus every other applicable plan (elementwise, tiled with one and
+ *      with two words per thread per row, forced) emitted, compiled with nvrtc, launched
+ *      directly;
  *   2. random layouts (ranks 0..6, element sizes 1..8, gaps, broadcasts, offsets);
  *   3. the graph path: the .uop graphs of tests/gpu/rearrange through the pipeline (every
  *      output a rearrange kernel) and tinyc_gpu_run_cuda, against the reference evaluator, bit for
@@ -154,10 +155,12 @@ static void image_init(image *im, int n, const int64_t *shape, const int64_t *st
 typedef enum runmode {
 	VIA_CALCULATE,		/* the descriptor API (the plan for the pointers' alignment) */
 	VIA_FORCED_ELEMENTWISE,	/* the elementwise plan, emitted and launched directly */
-	VIA_FORCED_TILED,	/* the tiled plan, likewise */
+	VIA_FORCED_TILED,	/* the tiled plan (one word per thread per row), likewise */
+	VIA_FORCED_TILED2,	/* the tiled plan with two words per thread per row */
+	NMODES,
 } runmode;
 
-static const char *const mode_name[] = {"calculate", "elementwise", "tiled"};
+static const char *const mode_name[] = {"calculate", "elementwise", "tiled", "tiled_x2"};
 
 /* Launch a plan's kernel on device buffers (forced-plan runs). */
 static int launch_plan(const tinyc_rearrange_plan *p, tinyc_devptr y, tinyc_devptr x)
@@ -229,8 +232,9 @@ static int run_case(const char *name, int n, const int64_t *shape, const int64_t
 		tinyc_rearrange_opts o;
 		tinyc_rearrange_opts_default(&o);
 		o.base_align = align;
-		o.force = mode == VIA_FORCED_TILED ? TINYC_REARRANGE_FORCE_TILED
-						   : TINYC_REARRANGE_FORCE_ELEMENTWISE;
+		o.force = mode == VIA_FORCED_ELEMENTWISE ? TINYC_REARRANGE_FORCE_ELEMENTWISE
+							 : TINYC_REARRANGE_FORCE_TILED;
+		o.tile_repeat = mode == VIA_FORCED_TILED ? 1 : mode == VIA_FORCED_TILED2 ? 2 : 0;
 		if (tinyc_rearrange_plan_build(NULL, &y, &x, &o, &fp) ||
 		    (fp.kind != TINYC_REARRANGE_ELEMENTWISE && fp.kind != TINYC_REARRANGE_TILED)) {
 			result = 0;	/* the plan does not apply: nothing to test */
@@ -347,7 +351,7 @@ static void part_list(int quick)
 			memcpy(xs, k->xs, sizeof(xs));
 		for (int e = 2; e <= 4; e += 2)
 			for (int o = 0; o < 3; o++)
-				for (int m = 0; m < 3; m++) {
+				for (int m = 0; m < NMODES; m++) {
 					if (m && o && k->big)
 						continue;
 					run_case(k->name, k->n, k->shape, ys, xs, e, offs[o][0] * e,
