@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""PyTorch scaled_dot_product_attention (causal) timing, for context beside tinyc htree --bench.
+
+Usage: tools/bench_sdpa.py [--heads 16] [--kv-heads 1] [--dim 16] [--dtype float32]
+                           [--warmup 3] [--iters 10] T [T ...]
+
+Same shapes as the htree benchmark: q [B=1, H, T, D], k and v [1, H_kv, T, D] (GQA: the
+k/v heads are repeated to H, as SDPA wants one head per query head), causal mask.  For each
+T prints the median of CUDA-event-timed calls after warm-up, the backend PyTorch can use, and
+one machine-readable line "BENCH sdpa T=<T> ms=<median>" (ms=nan when it cannot run, e.g.
+out of memory).
+"""
+import argparse
+import statistics
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("T", type=int, nargs="+")
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--kv-heads", type=int, default=1)
+    ap.add_argument("--dim", type=int, default=16)
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=10)
+    a = ap.parse_args()
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        print("bench_sdpa: PyTorch is not installed")
+        for T in a.T:
+            print("BENCH sdpa T=%d ms=nan" % T)
+        return 0
+    if not torch.cuda.is_available():
+        print("bench_sdpa: no CUDA device for PyTorch")
+        for T in a.T:
+            print("BENCH sdpa T=%d ms=nan" % T)
+        return 0
+    dt = getattr(torch, a.dtype)
+    dev = torch.device("cuda")
+    print("bench_sdpa: torch %s on %s, %s, B=1 H=%d H_kv=%d D=%d, causal"
+          % (torch.__version__, torch.cuda.get_device_name(0), a.dtype, a.heads, a.kv_heads,
+             a.dim))
+    g = torch.Generator(device=dev)
+    g.manual_seed(0)
+    for T in a.T:
+        ms = float("nan")
+        try:
+            q = torch.randn(1, a.heads, T, a.dim, device=dev, dtype=dt, generator=g)
+            k = torch.randn(1, a.kv_heads, T, a.dim, device=dev, dtype=dt, generator=g)
+            v = torch.randn(1, a.kv_heads, T, a.dim, device=dev, dtype=dt, generator=g)
+            rep = a.heads // a.kv_heads
+            kk = k.repeat_interleave(rep, dim=1)
+            vv = v.repeat_interleave(rep, dim=1)
+
+            def run():
+                return F.scaled_dot_product_attention(q, kk, vv, is_causal=True)
+
+            for _ in range(a.warmup):
+                run()
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(a.iters):
+                s = torch.cuda.Event(enable_timing=True)
+                e = torch.cuda.Event(enable_timing=True)
+                s.record()
+                run()
+                e.record()
+                e.synchronize()
+                times.append(s.elapsed_time(e))
+            ms = statistics.median(times)
+            print("sdpa T=%d: median %.3f ms, min %.3f ms over %d runs (warm-up %d)"
+                  % (T, ms, min(times), a.iters, a.warmup))
+        except RuntimeError as err:  # out of memory, no kernel for this dtype
+            print("sdpa T=%d: cannot run: %s" % (T, str(err).splitlines()[0]))
+        finally:
+            torch.cuda.empty_cache()
+        print("BENCH sdpa T=%d ms=%s" % (T, "nan" if ms != ms else "%.4f" % ms))
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
