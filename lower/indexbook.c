@@ -96,6 +96,8 @@ typedef struct ibb {
 	size_t nname;			/* entries used */
 	size_t capname;			/* slots (a power of two) */
 	int oom;			/* an allocation failed */
+	const int64_t *ext;		/* extents of the axes expressions are built over (for
+					 * range-based simplification), -1 = unknown; or NULL */
 } ibb;
 
 /* Allocate from the book's arena; reports OutOfMemory once. */
@@ -200,7 +202,185 @@ static int64_t floordiv(int64_t a, int64_t c)
 	return (a % c != 0 && (a < 0)) ? q - 1 : q;
 }
 
-/* floor(a / c), c > 0. */
+/* ---- simplification: linear forms and ranges ---------------------------------------------
+ *
+ * floor(a/c) and a mod c are simplified the way a ShapeTracker merges views: a is flattened
+ * into a linear form sum(c_i * atom_i) + k (atoms: axes, symbols, divisions, mods); the terms
+ * whose coefficient c divides leave the division exactly, and when the range of the rest
+ * (from the axes' extents) lies inside one multiple of c, the division disappears.  Nested
+ * divisions merge (floor(floor(x/a)/c) = floor(x/(a*c))), mods of mods shrink
+ * ((x mod a) mod c = x mod c when c divides a), common factors cancel.  Every rewrite is an
+ * identity on integers, so the maps keep their meaning. */
+
+#define LMAX 48			/* terms of a linear form; longer forms are left alone */
+#define RINF (INT64_MAX / 4)	/* "unbounded" in ranges */
+
+typedef struct lform {
+	int n;				/* terms */
+	int bad;			/* too many terms: not simplified */
+	int64_t k;			/* constant */
+	int64_t c[LMAX];		/* coefficients */
+	const tinyc_ix *atom[LMAX];	/* atoms: AXIS, SYM, FDIV, MOD */
+} lform;
+
+/* Structural equality of expressions. */
+static int ix_equal(const tinyc_ix *a, const tinyc_ix *b)
+{
+	if (a == b)
+		return 1;
+	if (!a || !b || a->op != b->op || a->c != b->c || a->var != b->var)
+		return 0;
+	return ix_equal(a->a, b->a) && ix_equal(a->b, b->b);
+}
+
+/* Add c*atom to f, merging equal atoms. */
+static void lf_add(lform *f, int64_t c, const tinyc_ix *atom)
+{
+	for (int i = 0; i < f->n; i++)
+		if (ix_equal(f->atom[i], atom)) {
+			f->c[i] += c;
+			return;
+		}
+	if (f->n == LMAX) {
+		f->bad = 1;
+		return;
+	}
+	f->c[f->n] = c;
+	f->atom[f->n++] = atom;
+}
+
+/* Flatten scale*e into f. */
+static void lf_of(lform *f, const tinyc_ix *e, int64_t scale)
+{
+	switch (e->op) {
+	case TINYC_IX_CONST:
+		f->k += scale * e->c;
+		return;
+	case TINYC_IX_ADD:
+		lf_of(f, e->a, scale);
+		lf_of(f, e->b, scale);
+		return;
+	case TINYC_IX_MUL:
+		lf_of(f, e->a, scale * e->c);
+		return;
+	default:
+		lf_add(f, scale, e);
+		return;
+	}
+}
+
+/* The expression of a linear form, terms in order of first appearance. */
+static const tinyc_ix *lf_build(ibb *s, const lform *f)
+{
+	const tinyc_ix *e = ix_const(s, 0);
+	for (int i = 0; i < f->n; i++)
+		if (f->c[i])
+			e = ix_add(s, e, ix_mul(s, f->c[i], f->atom[i]));
+	return ix_add(s, e, ix_const(s, f->k));
+}
+
+static int64_t sat(int64_t x)
+{
+	return x > RINF ? RINF : x < -RINF ? -RINF : x;
+}
+
+static int64_t sat_mul(int64_t c, int64_t x)
+{
+	if (x >= RINF || x <= -RINF)
+		return c == 0 ? 0 : ((c > 0) == (x > 0) ? RINF : -RINF);
+	__int128 p = (__int128)c * x;
+	return p > RINF ? RINF : p < -RINF ? -RINF : (int64_t)p;
+}
+
+/* Range [lo, hi] of e over axes of extents s->ext (unknown extents: unbounded). */
+static void ix_range(const ibb *s, const tinyc_ix *e, int64_t *lo, int64_t *hi)
+{
+	int64_t l1, h1, l2, h2;
+	switch (e->op) {
+	case TINYC_IX_CONST:
+		*lo = *hi = e->c;
+		return;
+	case TINYC_IX_AXIS:
+		*lo = 0;
+		*hi = (s->ext && s->ext[e->var] > 0) ? s->ext[e->var] - 1 : RINF;
+		return;
+	case TINYC_IX_SYM: {
+		int64_t v = (s->b && e->var < s->b->n) ? s->b->val[e->var] : -1;
+		*lo = v > 0 ? v : 1;
+		*hi = v > 0 ? v : RINF;
+		return;
+	}
+	case TINYC_IX_ADD:
+		ix_range(s, e->a, &l1, &h1);
+		ix_range(s, e->b, &l2, &h2);
+		*lo = sat(l1 + l2);
+		*hi = sat(h1 + h2);
+		return;
+	case TINYC_IX_MUL:
+		ix_range(s, e->a, &l1, &h1);
+		*lo = e->c >= 0 ? sat_mul(e->c, l1) : sat_mul(e->c, h1);
+		*hi = e->c >= 0 ? sat_mul(e->c, h1) : sat_mul(e->c, l1);
+		return;
+	case TINYC_IX_FDIV:
+		ix_range(s, e->a, &l1, &h1);
+		*lo = l1 <= -RINF ? -RINF : floordiv(l1, e->c);
+		*hi = h1 >= RINF ? RINF : floordiv(h1, e->c);
+		return;
+	case TINYC_IX_MOD:
+		ix_range(s, e->a, &l1, &h1);
+		if (l1 >= 0 && h1 < e->c)
+			*lo = l1, *hi = h1;
+		else
+			*lo = 0, *hi = e->c - 1;
+		return;
+	}
+	*lo = -RINF;
+	*hi = RINF;
+}
+
+/* Range of a linear form. */
+static void lf_range(const ibb *s, const lform *f, int64_t *lo, int64_t *hi)
+{
+	*lo = *hi = f->k;
+	for (int i = 0; i < f->n; i++) {
+		int64_t l, h;
+		ix_range(s, f->atom[i], &l, &h);
+		*lo = sat(*lo + (f->c[i] >= 0 ? sat_mul(f->c[i], l) : sat_mul(f->c[i], h)));
+		*hi = sat(*hi + (f->c[i] >= 0 ? sat_mul(f->c[i], h) : sat_mul(f->c[i], l)));
+	}
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	if (a < 0)
+		a = -a;
+	if (b < 0)
+		b = -b;
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* gcd of c and every coefficient and the constant of f. */
+static int64_t lf_gcd(const lform *f, int64_t c)
+{
+	int64_t g = gcd64(c, f->k);
+	for (int i = 0; i < f->n && g > 1; i++)
+		g = gcd64(g, f->c[i]);
+	return g;
+}
+
+static void lf_div_exact(lform *f, int64_t g)
+{
+	f->k /= g;
+	for (int i = 0; i < f->n; i++)
+		f->c[i] /= g;
+}
+
+/* floor(a / c), c > 0, simplified. */
 static const tinyc_ix *ix_fdiv(ibb *s, const tinyc_ix *a, int64_t c)
 {
 	if (!a)
@@ -209,10 +389,40 @@ static const tinyc_ix *ix_fdiv(ibb *s, const tinyc_ix *a, int64_t c)
 		return a;
 	if (a->op == TINYC_IX_CONST)
 		return ix_const(s, floordiv(a->c, c));
-	return ix_new(s, TINYC_IX_FDIV, c, 0, a, NULL);
+	lform f = {0}, q = {0}, r = {0};
+	lf_of(&f, a, 1);
+	if (f.bad)
+		return ix_new(s, TINYC_IX_FDIV, c, 0, a, NULL);
+	/* a = c*q + r: the terms c divides, and floor(k/c), go to q */
+	for (int i = 0; i < f.n; i++)
+		if (f.c[i] % c == 0)
+			lf_add(&q, f.c[i] / c, f.atom[i]);
+		else
+			lf_add(&r, f.c[i], f.atom[i]);
+	q.k = floordiv(f.k, c);
+	r.k = f.k - c * q.k;
+	int64_t lo, hi;
+	lf_range(s, &r, &lo, &hi);
+	if (lo > -RINF && hi < RINF && floordiv(lo, c) == floordiv(hi, c)) {
+		q.k += floordiv(lo, c);	/* floor(r/c) is one constant */
+		return lf_build(s, &q);
+	}
+	const tinyc_ix *rest;
+	if (r.n == 1 && r.c[0] == 1 && r.k == 0 && r.atom[0]->op == TINYC_IX_FDIV &&
+	    r.atom[0]->c <= INT64_MAX / c) {	/* floor(floor(x/a)/c) = floor(x/(a*c)) */
+		rest = ix_new(s, TINYC_IX_FDIV, r.atom[0]->c * c, 0, r.atom[0]->a, NULL);
+	} else {
+		int64_t g = lf_gcd(&r, c);	/* floor(g*x / (g*c)) = floor(x/c) */
+		lf_div_exact(&r, g);
+		rest = ix_new(s, TINYC_IX_FDIV, c / g, 0, lf_build(s, &r), NULL);
+		if (c / g == 1)
+			rest = lf_build(s, &r);
+	}
+	lf_add(&q, 1, rest);
+	return q.bad ? ix_new(s, TINYC_IX_FDIV, c, 0, a, NULL) : lf_build(s, &q);
 }
 
-/* a mod c (= a - c*floor(a/c)), c > 0. */
+/* a mod c (= a - c*floor(a/c)), c > 0, simplified. */
 static const tinyc_ix *ix_mod(ibb *s, const tinyc_ix *a, int64_t c)
 {
 	if (!a)
@@ -221,7 +431,60 @@ static const tinyc_ix *ix_mod(ibb *s, const tinyc_ix *a, int64_t c)
 		return ix_const(s, 0);
 	if (a->op == TINYC_IX_CONST)
 		return ix_const(s, a->c - c * floordiv(a->c, c));
-	return ix_new(s, TINYC_IX_MOD, c, 0, a, NULL);
+	lform f = {0}, r = {0};
+	lf_of(&f, a, 1);
+	if (f.bad)
+		return ix_new(s, TINYC_IX_MOD, c, 0, a, NULL);
+	/* (sum c_i x_i + k) mod c = (sum (c_i mod c) x_i + k mod c) mod c */
+	for (int i = 0; i < f.n; i++) {
+		int64_t ci = f.c[i] - c * floordiv(f.c[i], c);
+		if (ci)
+			lf_add(&r, ci, f.atom[i]);
+	}
+	r.k = f.k - c * floordiv(f.k, c);
+	int64_t lo, hi;
+	lf_range(s, &r, &lo, &hi);
+	if (lo >= 0 && hi < c)
+		return lf_build(s, &r);
+	if (r.n == 1 && r.c[0] == 1 && r.k == 0 && r.atom[0]->op == TINYC_IX_MOD &&
+	    r.atom[0]->c % c == 0)	/* (x mod a) mod c = x mod c when c | a */
+		return ix_new(s, TINYC_IX_MOD, c, 0, r.atom[0]->a, NULL);
+	int64_t g = lf_gcd(&r, c);	/* (g*x) mod (g*c) = g*(x mod c) */
+	lf_div_exact(&r, g);
+	return ix_mul(s, g, ix_new(s, TINYC_IX_MOD, c / g, 0, lf_build(s, &r), NULL));
+}
+
+/* e with every axis a replaced by sub[a], simplified over axes of extents s->ext. */
+static const tinyc_ix *ix_subst(ibb *s, const tinyc_ix *e, const tinyc_ix *const *sub)
+{
+	if (!e)
+		return NULL;
+	switch (e->op) {
+	case TINYC_IX_CONST:
+	case TINYC_IX_SYM:
+		return e;
+	case TINYC_IX_AXIS:
+		return sub[e->var];
+	case TINYC_IX_ADD:
+		return ix_add(s, ix_subst(s, e->a, sub), ix_subst(s, e->b, sub));
+	case TINYC_IX_MUL:
+		return ix_mul(s, e->c, ix_subst(s, e->a, sub));
+	case TINYC_IX_FDIV:
+		return ix_fdiv(s, ix_subst(s, e->a, sub), e->c);
+	case TINYC_IX_MOD:
+		return ix_mod(s, ix_subst(s, e->a, sub), e->c);
+	}
+	return NULL;
+}
+
+/* Normalise an expression into its linear form (sums collected). */
+static const tinyc_ix *ix_norm(ibb *s, const tinyc_ix *e)
+{
+	lform f = {0};
+	if (!e)
+		return NULL;
+	lf_of(&f, e, 1);
+	return f.bad ? e : lf_build(s, &f);
 }
 
 /* A dim as an expression: the constant or the symbol. */
@@ -627,6 +890,12 @@ static int build_reshape(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 
 	if (val_init(s, v, v->node, rout) < 0)
 		return -1;
+	int64_t *ext = malloc(sizeof(int64_t) * (size_t)(rout ? rout : 1));
+	if (!ext)
+		return tinyc_error(s->ctx, "OutOfMemory", "out of memory");
+	for (int d = 0; d < rout; d++)
+		ext[d] = dimv(s, out[d]);
+	s->ext = ext;	/* the decomposition simplifies over the new axes' extents */
 	idx = v->map[0].idx;
 	int i = 0, j = 0;
 	for (;;) {
@@ -724,6 +993,8 @@ static int build_reshape(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 		goto done;
 	rc = domain_set(s, v, &guards);
 done:
+	s->ext = NULL;
+	free(ext);
 	free(guards.c);
 	return rc;
 }
@@ -1121,6 +1392,31 @@ void tinyc_indexbook_free(tinyc_indexbook *ib)
 		return;
 	arena_free(ib->arena);
 	free(ib);
+}
+
+/* Substitute and simplify (see lower.h). */
+const tinyc_ix *tinyc_ix_substitute(tinyc_indexbook *ib, const tinyc_ix *e,
+				    const tinyc_ix *const *sub, const int64_t *ext)
+{
+	ibb s = {0};
+	s.ib = ib;
+	s.g = ib->g;
+	s.b = (ib->bind && ib->bind->n == ib->g->nsym) ? ib->bind : NULL;
+	s.ext = ext;
+	return ix_norm(&s, ix_subst(&s, e, sub));
+}
+
+/* Range of an expression (see lower.h). */
+int tinyc_ix_range(const tinyc_indexbook *ib, const tinyc_ix *e, const int64_t *ext,
+		   int64_t *lo, int64_t *hi)
+{
+	ibb s = {0};
+	s.ib = (tinyc_indexbook *)ib;
+	s.g = ib->g;
+	s.b = (ib->bind && ib->bind->n == ib->g->nsym) ? ib->bind : NULL;
+	s.ext = ext;
+	ix_range(&s, e, lo, hi);
+	return (*lo > -RINF ? 1 : 0) | (*hi < RINF ? 2 : 0);
 }
 
 /* ---- the final validation -------------------------------------------------------------- */

@@ -137,6 +137,17 @@ void tinyc_ix_print(__tinyc_keep const tinyc_indexbook *ib, __tinyc_keep const t
 int tinyc_ix_eval(__tinyc_keep const tinyc_ix *e, const int64_t *ax, const int64_t *sym,
 		  int64_t *res);
 
+/* Compose: e (over some value's axes) with every axis a replaced by sub[a] (expressions
+ * over another value's axes, of extents ext[], -1 when unknown; ext may be NULL), simplified
+ * by linear forms and ranges (divisions that the ranges decide vanish, nested divisions
+ * merge).  The result is allocated in ib's arena; NULL when out of memory. */
+const tinyc_ix *tinyc_ix_substitute(tinyc_indexbook *ib, __tinyc_keep const tinyc_ix *e,
+				    const tinyc_ix *const *sub, const int64_t *ext);
+/* The range [lo, hi] of e over axes of extents ext[] (-1 unknown; ext may be NULL) and the
+ * bound symbols.  Returns a mask: 1 when lo is finite, 2 when hi is finite. */
+int tinyc_ix_range(__tinyc_keep const tinyc_indexbook *ib, __tinyc_keep const tinyc_ix *e,
+		   const int64_t *ext, int64_t *lo, int64_t *hi);
+
 /* The "indexbook" pass: m->stage[tinyc_pass_find("indexbook")] holds a tinyc_indexbook. */
 int tinyc_indexbook_pass_run(tinyc_module *m);
 int tinyc_indexbook_pass_verify(tinyc_module *m);

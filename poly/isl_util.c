@@ -121,6 +121,32 @@ isl_space *tinyc_isl_value_space(isl_ctx *ictx, const tinyc_graph *g, const tiny
 	return isl_space_set_tuple_name(sp, isl_dim_set, name);
 }
 
+/* The box of v's axes, 0 <= a < size, over space (taken): one basic set built constraint by
+ * constraint, with no set operations. */
+isl_set *tinyc_isl_axis_box(isl_space *space, const tinyc_ibval *v)
+{
+	isl_local_space *ls = isl_local_space_from_space(isl_space_copy(space));
+	isl_basic_set *bs = isl_basic_set_universe(space);
+	for (int a = 0; a < v->naxes; a++) {
+		isl_constraint *lo = isl_constraint_alloc_inequality(isl_local_space_copy(ls));
+		lo = isl_constraint_set_coefficient_si(lo, isl_dim_set, a, 1);
+		bs = isl_basic_set_add_constraint(bs, lo);
+		isl_constraint *hi = isl_constraint_alloc_inequality(isl_local_space_copy(ls));
+		hi = isl_constraint_set_coefficient_si(hi, isl_dim_set, a, -1);
+		tinyc_dim d = v->axes[a].size;
+		if (d.sym >= 0) {
+			hi = isl_constraint_set_coefficient_si(hi, isl_dim_param, d.sym, 1);
+			hi = isl_constraint_set_constant_si(hi, -1);
+		} else {
+			hi = isl_constraint_set_constant_val(hi,
+				isl_val_int_from_si(isl_local_space_get_ctx(ls), d.val - 1));
+		}
+		bs = isl_basic_set_add_constraint(bs, hi);
+	}
+	isl_local_space_free(ls);
+	return isl_set_from_basic_set(isl_basic_set_detect_equalities(bs));
+}
+
 /* The set of points of space satisfying every constraint. */
 isl_set *tinyc_isl_set_from_cons(isl_space *space, int n, const tinyc_ixcon *cons)
 {
@@ -163,22 +189,39 @@ isl_set *tinyc_isl_set_simplify(isl_set *set, isl_set *context)
 	return isl_set_coalesce(set);
 }
 
-/* coalesce + gist against the domain the access is evaluated on.  The access is also
- * rebuilt from its relation restricted to the domain (coalesced, redundancies removed),
+/* coalesce, gist against the domain the access is evaluated on (GIST), and rebuild
+ * from the relation restricted to the domain (coalesced, redundancies removed; REBUILD),
  * which lets isl find simpler divisions for chains of reshapes; the rebuilt form is kept
- * when it has no more pieces. */
-isl_pw_multi_aff *tinyc_isl_pma_simplify(isl_pw_multi_aff *pma, isl_set *domain)
+ * when it has no more pieces.  Rebuilding can be costly when many divisions are nested, so
+ * it runs on a budget of its own (TINYC_ISL_SIMPLIFY_OPERATIONS) and is skipped when that
+ * runs out; the context's budget then starts afresh. */
+isl_pw_multi_aff *tinyc_isl_pma_simplify(isl_pw_multi_aff *pma, isl_set *domain, int how)
 {
 	pma = isl_pw_multi_aff_coalesce(pma);
 	if (!domain || !pma)
 		return pma;
+	if (how & TINYC_SIMPLIFY_GIST)
+		pma = isl_pw_multi_aff_coalesce(isl_pw_multi_aff_gist(pma, isl_set_copy(domain)));
+	if (!pma || !(how & TINYC_SIMPLIFY_REBUILD))
+		return pma;
+	isl_ctx *ictx = isl_pw_multi_aff_get_ctx(pma);
+	unsigned long max = isl_ctx_get_max_operations(ictx);
+	int on_error = isl_options_get_on_error(ictx);
+	isl_ctx_reset_operations(ictx);
+	isl_ctx_set_max_operations(ictx, max && max < TINYC_ISL_SIMPLIFY_OPERATIONS
+					      ? max : TINYC_ISL_SIMPLIFY_OPERATIONS);
+	isl_options_set_on_error(ictx, ISL_ON_ERROR_CONTINUE);
 	isl_map *m = isl_map_from_pw_multi_aff(isl_pw_multi_aff_copy(pma));
 	m = isl_map_intersect_domain(m, isl_set_copy(domain));
 	m = isl_map_remove_redundancies(isl_map_coalesce(m));
 	isl_pw_multi_aff *alt = isl_pw_multi_aff_from_map(m);
 	alt = isl_pw_multi_aff_coalesce(isl_pw_multi_aff_gist(alt, isl_set_copy(domain)));
-	pma = isl_pw_multi_aff_coalesce(isl_pw_multi_aff_gist(pma, isl_set_copy(domain)));
-	if (alt && pma && isl_pw_multi_aff_n_piece(alt) <= isl_pw_multi_aff_n_piece(pma)) {
+	if (!alt)
+		isl_ctx_reset_error(ictx);
+	isl_options_set_on_error(ictx, on_error);
+	isl_ctx_set_max_operations(ictx, max);
+	isl_ctx_reset_operations(ictx);
+	if (alt && isl_pw_multi_aff_n_piece(alt) <= isl_pw_multi_aff_n_piece(pma)) {
 		isl_pw_multi_aff_free(pma);
 		return alt;
 	}

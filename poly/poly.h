@@ -38,7 +38,10 @@ typedef struct tinyc_isl_opts {
 	unsigned long max_operations;	/* isl's operation budget; 0: TINYC_ISL_MAX_OPERATIONS */
 } tinyc_isl_opts;
 
-#define TINYC_ISL_MAX_OPERATIONS 20000000UL	/* default budget (well above any real graph) */
+#define TINYC_ISL_MAX_OPERATIONS 2000000UL	/* default budget of one isl step (a
+						 * statement, a verifier check) */
+#define TINYC_ISL_SIMPLIFY_OPERATIONS 20000UL	/* budget of the optional rebuild in
+						 * tinyc_isl_pma_simplify */
 
 /* A new isl_ctx with the options applied (NULL and OutOfMemory on ctx on failure). */
 __tinyc_give isl_ctx *tinyc_isl_ctx_alloc(tinyc_ctx *ctx, const tinyc_isl_opts *opts);
@@ -59,6 +62,8 @@ __tinyc_give isl_aff *tinyc_isl_aff_from_ix(__isl_keep isl_local_space *ls,
 /* The set space [params] -> { name[axes of v] } with v's axis names. */
 __tinyc_give isl_space *tinyc_isl_value_space(isl_ctx *ictx, const tinyc_graph *g,
 					      const tinyc_ibval *v, const char *name);
+/* The box 0 <= a < size of v's axes, over space (taken). */
+__tinyc_give isl_set *tinyc_isl_axis_box(__isl_take isl_space *space, const tinyc_ibval *v);
 /* Constraints as a set over space (which it takes). */
 __tinyc_give isl_set *tinyc_isl_set_from_cons(__isl_take isl_space *space, int n,
 					      const tinyc_ixcon *cons);
@@ -69,9 +74,14 @@ __tinyc_give isl_pw_multi_aff *tinyc_isl_pma_from_ix(__isl_take isl_space *space
 /* Simplify a set: coalesce, remove redundancies, gist against the context (kept). */
 __tinyc_give isl_set *tinyc_isl_set_simplify(__isl_take isl_set *set,
 					     __isl_keep isl_set *context);
-/* Simplify an access relation: coalesce and gist against the domain it is read on (kept). */
+/* Simplify an access relation: coalesce; with TINYC_SIMPLIFY_GIST gist it against the
+ * domain it is read on (kept), for piecewise accesses; with TINYC_SIMPLIFY_REBUILD try
+ * rebuilding it from its relation on a small budget (simpler divisions after reshape
+ * chains; worth it only for a few divisions, as its cost grows fast with them). */
+#define TINYC_SIMPLIFY_GIST 1
+#define TINYC_SIMPLIFY_REBUILD 2
 __tinyc_give isl_pw_multi_aff *tinyc_isl_pma_simplify(__isl_take isl_pw_multi_aff *pma,
-						      __isl_keep isl_set *domain);
+						      __isl_keep isl_set *domain, int how);
 /* Append isl's text form of an object (NULL prints "(null)"). */
 void tinyc_isl_print_set(tinyc_buf *out, __isl_keep isl_set *set);
 void tinyc_isl_print_pma(tinyc_buf *out, __isl_keep isl_pw_multi_aff *pma);
@@ -90,6 +100,12 @@ typedef struct tinyc_pv_read {
 	isl_pw_multi_aff *acc;		/* domain -> array index, simplified (owned); NULL
 					 * for a CONST */
 	int padded;			/* some domain points read the fill 0 (PAD) instead */
+	int rank;			/* the array's rank: entries in idx */
+	const tinyc_ix **idx;		/* the composed index over the statement's axes, in the
+					 * IndexBook's expressions (array owned, expressions in
+					 * the IndexBook's arena); NULL for a CONST */
+	int nguard;			/* guards of the read (PAD), over the statement's axes */
+	tinyc_ixcon *guard;		/* owned array; elsewhere the element is 0 */
 } tinyc_pv_read;
 
 /* Roles of a contraction's axes (seed §2.2 step 4). */
