@@ -28,6 +28,7 @@
 #include "ir/tensor.h"
 #include "runtime/htree_run.h"
 #include "runtime/runtime.h"
+#include "sched/schedule.h"
 
 #ifndef TINYC_GOLDEN_DIR
 #error "TINYC_GOLDEN_DIR must name the htree golden directory"
@@ -294,6 +295,55 @@ Test(htree_gpu_tree, pipeline_gpuir_equals_reference_pooling, .timeout = 300)
 {
 	tree_graph_case(TINYC_FLOAT, 1, 700, 1, 16, 16, 4, 32, 1);
 	tree_graph_case(TINYC_HALF, 2, 520, 2, 8, 8, 4, 32, 1);
+}
+
+Test(htree_gpu_tree, pipeline_kernels_compile_with_nvrtc, .timeout = 300)
+{
+	/* the benchmark's tree (120000 -> 7500) and a half-input three-layer one, as the GPU
+	 * path compiles them: one translation unit per kernel, CUBIN for sm_80 and sm_90 */
+	static const struct { tinyc_dtype dt; int64_t T, Hkv; int r; int64_t mtn; } cases[] = {
+		{TINYC_FLOAT, 120000, 1, 16, 8192},
+		{TINYC_HALF, 9000, 2, 16, 16},
+	};
+	static const char *const archs[2] = {"sm_80", "sm_90"};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+		for (int a = 0; a < 2; a++) {
+			tinyc_ctx *ctx = tinyc_ctx_alloc();
+			tinyc_buf text = {0};
+			cr_assert_eq(tinyc_htree_pool_graph_text(ctx, cases[c].dt, 1, cases[c].T,
+								 cases[c].Hkv, 16, 16, cases[c].r,
+								 cases[c].mtn, &text), 0);
+			tinyc_source *src = tinyc_source_from_string("tree.uop", text.data, text.len);
+			tinyc_options opt;
+			memset(&opt, 0, sizeof opt);
+			opt.target = archs[a];
+			tinyc_module *m = tinyc_module_alloc(ctx, src, &opt);
+			cr_assert_eq(tinyc_module_run_until(m, tinyc_pass_find("gpuir"), 0, NULL), 0,
+				     "pipeline: %s", first_kind(ctx));
+			const tinyc_gpu_module *gm = tinyc_module_gpuir(m);
+			cr_assert(gm && gm->nkernel >= 2);
+			/* sums folded by one thread in child order (the GPU path checks it too) */
+			const tinyc_schedule *sc = tinyc_module_schedule(m);
+			for (int i = 0; i < sc->nkern; i++)
+				cr_assert_neq(tinyc_skernel_plan(&sc->kerns[i])->kind, TINYC_PLAN_ROWRED,
+					      "tree kernel %s reduces across threads", sc->kerns[i].name);
+			for (int i = 0; i < gm->nkernel; i++) {
+				tinyc_buf kt = {0};
+				cr_assert_eq(tinyc_cuda_print_kernel(ctx, gm, i, &kt), 0);
+				tinyc_blob blob;
+				memset(&blob, 0, sizeof blob);
+				int rc = tinyc_nvrtc_compile(ctx, kt.data, "tree.cu", archs[a], 1, &blob);
+				if (rc < 0)
+					tinyc_ctx_print_diags(ctx, stderr);
+				cr_assert_eq(rc, 0, "tree kernel %d for %s", i, archs[a]);
+				tinyc_blob_clear(&blob);
+				tinyc_buf_free(&kt);
+			}
+			tinyc_module_free(m);
+			tinyc_source_free(src);
+			tinyc_buf_free(&text);
+			tinyc_ctx_free(ctx);
+		}
 }
 
 Test(htree_gpu_tree, one_layer_has_no_tree)
