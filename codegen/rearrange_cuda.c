@@ -143,10 +143,34 @@ static void emit_group(tinyc_buf *b, int bits, const char *lin, const char *var,
 	}
 }
 
+/* Open the loop over a thread's K tile rows (r = ty + k * ty_n) and, when the tile may be
+ * cut short, the check of the rows left (`lim`, or NULL).  Closed by the caller. */
+static void rows_open(tinyc_buf *b, int K, int ty, const char *lim)
+{
+	tinyc_buf_printf(b, "#pragma unroll\n\tfor (int k = 0; k < %d; k++) {\n"
+			 "\t\tconst int r = ty + k * %d;\n", K, ty);
+	if (lim)
+		tinyc_buf_printf(b, "\t\tif (r < %s)\n", lim);
+	tinyc_buf_puts(b, "\t\t{\n");
+}
+
+/* Open the loop over a row's R words (word column cw = tx + 32 j, declared when the body
+ * or the check needs it) and the check of the columns left (`lim`, or NULL): the next
+ * statement is the body. */
+static void words_open(tinyc_buf *b, int R, int P, const char *lim, int need_cw)
+{
+	tinyc_buf_printf(b, "#pragma unroll\n\t\t\tfor (int j = 0; j < %d; j++) {\n", R);
+	if (lim || need_cw)
+		tinyc_buf_puts(b, "\t\t\t\tconst int cw = tx + 32 * j;\n");
+	if (lim)
+		tinyc_buf_printf(b, "\t\t\t\tif (cw * %d < %s)\n", P, lim);
+}
+
 /* The tiled transpose: load a T x T tile (rows: group A, columns: group B, read along B)
  * into padded shared memory, barrier, store it transposed (written along A); P elements
  * per global access (a word of P * E <= 4 bytes), `repeat` words per thread per tile row
- * (word columns tx + 32 j: each warp access stays one contiguous run). */
+ * (word columns tx + 32 j: each warp access stays one contiguous run).  A thread's loads
+ * all go to registers first, then to the tile, so they are all in flight at once. */
 static void emit_tiled(tinyc_buf *b, const tinyc_rearrange_plan *p, const char *name)
 {
 	int bits = p->index_bits, T = p->tile, P = p->pack, E = p->elem;
@@ -159,6 +183,8 @@ static void emit_tiled(tinyc_buf *b, const tinyc_rearrange_plan *p, const char *
 	if (P > 1)
 		tinyc_buf_printf(b, "\ttypedef %s word_t;\t/* %d elements packed */\n",
 				 unit_type(P * E), P);
+	else
+		tinyc_buf_puts(b, "\ttypedef elem_t word_t;\t/* one element per access */\n");
 	tinyc_buf_printf(b, "\t__shared__ elem_t tile[%d][%d];\t/* [row: A][column: B], padded */\n",
 			 T, T + p->tile_pad);
 	tinyc_buf_puts(b, "\telem_t *__restrict__ y = (elem_t *)y_bytes;\n");
@@ -176,67 +202,53 @@ static void emit_tiled(tinyc_buf *b, const tinyc_rearrange_plan *p, const char *
 	for (int c = 0; c < p->ncons; c++) {
 		const tinyc_rearrange_constraint *k = &p->cons[c];
 		const char *v = k->inner ? "left_b" : "left_a";
-		tinyc_buf_printf(b, "\tconst long long %s = %lldLL - (long long)g%d * %lldLL;\n", v,
-				 (long long)k->len, k->grid, (long long)k->per_block);
+		if (k->len <= INT32_MAX)	/* 32-bit compares where the length allows */
+			tinyc_buf_printf(b, "\tconst int %s = %lld - (int)g%d * %lld;\n", v,
+					 (long long)k->len, k->grid, (long long)k->per_block);
+		else
+			tinyc_buf_printf(b, "\tconst long long %s = %lldLL - (long long)g%d * %lldLL;\n",
+					 v, (long long)k->len, k->grid, (long long)k->per_block);
 		lim[k->inner] = v;
 	}
-	for (int phase = 0; phase < 2; phase++) {
-		const char *rl = lim[phase], *cl = lim[1 - phase];
-		tinyc_buf_puts(b, "#pragma unroll\n");
-		tinyc_buf_printf(b, "\tfor (int r = ty; r < %d; r += %d) {\n", T, p->ty);
-		if (rl)
-			tinyc_buf_printf(b, "\t\tif (r < %s)\n", rl);
-		tinyc_buf_puts(b, "\t\t{\n");
-		/* phase 0: row a = g0*T + r of group A at its source offset; phase 1: row
-		 * c = g1*T + r of group B at its destination offset (word column tx) */
-		if (phase == 0) {
-			tinyc_buf_printf(b, "\t\t\t%s i = xb + tx * %d;\n", idx, P);
-			tinyc_buf_printf(b, "\t\t\t%s a = (%s)g0 * %du + r;\n", lin, lin, T);
-			emit_group(b, bits, "a", "i", p->tile_a, p->ntile_a, 0);
-		} else {
-			tinyc_buf_printf(b, "\t\t\t%s o = ya + tx * %d;\n", idx, P);
-			tinyc_buf_printf(b, "\t\t\t%s c = (%s)g1 * %du + r;\n", lin, lin, T);
-			emit_group(b, bits, "c", "o", p->tile_b, p->ntile_b, 1);
-		}
-		/* the row's words: columns cw = tx + 32 j, j < repeat */
-		char at[64];
-		if (p->repeat > 1) {
-			tinyc_buf_printf(b, "#pragma unroll\n\t\t\tfor (int j = 0; j < %d; j++) {\n"
-					 "\t\t\tconst int cw = tx + 32 * j;\n", p->repeat);
-			snprintf(at, sizeof(at), "%s + j * %d", phase ? "o" : "i", 32 * P);
-		} else {
-			tinyc_buf_puts(b, "\t\t\t{\n\t\t\tconst int cw = tx;\n");
-			snprintf(at, sizeof(at), "%s", phase ? "o" : "i");
-		}
-		if (cl)
-			tinyc_buf_printf(b, "\t\t\tif (cw * %d < %s)\n", P, cl);
-		if (phase == 0) {
-			if (P == 1) {
-				tinyc_buf_printf(b, "\t\t\t\ttile[r][cw] = x[%s];\n", at);
-			} else {
-				tinyc_buf_printf(b, "\t\t\t{\n\t\t\t\tconst word_t w = "
-						 "*(const word_t *)(x + (%s));\n", at);
-				for (int k = 0; k < P; k++)
-					tinyc_buf_printf(b, "\t\t\t\ttile[r][cw * %d + %d] = "
-							 "(elem_t)(w >> %d);\n", P, k, 8 * E * k);
-				tinyc_buf_puts(b, "\t\t\t}\n");
-			}
-		} else {
-			if (P == 1) {
-				tinyc_buf_printf(b, "\t\t\t\ty[%s] = tile[cw][r];\n", at);
-			} else {
-				tinyc_buf_puts(b, "\t\t\t{\n\t\t\t\tconst word_t w = (word_t)(");
-				for (int k = 0; k < P; k++)
-					tinyc_buf_printf(b, "%s((unsigned int)tile[cw * %d + %d][r] << %d)",
-							 k ? "\n\t\t\t\t\t| " : "", P, k, 8 * E * k);
-				tinyc_buf_printf(b, ");\n\t\t\t\t*(word_t *)(y + (%s)) = w;\n"
-						 "\t\t\t}\n", at);
-			}
-		}
-		tinyc_buf_puts(b, "\t\t\t}\n\t\t}\n\t}\n");
-		if (phase == 0)
-			tinyc_buf_puts(b, "\t__syncthreads();\n");
-	}
+	const int K = T / p->ty, R = p->repeat;
+	/* phase 0a: the thread's rows of A (ty, ty + ty_n, ...: a constant trip count, so the
+	 * loops unroll fully), each at its source offset, and R words per row, loaded into
+	 * registers before any of them is stored to shared memory */
+	tinyc_buf_printf(b, "\tword_t v[%d];\t/* the thread's words, [row k][word j] */\n", K * R);
+	rows_open(b, K, p->ty, lim[0]);
+	tinyc_buf_printf(b, "\t\t\t%s i = xb + tx * %d;\n", idx, P);
+	tinyc_buf_printf(b, "\t\t\t%s a = (%s)g0 * %du + r;\n", lin, lin, T);
+	emit_group(b, bits, "a", "i", p->tile_a, p->ntile_a, 0);
+	words_open(b, R, P, lim[1], 0);
+	tinyc_buf_printf(b, "\t\t\t\t\tv[k * %d + j] = *(const word_t *)(x + (i + j * %d));\n",
+			 R, 32 * P);
+	tinyc_buf_puts(b, "\t\t\t}\n\t\t}\n\t}\n");
+	/* phase 0b: the words' elements into the tile, row r, columns cw * P + q */
+	rows_open(b, K, p->ty, lim[0]);
+	words_open(b, R, P, lim[1], 1);
+	tinyc_buf_puts(b, "\t\t\t\t{\n");
+	if (P == 1)
+		tinyc_buf_printf(b, "\t\t\t\t\ttile[r][cw] = v[k * %d + j];\n", R);
+	for (int q = 0; P > 1 && q < P; q++)
+		tinyc_buf_printf(b, "\t\t\t\t\ttile[r][cw * %d + %d] = (elem_t)(v[k * %d + j] >> %d);\n",
+				 P, q, R, 8 * E * q);
+	tinyc_buf_puts(b, "\t\t\t\t}\n\t\t\t}\n\t\t}\n\t}\n");
+	tinyc_buf_puts(b, "\t__syncthreads();\n");
+	/* phase 1: the thread's rows of B, each at its destination offset; R words per row,
+	 * gathered from tile column r */
+	rows_open(b, K, p->ty, lim[1]);
+	tinyc_buf_printf(b, "\t\t\t%s o = ya + tx * %d;\n", idx, P);
+	tinyc_buf_printf(b, "\t\t\t%s c = (%s)g1 * %du + r;\n", lin, lin, T);
+	emit_group(b, bits, "c", "o", p->tile_b, p->ntile_b, 1);
+	words_open(b, R, P, lim[0], 1);
+	tinyc_buf_puts(b, "\t\t\t\t{\n\t\t\t\t\tconst word_t w = (word_t)(");
+	if (P == 1)
+		tinyc_buf_puts(b, "tile[cw][r]");
+	for (int q = 0; P > 1 && q < P; q++)
+		tinyc_buf_printf(b, "%s((unsigned int)tile[cw * %d + %d][r] << %d)",
+				 q ? "\n\t\t\t\t\t\t| " : "", P, q, 8 * E * q);
+	tinyc_buf_printf(b, ");\n\t\t\t\t\t*(word_t *)(y + (o + j * %d)) = w;\n"
+			 "\t\t\t\t}\n\t\t\t}\n\t\t}\n\t}\n", 32 * P);
 	tinyc_buf_puts(b, "}\n");
 }
 

@@ -200,7 +200,8 @@ static tinyc_gexpr *group_offset(rbuild *b, tinyc_gstmt *block, const char *name
 
 /* The tiled kernel: a T x T tile (rows: group A, columns: group B) read along B into
  * shared memory, a barrier, written along A; words of P elements, `repeat` words per
- * thread per row (word columns tx + 32 j). */
+ * thread per row (word columns tx + 32 j); a thread's loads go to a register array first,
+ * then to the tile, so they are all in flight at once. */
 static void build_tiled(rbuild *b, int yv, int xv, int64_t x_w, int64_t y_w)
 {
 	tinyc_gkernel *k = b->k;
@@ -228,58 +229,82 @@ static void build_tiled(rbuild *b, int yv, int xv, int64_t x_w, int64_t y_w)
 	int tyv = decl(b, k->body, "ty", TINYC_INT, tinyc_gx_special(k, TINYC_GSP_TID_Y));
 	/* rows (A) and columns (B) left in this tile */
 	int left[2] = {-1, -1};
+	tinyc_dtype ldt[2] = {TINYC_INT, TINYC_INT};	/* long where a length needs it */
 	for (int c = 0; c < p->ncons; c++) {
 		const tinyc_rearrange_constraint *q = &p->cons[c];
-		tinyc_gexpr *e = bin(b, TINYC_GX_SUB, cst(b, TINYC_LONG, q->len),
-				     bin(b, TINYC_GX_MUL,
-					 tinyc_gx_cast(k, TINYC_LONG, tinyc_gx_var(k, gv[q->grid])),
-					 cst(b, TINYC_LONG, q->per_block)));
-		left[q->inner] = decl(b, k->body, q->inner ? "left_b" : "left_a", TINYC_LONG, e);
+		tinyc_dtype t = ldt[q->inner] = q->len > INT32_MAX ? TINYC_LONG : TINYC_INT;
+		tinyc_gexpr *e = bin(b, TINYC_GX_SUB, cst(b, t, q->len),
+				     bin(b, TINYC_GX_MUL, tinyc_gx_cast(k, t, tinyc_gx_var(k, gv[q->grid])),
+					 cst(b, t, q->per_block)));
+		left[q->inner] = decl(b, k->body, q->inner ? "left_b" : "left_a", t, e);
 	}
 	if (b->failed)
 		return;
-	for (int phase = 0; phase < 2; phase++) {
-		int rv = tinyc_gk_reg(k, "r", TINYC_INT);
-		if (rv < 0) {
+	const int K = T / p->ty, R = p->repeat;
+	int vv = tinyc_gk_reg_array(k, "v", wdt, (int64_t)K * R);	/* [row k][word j] */
+	if (vv < 0) {
+		b->failed = 1;
+		return;
+	}
+	append(b, k->body, tinyc_gs_decl(k, vv, NULL));
+	/* step 0: loads into v; 1: v into the tile; barrier; 2: the tile to y */
+	for (int step = 0; step < 3; step++) {
+		int phase = step == 2;	/* rows: A in steps 0, 1; B in step 2 */
+		int kv = tinyc_gk_reg(k, "k", TINYC_INT);
+		if (kv < 0) {
 			b->failed = 1;
 			return;
 		}
-		tinyc_gexpr *r = tinyc_gx_var(k, rv), *tx = tinyc_gx_var(k, txv);
-		/* phase 0: row r of the tile is row a of A; phase 1: row r is row c of B */
+		tinyc_gstmt *kbody = tinyc_gs_block(k);
+		tinyc_gexpr *kx = tinyc_gx_var(k, kv), *tx = tinyc_gx_var(k, txv);
+		int rv = decl(b, kbody, "r", TINYC_INT,
+			      bin(b, TINYC_GX_ADD, tinyc_gx_var(k, tyv),
+				  bin(b, TINYC_GX_MUL, kx, cst(b, TINYC_INT, p->ty))));
+		if (rv < 0)
+			return;
+		tinyc_gexpr *r = tinyc_gx_var(k, rv);
 		int rl = left[phase], cl = left[1 - phase];
 		tinyc_gstmt *body = tinyc_gs_block(k);
-		tinyc_gexpr *row = bin(b, TINYC_GX_ADD,
-				       bin(b, TINYC_GX_MUL, tinyc_gx_cast(k, b->lin,
-									  tinyc_gx_var(k, gv[phase])),
-					   cst(b, b->lin, T)),
-				       tinyc_gx_cast(k, b->lin, r));
-		tinyc_gexpr *base = bin(b, TINYC_GX_ADD, tinyc_gx_var(k, phase ? yav : xbv),
-					tinyc_gx_cast(k, b->idx, tx));
-		tinyc_gexpr *at = phase
-			? group_offset(b, body, "c", row, p->tile_b, p->ntile_b, 1, P, base)
-			: group_offset(b, body, "a", row, p->tile_a, p->ntile_a, 0, P, base);
-		int atv = decl(b, body, phase ? "o" : "i", b->idx, at);
-		if (b->failed)
-			return;
+		int atv = -1;
+		if (step != 1) {
+			/* the row's first word in x (A's source offsets) or y (B's destination) */
+			tinyc_gexpr *row = bin(b, TINYC_GX_ADD,
+					       bin(b, TINYC_GX_MUL,
+						   tinyc_gx_cast(k, b->lin, tinyc_gx_var(k, gv[phase])),
+						   cst(b, b->lin, T)),
+					       tinyc_gx_cast(k, b->lin, r));
+			tinyc_gexpr *base = bin(b, TINYC_GX_ADD, tinyc_gx_var(k, phase ? yav : xbv),
+						tinyc_gx_cast(k, b->idx, tx));
+			tinyc_gexpr *at = phase
+				? group_offset(b, body, "c", row, p->tile_b, p->ntile_b, 1, P, base)
+				: group_offset(b, body, "a", row, p->tile_a, p->ntile_a, 0, P, base);
+			atv = decl(b, body, phase ? "o" : "i", b->idx, at);
+			if (b->failed)
+				return;
+		}
 		/* the row's words: word columns cw = tx + 32 j, at word index at + 32 j */
-		for (int j = 0; j < p->repeat; j++) {
+		for (int j = 0; j < R; j++) {
 			tinyc_gstmt *jb = tinyc_gs_block(k);
 			tinyc_gexpr *cw = bin(b, TINYC_GX_ADD, tx, cst(b, TINYC_INT, 32 * j));
 			tinyc_gexpr *cwp = bin(b, TINYC_GX_MUL, cw, cst(b, TINYC_INT, P));
-			tinyc_gexpr *gi = bin(b, TINYC_GX_ADD, tinyc_gx_var(k, atv),
-					      cst(b, b->idx, 32 * j));
-			if (phase == 0) {
-				/* tile[r][cw * P + q] = element q of x's word */
-				tinyc_gexpr *w = tinyc_gx_load(k, xv, gi, NULL);
-				int wv = P > 1 ? decl(b, jb, "w", wdt, w) : -1;
+			tinyc_gexpr *vi = bin(b, TINYC_GX_ADD,
+					      bin(b, TINYC_GX_MUL, kx, cst(b, TINYC_INT, R)),
+					      cst(b, TINYC_INT, j));
+			tinyc_gexpr *gi = atv < 0 ? NULL
+				: bin(b, TINYC_GX_ADD, tinyc_gx_var(k, atv), cst(b, b->idx, 32 * j));
+			if (step == 0) {
+				append(b, jb, tinyc_gs_store(k, vv, vi, tinyc_gx_load(k, xv, gi, NULL),
+							     NULL));
+			} else if (step == 1) {
+				/* tile[r][cw * P + q] = element q of the word */
 				for (int q = 0; q < P; q++) {
 					tinyc_gexpr *ti = bin(b, TINYC_GX_ADD,
 							      bin(b, TINYC_GX_MUL, r, cst(b, TINYC_INT, W)),
 							      bin(b, TINYC_GX_ADD, cwp, cst(b, TINYC_INT, q)));
+					tinyc_gexpr *w = tinyc_gx_load(k, vv, vi, NULL);
 					tinyc_gexpr *e = P > 1
-						? tinyc_gx_cast(k, edt,
-								bin(b, TINYC_GX_SHR, tinyc_gx_var(k, wv),
-								    cst(b, wdt, 8 * E * q)))
+						? tinyc_gx_cast(k, edt, bin(b, TINYC_GX_SHR, w,
+									    cst(b, wdt, 8 * E * q)))
 						: w;
 					append(b, jb, tinyc_gs_store(k, tile, ti, e, NULL));
 				}
@@ -303,20 +328,19 @@ static void build_tiled(rbuild *b, int yv, int xv, int64_t x_w, int64_t y_w)
 			}
 			/* columns left in this tile */
 			tinyc_gexpr *ccond = cl < 0 ? NULL
-				: bin(b, TINYC_GX_LT, tinyc_gx_cast(k, TINYC_LONG, cwp),
+				: bin(b, TINYC_GX_LT, tinyc_gx_cast(k, ldt[1 - phase], cwp),
 				      tinyc_gx_var(k, cl));
 			append(b, body, ccond ? tinyc_gs_if(k, ccond, jb, NULL) : jb);
 		}
 		/* rows left in this tile */
 		tinyc_gexpr *rcond = rl < 0 ? NULL
-			: bin(b, TINYC_GX_LT, tinyc_gx_cast(k, TINYC_LONG, r), tinyc_gx_var(k, rl));
-		tinyc_gstmt *guarded = rcond ? tinyc_gs_if(k, rcond, body, NULL) : body;
-		tinyc_gstmt *loop = tinyc_gs_for(k, rv, tinyc_gx_var(k, tyv),
-						 bin(b, TINYC_GX_LT, tinyc_gx_var(k, rv),
-						     cst(b, TINYC_INT, T)),
-						 cst(b, TINYC_INT, p->ty), -1, guarded);
-		append(b, k->body, loop);
-		if (phase == 0)
+			: bin(b, TINYC_GX_LT, tinyc_gx_cast(k, ldt[phase], r), tinyc_gx_var(k, rl));
+		append(b, kbody, rcond ? tinyc_gs_if(k, rcond, body, NULL) : body);
+		append(b, k->body, tinyc_gs_for(k, kv, cst(b, TINYC_INT, 0),
+						bin(b, TINYC_GX_LT, tinyc_gx_var(k, kv),
+						    cst(b, TINYC_INT, K)),
+						cst(b, TINYC_INT, 1), -1, kbody));
+		if (step == 1)
 			append(b, k->body, tinyc_gs_barrier(k));
 	}
 }
