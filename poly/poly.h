@@ -38,8 +38,8 @@ typedef struct tinyc_isl_opts {
 	unsigned long max_operations;	/* isl's operation budget; 0: TINYC_ISL_MAX_OPERATIONS */
 } tinyc_isl_opts;
 
-#define TINYC_ISL_MAX_OPERATIONS 2000000UL	/* default budget of one isl step (a
-						 * statement, a verifier check) */
+#define TINYC_ISL_MAX_OPERATIONS 20000000UL	/* default budget; the Poly-View grants it
+						 * to each statement afresh */
 #define TINYC_ISL_SIMPLIFY_OPERATIONS 20000UL	/* budget of the optional rebuild in
 						 * tinyc_isl_pma_simplify */
 
