@@ -16,7 +16,8 @@
  *     reduce_axes: [k] op: ADD acc: float          REDUCE only
  *
  * Index expressions print as sums of terms: "3*a1 + a2", "floor(a4/3)", "(a4) mod 3",
- * "M - 1 - m".  Axis names are unique per axis id across the book: a symbolic size S gives
+ * "M - 1 - m".  Divisions and mods are simplified over the axes' ranges when they are built
+ * (see "simplification" below): [M,4,6] -> [M,2,12] reads (m, 2*a3 + floor(a4/6), (a4) mod 6).  Axis names are unique per axis id across the book: a symbolic size S gives
  * the name s (then s1, s2, ...), a constant size the name a<id>, a size 1 the name b<id>.
  *
  * The rules (seed §1.3): a leaf numbers fresh iter axes; RESHAPE groups the dims into

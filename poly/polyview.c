@@ -16,10 +16,17 @@
  *     ...
  *     contraction: matmul lhs=%0 rhs=%1 m=[m@%0.0] n=[n@%1.1] k=[k@%0.1,%1.0] batch=[] acc=float
  *
- * Domains come from the IndexBook's constraints and are simplified with coalesce,
- * remove_redundancies and gist against the context; accesses are the AxisMaps composed through
- * the movement ops (isl pullbacks) and simplified with coalesce and gist against the domain,
- * so they print without the domain's constraints.  In a contraction tag each role lists the
+ * Domains are the boxes of the IndexBook's axes plus the guards that range analysis cannot
+ * discharge, simplified with coalesce, remove_redundancies and gist against the context.
+ * Accesses are the AxisMaps composed through the movement ops: every movement value gets a
+ * view (its AxisMap composed with its operand's view, simplified by tinyc_ix_substitute), so
+ * each reader composes once; a view that would hold more than MAX_VIEW_DIVS divisions is not
+ * composed, and its operand becomes a statement of its own instead ("S3 = PERMUTE(%2)": a
+ * stored copy, as tinygrad realises a view it cannot merge).  The composed index is handed to
+ * isl once, as a pw_multi_aff (guards: its domain), coalesced, gisted against the domain when
+ * piecewise, and rebuilt from its relation when it has a few divisions, so it prints without
+ * the domain's constraints and with isl's simplest divisions.  Each statement gets the whole
+ * isl operation budget.  In a contraction tag each role lists the
  * reduce statement's axes having it, as name@refs where %A.d is dim d of the array A that the
  * axis indexes (lhs first); the roles follow from which operand's access uses the axis (seed
  * §2.2 step 4): m lhs only, n rhs only, k reduced and both, batch kept and both.
