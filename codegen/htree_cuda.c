@@ -353,6 +353,7 @@ static const char *const htree_forward_src =
 	"\tlong long T, B, Hkv, L, rows, table_rows;\n"
 	"\tfloat scale, unused;\n"
 	"};\n"
+	"static_assert(sizeof(ht_params) == HT_PARAMS_BYTES, \"ht_params must match tinyc_htree_kparams\");\n"
 	"\n"
 	"// Candidate at list position p: p itself on the top layer, else child p % R of parent\n"
 	"// p / R.\n"
@@ -732,7 +733,7 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 "constexpr int G = %d, KD = %d, HALF = %d, VD = %d;\n"
 			 "constexpr int NT = %d, NW = %d, TS = %d, CW = %d, CWARPS = %d;\n"
 			 "constexpr int AE = %d, VQ = %d, ITEMS = %d, JS = %d, NI = %d;\n"
-			 "constexpr int MAXL = %d, NDIGITS = %d;\n"
+			 "constexpr int MAXL = %d, NDIGITS = %d, HT_PARAMS_BYTES = %d;\n"
 			 "constexpr unsigned KEYMASK = 0x%08Xu;\n"
 			 "constexpr float IMP_FORCED = %.1ff, SUM_EPS = 1e-30f;\n"
 			 "#define NEG_INF __int_as_float(0xff800000)\n"
@@ -742,7 +743,7 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 c->compression_rate, ilog2(c->compression_rate), c->top_k, c->G, c->K,
 			 c->K / 2, c->V, lo.nt, lo.nw, lo.ts, lo.cw,
 			 (c->G * lo.cw + 31) / 32, lo.ae, lo.vq, lo.items,
-			 lo.js, lo.ni, TINYC_HTREE_MAX_LAYERS, ndigits,
+			 lo.js, lo.ni, TINYC_HTREE_MAX_LAYERS, ndigits, (int)sizeof(tinyc_htree_kparams),
 			 (unsigned)keymask, (double)TINYC_HTREE_IMP_FORCED, (long long)lo.off_work,
 			 (long long)lo.off_keys, (long long)lo.off_par, (long long)lo.off_qr,
 			 (long long)lo.off_h, (long long)lo.off_misc);
@@ -753,3 +754,4 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 	return 0;
 }
 _Static_assert(TINYC_HTREE_MAX_LAYERS == 64, "tinyc_htree_kparams has 64 layer slots");
+_Static_assert(sizeof(tinyc_htree_kparams) == 1664, "tinyc_htree_kparams: 8-byte fields, no padding");
