@@ -1,0 +1,31 @@
+#!/bin/sh
+# run.sh: check the generated htree CUDA kernels on the CPU, without a GPU, by running them
+# under a fiber emulation of CUDA (cuda_emu.h) against the CPU reference.  A developer tool
+# (needs a C++ compiler; not part of the test suite).
+#
+#   tools/htree-emu/run.sh BUILD_DIR r top_k max_top_nodes G K V dtype threads -- EMU_ARGS
+#
+# EMU_ARGS: GOLDEN_DIR CASE r top_k max_top_nodes
+#        or random B T H Hkv K V r top_k max_top_nodes NPOS [dtype]
+# Examples:
+#   tools/htree-emu/run.sh build 4 8 32 4 16 16 float 64 -- ../shared/htree-golden v3_partial_T700 4 8 32
+#   tools/htree-emu/run.sh build 16 512 8192 16 16 16 float 256 -- random 1 20000 16 1 16 16 16 512 8192 60
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=$(cd "$1" && pwd)
+shift
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+LIBS="$BUILD/libtinyc.a $(pkg-config --libs isl) -ldl -lm"
+NVRTC=$(find /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu -maxdepth 1 -name 'libnvrtc.so*' 2>/dev/null | head -1)
+NVDIR=$(dirname "${NVRTC:-/usr/local/cuda/lib64/x}")
+cc -std=c11 -D_DEFAULT_SOURCE -I"$ROOT" "$HERE/gen.c" $LIBS -L"$NVDIR" -lnvrtc -Wl,-rpath,"$NVDIR" -o "$TMP/gen"
+"$TMP/gen" "$TMP/htree.cu" "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8"
+shift 8
+[ "${1:-}" = "--" ] && shift
+sed -i '/#include <cuda_/d' "$TMP/htree.cu"
+c++ -std=c++17 -O1 -ffp-contract=off -I"$ROOT" -I"$HERE" -include "$HERE/cuda_emu.h" \
+	-DHTREE_CU="\"$TMP/htree.cu\"" "$HERE/emu_main.cpp" $LIBS -L"$NVDIR" -lnvrtc \
+	-Wl,-rpath,"$NVDIR" -o "$TMP/emu"
+"$TMP/emu" "$@"
