@@ -486,6 +486,8 @@ void tinyc_rearrange_schedule_print(const tinyc_schedule *s, const tinyc_skernel
 		tinyc_buf_free(&text);
 		return;
 	}
+	if (p && p->kind != TINYC_PLAN_MAP && p->kind != TINYC_PLAN_ROWRED)
+		return;	/* another template took the kernel over */
 	tinyc_rearrange_copy c;
 	tinyc_buf why = {0};
 	int x_buf, movement_only;
@@ -506,7 +508,7 @@ void tinyc_rearrange_schedule_print(const tinyc_schedule *s, const tinyc_skernel
 			tinyc_buf_printf(&why, "%s: %s", tinyc_ctx_diag(quiet, 0)->kind,
 					 tinyc_ctx_diag(quiet, 0)->msg);
 		else
-			tinyc_buf_puts(&why, "another plan kind was chosen");
+			tinyc_buf_puts(&why, "no rearrange plan applies");
 		tinyc_ctx_free(quiet);
 	}
 	tinyc_buf_printf(out, "  rearrange: not applicable: %s\n", why.data ? why.data : "?");
