@@ -167,7 +167,7 @@ static double time_forced(const tinyc_tensor_desc *y, const tinyc_tensor_desc *x
 	}
 	tinyc_compile_opts co = {0};
 	co.driver_version = tinyc_cuda_device_info(cu)->driver_version;
-	tinyc_compile_result cr;
+	tinyc_compile_result cr = {0};
 	int rc = tinyc_kernel_compile_cached(ctx, src.data, "bench_forced.cu",
 					     tinyc_cuda_device_info(cu)->target, &co, &cr);
 	tinyc_buf_free(&src);
