@@ -484,7 +484,8 @@ static tinyc_gexpr *emit_reduce(tinyc_emit *em, tinyc_gstmt *block, int node,
 		tinyc_gstmt *body = tinyc_gs_block(k);
 		tinyc_gstmt *loop = tinyc_gs_for_range(k, iv, tinyc_gx_int(k, k->index_dtype, 0),
 						       tinyc_emit_dim(em, &in->shape[a]),
-						       tinyc_gx_int(k, k->index_dtype, 1), 0, body);
+						       tinyc_gx_int(k, k->index_dtype, 1),
+						       r == v->nreduce - 1 ? 4 : 0, body);
 		if (!loop)
 			return emit_fail(em, "out of memory");
 		if (inner)

@@ -312,6 +312,25 @@ static int ast_list(kbuild *b, isl_ast_node_list *list, tinyc_gstmt *block)
 	return rc;
 }
 
+/* The unroll hint of a loop with step inc: a loop striding by a block extent over a tile
+ * (MAP: tile / block points per thread) is unrolled that many times, a ROWRED thread's
+ * strided walk over the reduction 4 times, so that each thread keeps several independent
+ * loads in flight (one 4-byte load per thread leaves HBM half idle). */
+static int loop_unroll(kbuild *b, const tinyc_gexpr *inc)
+{
+	if (!inc || inc->op != TINYC_GX_INT)
+		return 0;
+	const tinyc_plan *p = b->p;
+	if (b->red >= 0)
+		return inc->ival == p->block[0] && p->block[0] > 1 ? 4 : 0;
+	for (int i = 0; i < p->ntile; i++) {
+		int64_t r = p->block[i] > 0 ? p->tile[i] / p->block[i] : 0;
+		if (p->block[i] > 1 && inc->ival == p->block[i] && r > 1)
+			return r > 8 ? 8 : (int)r;
+	}
+	return 0;
+}
+
 /* Walk a for node. */
 static int ast_for(kbuild *b, isl_ast_node *node, tinyc_gstmt *block)
 {
@@ -351,7 +370,7 @@ static int ast_for(kbuild *b, isl_ast_node *node, tinyc_gstmt *block)
 	b->nnames = mark;
 	if (rc < 0)
 		return -1;
-	return tinyc_gs_append(k, block, tinyc_gs_for(k, var, init, cond, inc, 0, body));
+	return tinyc_gs_append(k, block, tinyc_gs_for(k, var, init, cond, inc, loop_unroll(b, inc), body));
 }
 
 /* Walk one AST node, appending its statements to block. */

@@ -13,8 +13,8 @@
  *     of loads in flight, per SM resident threads x the bytes each has outstanding
  *     (unrolled loops: several points or iterations; measured on an H100, one 4-byte load
  *     per thread reached 46% of the bandwidth, as this predicts).
- * A block-cooperative reduction (ROWRED) also pays a block-wide reduction per output
- * element (shuffles, a barrier) per wave of blocks.  Every candidate pays one launch.
+ * A block-cooperative reduction (ROWRED) takes at least one block-wide reduction (shuffles,
+ * a barrier) per wave of blocks.  Every candidate pays one launch.
  * Unbound symbols are assumed to be 1024 in estimates (the dump says so).
  */
 #include <inttypes.h>
@@ -253,7 +253,8 @@ static void estimate_map(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_
 	 * an inline reduction */
 	double ppt = (double)(p->tile[0] / p->block[0]) * (double)(p->tile[1] / p->block[1]);
 	double unroll = k->nred ? 4 : (ppt > 8 ? 8 : ppt);
-	double mem = inflight_eff(s, threads, unroll * read_bytes_per_step(s, k));
+	/* idle lanes of partial tiles take residency but load nothing */
+	double mem = inflight_eff(s, threads, util * unroll * read_bytes_per_step(s, k));
 	double full = s->dev.sm_count * (double)s->dev.max_threads_per_sm;
 	double occ = threads < full ? threads / full : 1.0;
 	double bytes = k->bytes;
@@ -265,7 +266,7 @@ static void estimate_map(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_
 	double xext = bound_extent(s, k, p, 0, &xknown);
 	double lanes = p->block[0] < 32 && !(xknown >= 0 && xext <= p->tile[0]) ? p->block[0] / 32.0 : 1.0;
 	lanes = lanes < 0.25 ? 0.25 : lanes;
-	p->eff = mem * util * lanes;
+	p->eff = mem * lanes;
 	double t_mem = bytes / (s->dev.peak_bandwidth_gbs * 1e9) / p->eff;
 	double t_fl = k->flops / (s->fp32_tflops * 1e12) / (occ * util);
 	p->est_us = (t_mem > t_fl ? t_mem : t_fl) * 1e6 + LAUNCH_US;
@@ -296,7 +297,11 @@ static void estimate_rowred(const tinyc_schedule *s, const tinyc_skernel *k, tin
 		bytes *= 32.0 / (es > 0 ? es : 4);
 	}
 	p->eff = mem * util;
-	p->est_us = tinyc_plan_estimate_us(s, k->flops, bytes, p->eff) + waves * BLOCK_REDUCE_US;
+	/* a block's reduction (shuffles, barrier) overlaps the loads of the other resident
+	 * blocks: it shows only when the rows are too short to hide it */
+	double t = tinyc_plan_estimate_us(s, k->flops, bytes, p->eff);
+	double t_red = waves * BLOCK_REDUCE_US + LAUNCH_US;
+	p->est_us = t > t_red ? t : t_red;
 }
 
 /* Whether the chain from k's value down to its one inline REDUCE has no PAD (a padded
