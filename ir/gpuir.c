@@ -1,5 +1,31 @@
 /* GPU IR: the arena, the builder (with integer constant folding), the verifier and the
- * deterministic text dump (--dump-stage=gpuir).  See ir/gpuir.h. */
+ * deterministic text dump (--dump-stage=gpuir).  See ir/gpuir.h.
+ *
+ * Dump format:
+ *
+ *   gpuir target sm_80
+ *   bound M = 64                                  compile-time symbol values
+ *   buffer X: input 0, half[M,K] (node 0)         module buffers: role, index, dtype, shape
+ *
+ *   // k0_Y: %13 -> Y (map tile [1x128] ...)      the kernel's comment
+ *   kernel k0_Y(const half *X = X, ..., long M = M)   parameters (= buffer / = symbol)
+ *     grid (E, E, E) block (128, 1, 1) smem S dyn D index long
+ *     shared NAME: float[8] align 4 [dynamic @OFF]
+ *     pipeline NAME: cp.async, 3 stages
+ *   {
+ *     decl v: float = E             decl a: uint[4] fill E      v = E
+ *     for c: long = INIT while COND step STEP [unroll N] { ... }
+ *     if COND { ... } else { ... }
+ *     store A[E] = E [if P]         atomic.add A[E], E [if P]   barrier
+ *     v = shfl.xor(E, LANE, WIDTH)  copy x4 S[E] <- G[E] if P else 0   cp.async x8 ...
+ *     cp.async.commit   cp.async.wait N   ldmatrix.x4[.trans] R[E] <- S[E]
+ *     mma.m16n8k16 D[E] = A[E] * B[E] + C[E]   mbarrier.init/expect_tx/arrive/wait ...
+ *     tma.load.2d S[E] <- MAP(c0, c1) mbarrier B[E]   fence.proxy.async   // comment
+ *   }
+ *
+ * Expressions print in C precedence with casts as cast<T>(E), predicated loads as
+ * load(A[E] if P else 0), floor division / min / max as calls, constants of types other
+ * than int, long, float and bool with a ":type" suffix. */
 #include "ir/gpuir.h"
 
 #include <inttypes.h>
@@ -1991,6 +2017,8 @@ int tinyc_gpu_verify(tinyc_ctx *ctx, const tinyc_gpu_module *m, int64_t smem_lim
 			verr(&st, "block extents out of range", NULL, NULL);
 		for (int d = 0; d < 3; d++)
 			vgrid(&st, k->grid[d]);
+		if (tinyc_gk_static_smem(k) > 48 * 1024)	/* CUDA's limit on static arrays */
+			verr(&st, "static shared memory above 48 KiB (use the dynamic segment)", NULL, NULL);
 		int64_t smem = tinyc_gk_static_smem(k) + k->dyn_smem;
 		if (smem_limit > 0 && smem > smem_limit) {
 			char a[64];
