@@ -188,8 +188,11 @@ tinyc_polyview *tinyc_module_polyview(const tinyc_module *m);
  * Per Poly-View statement: which axes are parallel, which are carried by the statement's own
  * writes (a REDUCE's reduce axes; "serial" for any other statement whose writes repeat), and
  * which are tail axes (extent not a known multiple of the tile quantum, so tiles need guards).
- * Dependences come from isl's dataflow analysis (flow: the last writer of each element read;
- * anti and output dependences between statements are checked to be absent: SSA).  Each
+ * Dependences come from isl's dataflow analysis, array by array (flow: the last writer of each
+ * element read, as L(R(y)) with L = lexmax(W^-1) when one statement writes the array, and
+ * isl_union_access_info_compute_flow on the array's accesses when several do; anti and output
+ * dependences between statements are checked to be absent: SSA), so its cost grows with the
+ * graph's edges; every isl step gets the operation budget afresh.  Each
  * contraction gets buffer estimates (register accumulator, shared-memory tiles of a reference
  * tile) and barrier hints; other reduces get their cooperative-reduction hints.  The isl
  * objects belong to the Poly-View's isl_ctx. */

@@ -26,11 +26,20 @@
  *            that write the same element; its deltas say along which axes that happens.  An
  *            axis with a non-zero delta is carried: reduce for a REDUCE, serial otherwise;
  *            every other axis is parallel.  (Reads never conflict: arrays are SSA.)
- *   deps     isl_union_access_info_compute_flow with the reads as sinks, the writes as must
- *            sources and the sequential schedule (statement order, then its axes): the last
- *            writer of each element read.  Anti (a read before another statement's write of
- *            the element) and output (two statements writing an element) dependences are
- *            counted and must be none.
+ *   deps     isl dataflow analysis, array by array (the accesses grouped by the array they
+ *            name), over the sequential schedule (statement order, then its axes).  An array
+ *            written by one statement w and read by later statements r (the SSA case) needs
+ *            no global analysis: the value r reads at instance y, element R(y), is the one
+ *            the last instance of w writing that element stored, L(R(y)) with
+ *            L = lexmax(W^-1) (W restricted to w's domain), so the flow dependence is
+ *            { L(R(y)) -> y }: one lexmax per writer and one composition per edge, linear in
+ *            the graph.  An array with several writers, or read by its own writer, goes to
+ *            isl_union_access_info_compute_flow on its accesses alone (reads as sinks, writes
+ *            as must sources).  Anti (a read, then another statement's write of an element
+ *            it reads) and output (two statements writing one element) dependences are
+ *            tested per array and counted by statement pair; they must be none.  Every isl
+ *            step gets the operation budget afresh; a dependence is simplified for printing
+ *            on a budget of its own and kept exact but unsimplified when that runs out.
  *   tail     the tile quantum of an axis is 64 for contraction m/n axes, 16 for k (the
  *            smallest BM/BN and BK the schedule considers), 1 for batch; 32 (a warp) for the
  *            reduce axes of other reduces and for a statement's innermost parallel axis; 1
@@ -49,6 +58,8 @@
 #include <isl/aff.h>
 #include <isl/flow.h>
 #include <isl/map.h>
+#include <isl/options.h>
+#include <isl/point.h>
 #include <isl/set.h>
 #include <isl/space.h>
 #include <isl/union_map.h>
@@ -62,6 +73,8 @@
 #define PC_STAGES 2
 #define PC_SMEM_LIMIT 49152	/* static shared memory per block */
 #define PC_WARP 32
+#define PC_SIMPLIFY_OPERATIONS 1000000UL	/* isl budget of the optional simplification of a
+						 * dependence for printing */
 
 /* Builder state. */
 typedef struct pcb {
@@ -78,6 +91,12 @@ static int isl_err(pcb *b, int i, const char *what)
 	if (i >= 0)
 		loc = b->g->nodes[b->pv->stmt[i].node].loc;
 	return tinyc_isl_report(b->ctx, b->pv->ictx, b->g->src, loc, what);
+}
+
+/* Every isl step of the analysis gets the whole operation budget afresh. */
+static void grant(pcb *b)
+{
+	isl_ctx_reset_operations(b->pv->ictx);
 }
 
 /* The value of d under the IndexBook's compile-time bindings, or -1. */
@@ -173,6 +192,7 @@ static int build_stmt(pcb *b, int i)
 	isl_size nd = isl_set_dim(s->domain, isl_dim_set);
 	if (nd < 0)
 		return isl_err(b, i, "reading a domain");
+	grant(b);
 	ps->stmt = i;
 	ps->node = s->node;
 	ps->naxes = nd;
@@ -219,27 +239,64 @@ static int build_stmt(pcb *b, int i)
 
 /* ---- dependences --------------------------------------------------------------------------- */
 
-/* The sequential schedule: S_i[x] -> [i, x, 0...] padded to the deepest domain. */
-static isl_union_map *schedule_map(pcb *b)
+/* One access of a statement, for grouping the accesses by the array they name. */
+typedef struct pc_access {
+	const char *array;	/* the array's tuple name (kept: the access relation's) */
+	int rank;		/* the array's dims */
+	int stmt;		/* the statement */
+	int read;		/* its read index, or -1 for its write */
+} pc_access;
+
+/* Dependence state: the accesses by array, the last-writer maps, anti/output pairs. */
+typedef struct pc_deps {
+	pc_access *acc;			/* every write and read, sorted by (array, stmt, read) */
+	int nacc;			/* entries in acc */
+	isl_pw_multi_aff **last;	/* per statement: element -> its last instance writing it
+					 * (built on first use) */
+	int *pairs;			/* anti (kind 0) and output (kind 1) pairs: kind, x, y */
+	int npairs;			/* triples in pairs */
+} pc_deps;
+
+/* qsort order of accesses: by array (name, rank), then statement, write first. */
+static int cmp_access(const void *x, const void *y)
 {
-	const tinyc_polyview *pv = b->pv;
-	int maxr = 0;
-	for (int i = 0; i < pv->nstmt; i++)
-		if (b->pc->stmt[i].naxes > maxr)
-			maxr = b->pc->stmt[i].naxes;
-	isl_union_map *u = isl_union_map_empty(isl_set_get_space(pv->context));
-	for (int i = 0; i < pv->nstmt; i++) {
-		int r = b->pc->stmt[i].naxes;
-		isl_map *m = isl_set_identity(isl_set_copy(pv->stmt[i].domain));
-		m = isl_map_reset_tuple_id(m, isl_dim_out);
-		m = isl_map_insert_dims(m, isl_dim_out, 0, 1);
-		m = isl_map_fix_si(m, isl_dim_out, 0, i);
-		m = isl_map_add_dims(m, isl_dim_out, (unsigned)(maxr - r));
-		for (int j = 0; j < maxr - r; j++)
-			m = isl_map_fix_si(m, isl_dim_out, (unsigned)(1 + r + j), 0);
-		u = isl_union_map_add_map(u, m);
-	}
-	return u;
+	const pc_access *a = x, *b = y;
+	int c = strcmp(a->array, b->array);
+	if (c)
+		return c;
+	if (a->rank != b->rank)
+		return a->rank - b->rank;
+	return a->stmt != b->stmt ? a->stmt - b->stmt : a->read - b->read;
+}
+
+/* qsort order of dependences: by (src, dst). */
+static int cmp_dep(const void *x, const void *y)
+{
+	const tinyc_pc_dep *a = x, *b = y;
+	return a->src != b->src ? a->src - b->src : a->dst - b->dst;
+}
+
+/* The access relation of an access, restricted to its statement's domain. */
+static isl_map *access_map(const tinyc_polyview *pv, const pc_access *a)
+{
+	const tinyc_pv_stmt *s = &pv->stmt[a->stmt];
+	isl_pw_multi_aff *acc = a->read < 0 ? s->write : s->read[a->read].acc;
+	return isl_map_intersect_domain(isl_map_from_pw_multi_aff(isl_pw_multi_aff_copy(acc)),
+					isl_set_copy(s->domain));
+}
+
+/* The sequential schedule of statement i: S_i[x] -> [i, x, 0...] padded to maxr axes. */
+static isl_map *stmt_schedule(const tinyc_polyview *pv, int i, int maxr)
+{
+	int r = isl_set_dim(pv->stmt[i].domain, isl_dim_set);
+	isl_map *m = isl_set_identity(isl_set_copy(pv->stmt[i].domain));
+	m = isl_map_reset_tuple_id(m, isl_dim_out);
+	m = isl_map_insert_dims(m, isl_dim_out, 0, 1);
+	m = isl_map_fix_si(m, isl_dim_out, 0, i);
+	m = isl_map_add_dims(m, isl_dim_out, (unsigned)(maxr - r));
+	for (int j = 0; j < maxr - r; j++)
+		m = isl_map_fix_si(m, isl_dim_out, (unsigned)(1 + r + j), 0);
+	return m;
 }
 
 /* The statement whose tuple name is that of space's `type` tuple, or -1. */
@@ -252,85 +309,285 @@ static int stmt_by_name(const tinyc_polyview *pv, isl_map *m, enum isl_dim_type 
 	return -1;
 }
 
-/* isl_union_map_foreach_map callback: collect one flow dependence. */
-static isl_stat add_dep(isl_map *m, void *user)
+/* Append the flow dependence src -> dst (rel taken). */
+static int add_flow(pcb *b, int src, int dst, isl_map *rel)
+{
+	tinyc_polycore *pc = b->pc;
+	tinyc_pc_dep *nd = realloc(pc->dep, sizeof(*nd) * (size_t)(pc->ndep + 1));
+	if (!nd) {
+		isl_map_free(rel);
+		return tinyc_error(b->ctx, "OutOfMemory", "out of memory");
+	}
+	pc->dep = nd;
+	nd[pc->ndep++] = (tinyc_pc_dep){src, dst, rel};
+	return 0;
+}
+
+/* isl_union_map_foreach_map callback: collect one flow dependence of compute_flow. */
+static isl_stat add_flow_map(isl_map *m, void *user)
 {
 	pcb *b = user;
-	tinyc_polycore *pc = b->pc;
 	int src = stmt_by_name(b->pv, m, isl_dim_in), dst = stmt_by_name(b->pv, m, isl_dim_out);
-	tinyc_pc_dep *nd = src < 0 || dst < 0 ? NULL
-			   : realloc(pc->dep, sizeof(*nd) * (size_t)(pc->ndep + 1));
-	if (!nd) {
+	if (src < 0 || dst < 0) {
 		isl_map_free(m);
 		return isl_stat_error;
 	}
-	pc->dep = nd;
-	nd[pc->ndep++] = (tinyc_pc_dep){src, dst, isl_map_coalesce(m)};
-	return isl_stat_ok;
-}
-
-/* isl_union_map_foreach_map callback: count statement pairs (distinct, and for anti the
- * writer after the reader) in a relation reader/writer -> writer. */
-typedef struct pair_count {
-	const tinyc_polyview *pv;
-	int anti;		/* count only writers after readers */
-	int n;			/* pairs found */
-} pair_count;
-
-static isl_stat count_pair(isl_map *m, void *user)
-{
-	pair_count *pcn = user;
-	int a = stmt_by_name(pcn->pv, m, isl_dim_in), w = stmt_by_name(pcn->pv, m, isl_dim_out);
-	isl_bool empty = isl_map_is_empty(m);
-	isl_map_free(m);
-	if (empty < 0)
+	m = isl_map_coalesce(m);
+	if (!m)
 		return isl_stat_error;
-	if (!empty && a != w && (!pcn->anti || w > a))
-		pcn->n++;
+	return add_flow(b, src, dst, m) < 0 ? isl_stat_error : isl_stat_ok;
+}
+
+/* Note an anti (kind 0) or output (kind 1) dependence from statement x to statement y, once
+ * per pair. */
+static int add_pair(pcb *b, pc_deps *d, int kind, int x, int y)
+{
+	for (int k = 0; k < d->npairs; k++)
+		if (d->pairs[3 * k] == kind && d->pairs[3 * k + 1] == x && d->pairs[3 * k + 2] == y)
+			return 0;
+	int *np = realloc(d->pairs, sizeof(int) * 3 * (size_t)(d->npairs + 1));
+	if (!np)
+		return tinyc_error(b->ctx, "OutOfMemory", "out of memory");
+	d->pairs = np;
+	np[3 * d->npairs] = kind;
+	np[3 * d->npairs + 1] = x;
+	np[3 * d->npairs + 2] = y;
+	d->npairs++;
+	if (kind)
+		b->pc->noutput++;
+	else
+		b->pc->nanti++;
+	return 0;
+}
+
+/* Do accesses a and c of one array touch a common element?  1, 0, or -1 on isl errors. */
+static int overlap(pcb *b, const pc_access *a, const pc_access *c)
+{
+	grant(b);
+	isl_set *ra = isl_map_range(access_map(b->pv, a));
+	isl_set *both = isl_set_intersect(ra, isl_map_range(access_map(b->pv, c)));
+	isl_bool empty = isl_set_is_empty(both);
+	isl_set_free(both);
+	return empty < 0 ? -1 : !empty;
+}
+
+/* Anti and output dependences among the accesses acc[0..n) of one array: a read followed by
+ * another statement's write of an element it reads, two statements writing one element. */
+static int anti_output(pcb *b, pc_deps *d, const pc_access *acc, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			const pc_access *x = &acc[i], *y = &acc[j];
+			if (y->read >= 0 || x->stmt == y->stmt)
+				continue;	/* y must be another statement's write */
+			int output = x->read < 0;
+			if (!output && y->stmt < x->stmt)
+				continue;	/* a write before the read: flow, not anti */
+			int o = overlap(b, x, y);
+			if (o < 0)
+				return isl_err(b, x->stmt, "checking for anti and output dependences");
+			if (o && add_pair(b, d, output, x->stmt, y->stmt) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+/* The map simplified for printing (coalesced, redundant constraints removed) on a budget of
+ * its own, PC_SIMPLIFY_OPERATIONS: the dependences of long reshape chains carry many
+ * divisions, and simplifying them is optional; when the budget runs out the exact relation
+ * is kept as it is.  Takes map; NULL only when map is NULL. */
+static isl_map *simplify(pcb *b, isl_map *map)
+{
+	isl_ctx *ictx = b->pv->ictx;
+	unsigned long max = isl_ctx_get_max_operations(ictx);
+	int on_error = isl_options_get_on_error(ictx);
+	isl_ctx_reset_operations(ictx);
+	isl_ctx_set_max_operations(ictx, max && max < PC_SIMPLIFY_OPERATIONS
+					      ? max : PC_SIMPLIFY_OPERATIONS);
+	isl_options_set_on_error(ictx, ISL_ON_ERROR_CONTINUE);
+	isl_map *simple = isl_map_remove_redundancies(isl_map_coalesce(isl_map_copy(map)));
+	if (!simple && map)
+		isl_ctx_reset_error(ictx);
+	isl_options_set_on_error(ictx, on_error);
+	isl_ctx_set_max_operations(ictx, max);
+	isl_ctx_reset_operations(ictx);
+	if (!simple)
+		return map;
+	isl_map_free(map);
+	return simple;
+}
+
+/* isl_map_foreach_basic_map callback: does some basic map have divisions? */
+static isl_stat has_div(isl_basic_map *bmap, void *user)
+{
+	*(int *)user |= isl_basic_map_dim(bmap, isl_dim_div) > 0;
+	isl_basic_map_free(bmap);
 	return isl_stat_ok;
 }
 
-static int cmp_dep(const void *x, const void *y)
+/* Is dep (writer -> reader) empty?  When its pieces have divisions (reshape chains), one
+ * sample point of the reader's domain that reads a written element shows that it is not,
+ * at a fraction of the cost of a full emptiness test; otherwise isl decides on the whole. */
+static isl_bool dep_is_empty(isl_map *dep, isl_set *rdom)
 {
-	const tinyc_pc_dep *a = x, *b = y;
-	return a->src != b->src ? a->src - b->src : a->dst - b->dst;
+	int divs = 0;
+	if (isl_map_foreach_basic_map(dep, has_div, &divs) < 0)
+		return isl_bool_error;
+	if (divs) {
+		isl_point *pt = isl_set_sample_point(isl_set_copy(rdom));
+		isl_map *at = isl_map_intersect_range(isl_map_copy(dep), isl_set_from_point(pt));
+		isl_bool empty = isl_map_is_empty(at);
+		isl_map_free(at);
+		if (empty != isl_bool_true)
+			return empty;
+	}
+	return isl_map_is_empty(dep);
 }
 
-/* Flow dependences (isl dataflow), and the anti/output counts. */
-static int build_deps(pcb *b)
+/* The flow dependence of statement r on statement w, the only writer of the array that r's
+ * accesses acc[0..n) read (w before r in the sequential schedule).  Every element r reads at
+ * instance y, R(y), holds the value of the last instance of w writing it, L(R(y)), where
+ * L = lexmax((W restricted to w's domain)^-1): w's instances run in lexicographic order, all
+ * before r's.  So the dependence is { L(R(y)) -> y : y in r's domain }: the result of isl's
+ * dataflow analysis on this pair, computed as one composition per read. */
+static int flow_single(pcb *b, pc_deps *d, int w, int r, const pc_access *acc, int n)
 {
 	const tinyc_polyview *pv = b->pv;
-	isl_union_map *reads = tinyc_polyview_reads(pv), *writes = tinyc_polyview_writes(pv);
-	isl_union_access_info *ai = isl_union_access_info_from_sink(isl_union_map_copy(reads));
-	ai = isl_union_access_info_set_must_source(ai, isl_union_map_copy(writes));
-	ai = isl_union_access_info_set_schedule_map(ai, schedule_map(b));
+	const tinyc_pv_stmt *s = &pv->stmt[r];
+	grant(b);
+	if (!d->last[w]) {
+		pc_access wa = {NULL, 0, w, -1};
+		d->last[w] = isl_map_lexmax_pw_multi_aff(isl_map_reverse(access_map(pv, &wa)));
+		if (!d->last[w])
+			return isl_err(b, w, "computing the last writer of each element");
+		grant(b);
+	}
+	isl_map *dep = NULL;
+	for (int k = 0; k < n; k++) {
+		if (acc[k].stmt != r || acc[k].read < 0)
+			continue;
+		isl_pw_multi_aff *src = isl_pw_multi_aff_pullback_pw_multi_aff(
+			isl_pw_multi_aff_copy(d->last[w]),
+			isl_pw_multi_aff_copy(s->read[acc[k].read].acc));
+		isl_map *m = isl_map_intersect_domain(isl_map_from_pw_multi_aff(src),
+						      isl_set_copy(s->domain));
+		dep = dep ? isl_map_union(dep, m) : m;
+	}
+	dep = simplify(b, isl_map_reverse(dep));
+	isl_bool empty = dep_is_empty(dep, s->domain);
+	if (empty < 0) {
+		isl_map_free(dep);
+		return isl_err(b, r, "computing flow dependences");
+	}
+	if (empty) {
+		isl_map_free(dep);
+		return 0;
+	}
+	return add_flow(b, w, r, dep);
+}
+
+/* Flow dependences of one array with several writers (or a statement reading what it
+ * writes): isl_union_access_info_compute_flow on the accesses acc[0..n), the reads as sinks,
+ * the writes as must sources, the sequential schedule of the statements involved. */
+static int flow_group(pcb *b, const pc_access *acc, int n)
+{
+	const tinyc_polyview *pv = b->pv;
+	isl_space *params = isl_set_get_space(pv->context);
+	isl_union_map *sink = isl_union_map_empty(isl_space_copy(params));
+	isl_union_map *source = isl_union_map_empty(isl_space_copy(params));
+	isl_union_map *sched = isl_union_map_empty(params);
+	int maxr = 0;
+	grant(b);
+	for (int k = 0; k < n; k++) {
+		int r = isl_set_dim(pv->stmt[acc[k].stmt].domain, isl_dim_set);
+		maxr = r > maxr ? r : maxr;
+	}
+	for (int k = 0; k < n; k++) {
+		if (acc[k].read < 0)
+			source = isl_union_map_add_map(source, access_map(pv, &acc[k]));
+		else
+			sink = isl_union_map_add_map(sink, access_map(pv, &acc[k]));
+		if (k == 0 || acc[k].stmt != acc[k - 1].stmt)
+			sched = isl_union_map_add_map(sched, stmt_schedule(pv, acc[k].stmt, maxr));
+	}
+	isl_union_access_info *ai = isl_union_access_info_from_sink(sink);
+	ai = isl_union_access_info_set_must_source(ai, source);
+	ai = isl_union_access_info_set_schedule_map(ai, sched);
 	isl_union_flow *flow = isl_union_access_info_compute_flow(ai);
 	isl_union_map *dep = isl_union_flow_get_must_dependence(flow);
 	isl_union_flow_free(flow);
-	int rc = dep ? 0 : -1;
-	if (!rc && isl_union_map_foreach_map(dep, add_dep, b) < 0)
-		rc = -1;
+	int rc = dep && isl_union_map_foreach_map(dep, add_flow_map, b) >= 0 ? 0 : -1;
 	isl_union_map_free(dep);
-	/* anti: a read, then another statement's write of the element; output: two writers */
-	pair_count anti = {pv, 1, 0}, out = {pv, 0, 0};
-	isl_union_map *rw = isl_union_map_apply_range(isl_union_map_copy(reads),
-						      isl_union_map_reverse(isl_union_map_copy(writes)));
-	isl_union_map *ww = isl_union_map_apply_range(isl_union_map_copy(writes),
-						      isl_union_map_reverse(isl_union_map_copy(writes)));
-	if (!rc && (!rw || !ww || isl_union_map_foreach_map(rw, count_pair, &anti) < 0 ||
-		    isl_union_map_foreach_map(ww, count_pair, &out) < 0))
-		rc = -1;
-	isl_union_map_free(rw);
-	isl_union_map_free(ww);
-	isl_union_map_free(reads);
-	isl_union_map_free(writes);
-	if (rc < 0)
-		return isl_err(b, -1, "computing dependences");
-	b->pc->nanti = anti.n;
-	b->pc->noutput = out.n;
-	if (b->pc->ndep > 1)
-		qsort(b->pc->dep, (size_t)b->pc->ndep, sizeof(tinyc_pc_dep), cmp_dep);
+	return rc < 0 ? isl_err(b, acc[n - 1].stmt, "computing flow dependences") : 0;
+}
+
+/* The dependences of the accesses acc[0..n) of one array. */
+static int array_deps(pcb *b, pc_deps *d, const pc_access *acc, int n)
+{
+	int nw = 0, w = -1, self = 0;
+	for (int k = 0; k < n; k++)
+		if (acc[k].read < 0) {
+			nw++;
+			w = acc[k].stmt;
+		}
+	if (!nw)
+		return 0;	/* an input buffer: nothing flows into its reads */
+	for (int k = 0; k < n; k++)
+		self |= acc[k].read >= 0 && acc[k].stmt == w;
+	if (anti_output(b, d, acc, n) < 0)
+		return -1;
+	if (nw > 1 || self)
+		return flow_group(b, acc, n);
+	for (int k = 0; k < n; k++)
+		if (acc[k].read >= 0 && acc[k].stmt > w && (k == 0 || acc[k].stmt != acc[k - 1].stmt))
+			if (flow_single(b, d, w, acc[k].stmt, acc, n) < 0)
+				return -1;
 	return 0;
+}
+
+/* Flow dependences (isl dataflow, array by array), and the anti/output counts. */
+static int build_deps(pcb *b)
+{
+	const tinyc_polyview *pv = b->pv;
+	pc_deps d = {0};
+	int n = 0, rc = 0;
+	for (int i = 0; i < pv->nstmt; i++)
+		n += 1 + pv->stmt[i].nread;
+	d.acc = tinyc_calloc(b->ctx, (size_t)(n ? n : 1), sizeof(pc_access));
+	d.last = tinyc_calloc(b->ctx, (size_t)(pv->nstmt ? pv->nstmt : 1), sizeof(*d.last));
+	if (!d.acc || !d.last)
+		rc = -1;
+	for (int i = 0; !rc && i < pv->nstmt; i++) {
+		const tinyc_pv_stmt *s = &pv->stmt[i];
+		for (int k = -1; k < s->nread; k++) {
+			isl_pw_multi_aff *acc = k < 0 ? s->write : s->read[k].acc;
+			if (!acc)
+				continue;	/* an inlined CONST */
+			const char *name = isl_pw_multi_aff_get_tuple_name(acc, isl_dim_out);
+			isl_size rank = isl_pw_multi_aff_dim(acc, isl_dim_out);
+			if (rank < 0) {
+				rc = isl_err(b, i, "reading an access relation");
+				break;
+			}
+			d.acc[d.nacc++] = (pc_access){name ? name : "", rank, i, k};
+		}
+	}
+	if (!rc && d.nacc > 1)
+		qsort(d.acc, (size_t)d.nacc, sizeof(pc_access), cmp_access);
+	for (int g = 0, e; !rc && g < d.nacc; g = e) {
+		for (e = g + 1; e < d.nacc && !strcmp(d.acc[e].array, d.acc[g].array) &&
+				d.acc[e].rank == d.acc[g].rank; e++)
+			;
+		rc = array_deps(b, &d, &d.acc[g], e - g);
+	}
+	for (int i = 0; d.last && i < pv->nstmt; i++)
+		isl_pw_multi_aff_free(d.last[i]);
+	free(d.last);
+	free(d.acc);
+	free(d.pairs);
+	if (!rc && b->pc->ndep > 1)
+		qsort(b->pc->dep, (size_t)b->pc->ndep, sizeof(tinyc_pc_dep), cmp_dep);
+	return rc;
 }
 
 /* ---- contractions -------------------------------------------------------------------------- */
@@ -454,6 +711,7 @@ int tinyc_polycore_verify(tinyc_ctx *ctx, const tinyc_polycore *pc)
 
 /* ---- printer ------------------------------------------------------------------------------- */
 
+/* The dump's name of an axis class. */
 static const char *cls_name(tinyc_pc_class c)
 {
 	return c == TINYC_PC_PARALLEL ? "parallel" : c == TINYC_PC_REDUCE ? "reduce" : "serial";
@@ -481,6 +739,7 @@ static void put_class(const tinyc_pc_stmt *ps, tinyc_pc_class c, tinyc_buf *out)
 	tinyc_buf_putc(out, ']');
 }
 
+/* " label=[a,b]": the axes with role r. */
 static void put_role(const tinyc_pc_stmt *ps, tinyc_role r, const char *label, tinyc_buf *out)
 {
 	int first = 1;
@@ -493,6 +752,7 @@ static void put_role(const tinyc_pc_stmt *ps, tinyc_role r, const char *label, t
 	tinyc_buf_putc(out, ']');
 }
 
+/* isl's text of a map ("(null)" for NULL). */
 static void put_isl_map(tinyc_buf *out, isl_map *m)
 {
 	char *s = m ? isl_map_to_str(m) : NULL;

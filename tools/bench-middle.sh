@@ -1,13 +1,18 @@
 #!/bin/sh
-# Benchmark of the middle end (uop -> indexbook -> polyview): prints the per-pass times that
-# `tinyc -v` reports, for two generated graphs:
+# Benchmark of the middle end (uop -> indexbook -> polyview -> rbssa -> polycore): prints the
+# per-pass times that `tinyc -v` reports and their sum, for
 #   1. 1,000 elementwise nodes on [M,N] (a chain mixing unary and binary ops, with
 #      broadcasts of a [N] row and a scalar CONST),
-#   2. a 6-D reshape/permute chain (24 movement ops over a 2*3*4*5*6*7 tensor).
+#   2. a 6-D reshape/permute chain (24 movement ops over a 2*3*4*5*6*7 tensor),
+#   3. the entangled 6-D chain of test_poly (every reshape regroups all six dims, so some
+#      movement values are stored and their readers' accesses carry many divisions),
+#   4. every examples/*.uop.
 # Not a timed test: it only reports.  Usage: tools/bench-middle.sh [path/to/tinyc] [stage]
+# (stage: the last pass run, polycore by default).
 set -eu
 TINYC=${1:-build/tinyc}
-STAGE=${2:-polyview}
+STAGE=${2:-polycore}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 
@@ -62,12 +67,28 @@ for step in range(12):
     n += 1
 L.append('%%%d = OUTPUT(%%%d, name="Y") : float[%s]' % (n, n - 1, ",".join(map(str, shape))))
 open(d + "/chain6d.uop", "w").write("\n".join(L) + "\n")
+
+# 3. the entangled 6-D chain (tests/unit/test_poly.c: six_d_chain_with_stored_views)
+open(d + "/entangled6d.uop", "w").write("""\
+%0 = BUFFER(slot=0, name="X") : float[2,3,4,5,2,3]
+%1 = PERMUTE(%0, perm=[2,3,5,0,4,1]) : float[4,5,3,2,2,3]
+%2 = RESHAPE(%1, shape=[6,10,2,2,3,1]) : float[6,10,2,2,3,1]
+%3 = PERMUTE(%2, perm=[2,4,1,5,0,3]) : float[2,3,10,1,6,2]
+%4 = RESHAPE(%3, shape=[9,10,4,2,1,1]) : float[9,10,4,2,1,1]
+%5 = PERMUTE(%4, perm=[2,3,1,4,5,0]) : float[4,2,10,1,1,9]
+%6 = RESHAPE(%5, shape=[6,6,5,2,2,1]) : float[6,6,5,2,2,1]
+%7 = PERMUTE(%6, perm=[5,3,0,2,1,4]) : float[1,2,6,5,6,2]
+%8 = RESHAPE(%7, shape=[5,4,3,2,3,2]) : float[5,4,3,2,3,2]
+%9 = NEG(%8) : float[5,4,3,2,3,2]
+%10 = OUTPUT(%9, name="Y") : float[5,4,3,2,3,2]
+""")
 PY
 
-for g in ewise1000 chain6d; do
-	echo "== $g ($(grep -c '^%' "$DIR/$g.uop") nodes), --dump-stage=$STAGE"
+for f in "$DIR/ewise1000.uop" "$DIR/chain6d.uop" "$DIR/entangled6d.uop" "$ROOT"/examples/*.uop; do
+	echo "== $(basename "$f" .uop) ($(grep -c '^%' "$f") nodes), --dump-stage=$STAGE"
 	start=$(date +%s%N)
-	"$TINYC" -v --dump-stage="$STAGE" "$DIR/$g.uop" 2>&1 >/dev/null | grep 'tinyc: pass' || true
+	"$TINYC" -v --dump-stage="$STAGE" "$f" 2>&1 >/dev/null | grep 'tinyc: pass' |
+		awk '{ print; t += $4 } END { printf "   sum of the passes: %.1f ms\n", t }' || true
 	end=$(date +%s%N)
 	echo "   total wall time: $(( (end - start) / 1000000 )) ms"
 done
