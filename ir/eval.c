@@ -768,7 +768,7 @@ static int eval_movement(evaluator *ev, int n)
 	}
 	if (check_same_shape(ev, n, d, &want) < 0)
 		return -1;
-	int64_t idx[TINYC_MAX_RANK] = {0}, src[TINYC_MAX_RANK];
+	int64_t idx[TINYC_MAX_RANK] = {0}, src[TINYC_MAX_RANK] = {0};
 	for (int64_t i = 0; i < d->numel; i++) {
 		int inside = 1;
 		for (int k = 0; k < d->rank; k++) {

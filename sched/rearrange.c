@@ -349,7 +349,7 @@ static void cost_elementwise_block(const tinyc_rearrange_plan *p, int64_t outer,
 	for (int64_t w = 0; w * 32 < p->threads; w++) {
 		int ns = 0, nd = 0;
 		for (int64_t t = w * 32; t < w * 32 + 32 && t < p->threads; t++) {
-			int64_t r = t, so = 0, dof = 0, idx[TINYC_REARRANGE_PLAN_DIMS];
+			int64_t r = t, so = 0, dof = 0, idx[TINYC_REARRANGE_PLAN_DIMS] = {0};
 			for (int k = 0; k < p->nblock; k++) {
 				idx[k] = r % p->block[k].len;
 				r /= p->block[k].len;
