@@ -520,6 +520,84 @@ static void cblock_body(cprint *p, const tinyc_gstmt *s, int depth)
 	}
 }
 
+/* wgmma.wait_group n, with the accumulator registers it orders as in/out operands so
+ * that the compiler keeps their uses after the wait (they are written asynchronously). */
+static void cwgmma_wait(cprint *p, const tinyc_gstmt *s)
+{
+	tinyc_buf *o = p->out;
+	tinyc_buf_printf(o, "asm volatile(\"wgmma.wait_group.sync.aligned %d;\\n\"", s->n);
+	int64_t n = s->dst.var >= 0 && s->dst.var < p->k->nvar ? p->k->vars[s->dst.var].count : 0;
+	if (n > 0) {
+		tinyc_buf_puts(o, " :");
+		for (int64_t i = 0; i < n; i++)
+			tinyc_buf_printf(o, "%s \"+f\"(%s[%" PRId64 "])", i ? "," : "", cvar(p, s->dst.var), i);
+		tinyc_buf_puts(o, " :: \"memory\");\n");
+	} else {
+		tinyc_buf_puts(o, " ::: \"memory\");\n");
+	}
+}
+
+/* The shared-memory matrix descriptor of a WGMMA operand (see tinyc_gwg_layout):
+ * "tinyc_wg_desc(&var[index], LBO, SBO)" with the 128-byte swizzle. */
+static void cwg_desc(cprint *p, const tinyc_gref *r, tinyc_gwg_layout l)
+{
+	tinyc_buf_puts(p->out, "tinyc_wg_desc(");
+	caddr(p, r);
+	/* K-major: the leading offset is unused (1); 8-row groups 1024 bytes apart.
+	 * MN-major: blocks of 64 m (n) mn_block bytes apart; 8-k groups 1024 bytes apart. */
+	tinyc_buf_printf(p->out, ", %du, 1024u)", l.k_major ? 16 : l.mn_block);
+}
+
+/* wgmma.mma_async m64nNk16 with descriptors for A and B and the accumulators in registers. */
+static void cwgmma(cprint *p, const tinyc_gstmt *s, int depth)
+{
+	tinyc_buf *o = p->out;
+	int n = s->n, nreg = s->n / 2;
+	int64_t off = s->dst.index && s->dst.index->op == TINYC_GX_INT ? s->dst.index->ival : 0;
+	tinyc_dtype t = vtype(p, s->src.var);
+	const char *ty = t == TINYC_BFLOAT16 ? "bf16" : "f16";
+	tinyc_buf_puts(o, "{\n");
+	cindent(p, depth + 1);
+	tinyc_buf_puts(o, "unsigned long long tinyc_da = ");
+	cwg_desc(p, &s->src, s->wg_a);
+	tinyc_buf_puts(o, ";\n");
+	cindent(p, depth + 1);
+	tinyc_buf_puts(o, "unsigned long long tinyc_db = ");
+	cwg_desc(p, &s->src2, s->wg_b);
+	tinyc_buf_puts(o, ";\n");
+	cindent(p, depth + 1);
+	tinyc_buf_puts(o, "int tinyc_sd = ");
+	if (s->value) {
+		tinyc_buf_puts(o, "(");
+		cexpr(p, s->value);
+		tinyc_buf_puts(o, ") ? 1 : 0");
+	} else {
+		tinyc_buf_puts(o, "1");
+	}
+	tinyc_buf_puts(o, ";\n");
+	cindent(p, depth + 1);
+	tinyc_buf_printf(o, "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"
+			 "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", nreg + 2, n, ty, ty);
+	for (int i = 0; i < nreg; i++)
+		tinyc_buf_printf(o, "%s%%%d", i ? ", " : "", i);
+	tinyc_buf_printf(o, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n", nreg, nreg + 1,
+			 s->wg_a.k_major ? 0 : 1, s->wg_b.k_major ? 0 : 1);
+	cindent(p, depth + 2);
+	tinyc_buf_puts(o, ":");
+	for (int i = 0; i < nreg; i++) {
+		tinyc_buf_printf(o, "%s \"+f\"(%s[%" PRId64 "])", i ? "," : "", cvar(p, s->dst.var), off + i);
+		if (i % 8 == 7 && i + 1 < nreg) {
+			tinyc_buf_puts(o, "\n");
+			cindent(p, depth + 2);
+		}
+	}
+	tinyc_buf_puts(o, "\n");
+	cindent(p, depth + 2);
+	tinyc_buf_puts(o, ": \"l\"(tinyc_da), \"l\"(tinyc_db), \"r\"(tinyc_sd) : \"memory\");\n");
+	cindent(p, depth);
+	tinyc_buf_puts(o, "}\n");
+}
+
 /* Print one statement. */
 static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 {
@@ -821,6 +899,22 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 			break;
 		}
 		return;
+	case TINYC_GS_WGMMA_FENCE:
+		tinyc_buf_puts(o, "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n");
+		return;
+	case TINYC_GS_WGMMA_COMMIT:
+		tinyc_buf_puts(o, "asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
+		return;
+	case TINYC_GS_WGMMA_WAIT:
+		cwgmma_wait(p, s);
+		return;
+	case TINYC_GS_SETMAXNREG:
+		tinyc_buf_printf(o, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %d;\\n\" ::: \"memory\");\n",
+				 s->flag ? "inc" : "dec", s->n);
+		return;
+	case TINYC_GS_WGMMA:
+		cwgmma(p, s, depth);
+		return;
 	case TINYC_GS_COMMENT:
 		tinyc_buf_puts(o, "// ");
 		for (const char *c = s->text ? s->text : ""; *c; c++)
@@ -854,7 +948,19 @@ static const char prelude[] =
 	"static __device__ __forceinline__ void tinyc_atomic_max(float *p, float v) { int *q = (int *)p; int old = *q, assumed; do { assumed = old; if (!(v > __int_as_float(assumed))) break; old = atomicCAS(q, assumed, __float_as_int(v)); } while (old != assumed); }\n"
 	"static __device__ __forceinline__ void tinyc_atomic_min(float *p, float v) { int *q = (int *)p; int old = *q, assumed; do { assumed = old; if (!(v < __int_as_float(assumed))) break; old = atomicCAS(q, assumed, __float_as_int(v)); } while (old != assumed); }\n"
 	"// a TMA descriptor (CUtensorMap) passed by value\n"
-	"struct __align__(64) tinyc_tmap { unsigned long long opaque[16]; };\n";
+	"struct __align__(64) tinyc_tmap { unsigned long long opaque[16]; };\n"
+	"// a wgmma shared-memory matrix descriptor: start, leading and stride byte offsets, 128-byte swizzle\n"
+	"static __device__ __forceinline__ unsigned long long tinyc_wg_desc(const void *p, unsigned lbo, unsigned sbo) { unsigned a = (unsigned)__cvta_generic_to_shared(p); return (unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFFu) << 16) | ((unsigned long long)((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62); }\n";
+
+/* The alignment of the dynamic segment: 128 bytes, or the largest a dynamic array asks. */
+static int dyn_align(const tinyc_gkernel *k)
+{
+	int a = 128;
+	for (int i = 0; i < k->nvar; i++)
+		if (k->vars[i].kind == TINYC_GV_SHARED && k->vars[i].dynamic && k->vars[i].align > a)
+			a = k->vars[i].align;
+	return a;
+}
 
 /* Print one kernel. */
 static void ckernel(cprint *p, const tinyc_gkernel *k)
@@ -896,7 +1002,8 @@ static void ckernel(cprint *p, const tinyc_gkernel *k)
 			continue;
 		if (v->dynamic) {
 			if (!dyn++)
-				tinyc_buf_puts(o, "  extern __shared__ __align__(128) unsigned char tinyc_dyn_smem[];\n");
+				tinyc_buf_printf(o, "  extern __shared__ __align__(%d) unsigned char tinyc_dyn_smem[];\n",
+						 dyn_align(k));
 			tinyc_buf_printf(o, "  %s *%s = (%s *)(tinyc_dyn_smem + %" PRId64 ");\n", ctype(v->dtype),
 					 v->name, ctype(v->dtype), v->offset);
 		} else {

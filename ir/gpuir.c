@@ -318,6 +318,23 @@ int tinyc_gk_param_tmap(tinyc_gkernel *k, const char *name)
 	return add_var(k, TINYC_GV_PARAM_TMAP, name, TINYC_DTYPE_NONE);
 }
 
+int tinyc_gk_param_tmap_desc(tinyc_gkernel *k, const char *name, const tinyc_gtmap *desc)
+{
+	if (!k || !desc || desc->rank < 1 || desc->rank > 5 || !desc->offset)
+		return -1;
+	for (int i = 0; i < desc->rank; i++)
+		if (!desc->dim[i] || !desc->stride[i])
+			return -1;
+	tinyc_gtmap *t = galloc(k->mod, sizeof(*t));
+	if (!t)
+		return -1;
+	*t = *desc;
+	int v = add_var(k, TINYC_GV_PARAM_TMAP, name, TINYC_DTYPE_NONE);
+	if (v >= 0)
+		k->vars[v].tmap = t;
+	return v;
+}
+
 int tinyc_gk_shared(tinyc_gkernel *k, const char *name, tinyc_dtype dt, int64_t count,
 		    int align, int dynamic)
 {
@@ -1029,6 +1046,50 @@ tinyc_gstmt *tinyc_gs_comment(tinyc_gkernel *k, const char *text)
 	return s;
 }
 
+tinyc_gstmt *tinyc_gs_wgmma(tinyc_gkernel *k, int d, tinyc_gexpr *d_off, int a,
+			    tinyc_gexpr *a_index, tinyc_gwg_layout la, int b, tinyc_gexpr *b_index,
+			    tinyc_gwg_layout lb, int n, tinyc_gexpr *scale_d)
+{
+	if (!d_off || !a_index || !b_index)
+		return NULL;
+	tinyc_gstmt *s = gs_new(k, TINYC_GS_WGMMA);
+	if (s) {
+		s->dst.var = d, s->dst.index = d_off;
+		s->src.var = a, s->src.index = a_index;
+		s->src2.var = b, s->src2.index = b_index;
+		s->wg_a = la, s->wg_b = lb;
+		s->n = n;
+		s->value = scale_d;
+	}
+	return s;
+}
+
+tinyc_gstmt *tinyc_gs_wgmma_fence(tinyc_gkernel *k)
+{
+	return gs_new(k, TINYC_GS_WGMMA_FENCE);
+}
+
+tinyc_gstmt *tinyc_gs_wgmma_commit(tinyc_gkernel *k)
+{
+	return gs_new(k, TINYC_GS_WGMMA_COMMIT);
+}
+
+tinyc_gstmt *tinyc_gs_wgmma_wait(tinyc_gkernel *k, int pending, int acc)
+{
+	tinyc_gstmt *s = gs_new(k, TINYC_GS_WGMMA_WAIT);
+	if (s)
+		s->n = pending, s->dst.var = acc;
+	return s;
+}
+
+tinyc_gstmt *tinyc_gs_setmaxnreg(tinyc_gkernel *k, int inc, int regs)
+{
+	tinyc_gstmt *s = gs_new(k, TINYC_GS_SETMAXNREG);
+	if (s)
+		s->flag = inc != 0, s->n = regs;
+	return s;
+}
+
 /* ------------------------------------------------------------------- names ---- */
 
 static const char *const gx_names[TINYC_GX_OP_COUNT] = {
@@ -1041,6 +1102,7 @@ static const char *const gs_names[TINYC_GS_OP_COUNT] = {
 	"block", "for", "if", "decl", "assign", "store", "atomic", "barrier", "shfl", "copy",
 	"cp.async.commit", "cp.async.wait", "ldmatrix", "mma", "mbarrier.init",
 	"mbarrier.expect_tx", "mbarrier.arrive", "mbarrier.wait", "tma.load", "fence", "comment",
+	"wgmma.fence", "wgmma", "wgmma.commit", "wgmma.wait", "setmaxnreg",
 };
 
 static const char *const special_names[TINYC_GSP_COUNT] = {
@@ -1447,6 +1509,40 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 	case TINYC_GS_COMMENT:
 		tinyc_buf_printf(out, "// %s", s->text ? s->text : "");
 		break;
+	case TINYC_GS_WGMMA_FENCE:
+	case TINYC_GS_WGMMA_COMMIT:
+		tinyc_buf_puts(out, tinyc_gs_op_name(s->op));
+		break;
+	case TINYC_GS_WGMMA_WAIT:
+		tinyc_buf_printf(out, "wgmma.wait %d", s->n);
+		if (s->dst.var >= 0)
+			tinyc_buf_printf(out, " (orders %s)", vname(k, s->dst.var));
+		break;
+	case TINYC_GS_SETMAXNREG:
+		tinyc_buf_printf(out, "setmaxnreg.%s %d", s->flag ? "inc" : "dec", s->n);
+		break;
+	case TINYC_GS_WGMMA:
+		tinyc_buf_printf(out, "wgmma.m64n%dk16 ", s->n);
+		print_ref(k, &s->dst, out);
+		tinyc_buf_puts(out, s->value ? " = " : " += ");
+		print_ref(k, &s->src, out);
+		tinyc_buf_printf(out, " (%s", s->wg_a.k_major ? "k-major" : "m-major");
+		if (!s->wg_a.k_major)
+			tinyc_buf_printf(out, ", blocks %d B", s->wg_a.mn_block);
+		tinyc_buf_puts(out, ", swizzle 128 B) * ");
+		print_ref(k, &s->src2, out);
+		tinyc_buf_printf(out, " (%s", s->wg_b.k_major ? "k-major" : "n-major");
+		if (!s->wg_b.k_major)
+			tinyc_buf_printf(out, ", blocks %d B", s->wg_b.mn_block);
+		tinyc_buf_puts(out, ", swizzle 128 B)");
+		if (s->value) {
+			tinyc_buf_puts(out, " + (");
+			tinyc_gpu_print_expr(k, s->value, out);
+			tinyc_buf_puts(out, " ? ");
+			print_ref(k, &s->dst, out);
+			tinyc_buf_puts(out, " : 0)");
+		}
+		break;
 	default:
 		tinyc_buf_printf(out, "<stmt %d>", (int)s->op);
 		break;
@@ -1493,6 +1589,32 @@ static void print_var_decl(const tinyc_gpu_module *m, const tinyc_gvar *v, tinyc
 		break;
 	case TINYC_GV_PARAM_TMAP:
 		tinyc_buf_printf(out, "tensormap %s", v->name);
+		if (v->tmap) {
+			const tinyc_gtmap *t = v->tmap;
+			const tinyc_gkernel *k0 = m->nkernel ? m->kernels[0] : NULL;
+			if (t->buf >= 0 && t->buf < m->nbuf)
+				tinyc_buf_printf(out, " = %s", m->bufs[t->buf].name);
+			tinyc_buf_printf(out, " %s[", tinyc_dtype_name(t->dtype));
+			for (int i = 0; k0 && i < t->rank; i++) {
+				if (i)
+					tinyc_buf_puts(out, ", ");
+				tinyc_gpu_print_expr(k0, t->dim[i], out);
+			}
+			tinyc_buf_puts(out, "] strides [");
+			for (int i = 0; k0 && i < t->rank; i++) {
+				if (i)
+					tinyc_buf_puts(out, ", ");
+				tinyc_gpu_print_expr(k0, t->stride[i], out);
+			}
+			tinyc_buf_puts(out, "] box [");
+			for (int i = 0; i < t->rank; i++)
+				tinyc_buf_printf(out, "%s%d", i ? ", " : "", t->box[i]);
+			tinyc_buf_printf(out, "] swizzle %d", t->swizzle);
+			if (k0 && !tinyc_gx_is_int(t->offset, 0)) {
+				tinyc_buf_puts(out, " offset ");
+				tinyc_gpu_print_expr(k0, t->offset, out);
+			}
+		}
 		break;
 	default:
 		break;
@@ -1768,6 +1890,60 @@ static const tinyc_gvar *vref(vstate *st, const tinyc_gref *r, const char *what,
 }
 
 /* Check a statement under control divergence level `ctl`. */
+/* Check a Hopper warpgroup statement (wgmma, setmaxnreg): sm_90a, warp-uniform control
+ * (a warpgroup executes it together), operand kinds and shapes. */
+static void vwarpgroup(vstate *st, const tinyc_gstmt *s, int ctl)
+{
+	const tinyc_gpu_module *m = st->m;
+	if (m->arch_major != 9 || !strchr(m->target, 'a'))
+		verr(st, tinyc_gs_op_name(s->op), " needs the sm_90a target, the module targets ",
+		     m->target);
+	if (ctl > 1)
+		verr(st, tinyc_gs_op_name(s->op), " under a lane-dependent branch or loop", NULL);
+	if (s->op == TINYC_GS_SETMAXNREG && (s->n < 24 || s->n > 256 || s->n % 8))
+		verr(st, "setmaxnreg count must be a multiple of 8 in 24..256", NULL, NULL);
+	if (s->op == TINYC_GS_WGMMA_WAIT) {
+		if (s->n < 0 || s->n > 7)
+			verr(st, "wgmma.wait_group count out of range", NULL, NULL);
+		if (s->dst.var >= 0) {
+			const tinyc_gvar *v = vvar(st, s->dst.var, "wgmma.wait");
+			if (v && (v->kind != TINYC_GV_REG_ARRAY || v->dtype != TINYC_FLOAT))
+				verr(st, "wgmma.wait orders a float register array, not ", v->name, NULL);
+		}
+	}
+	if (s->op != TINYC_GS_WGMMA)
+		return;
+	const tinyc_gvar *d = vref(st, &s->dst, "wgmma", NULL);
+	const tinyc_gvar *a = vref(st, &s->src, "wgmma", NULL);
+	const tinyc_gvar *b = vref(st, &s->src2, "wgmma", NULL);
+	if (s->value && vexpr(st, s->value) >= 0 && s->value->dtype != TINYC_BOOL)
+		verr(st, "wgmma scale-d is not bool", NULL, NULL);
+	if (s->n < 8 || s->n > 256 || s->n % 8)
+		verr(st, "wgmma N must be a multiple of 8 in 8..256", NULL, NULL);
+	if (d && (d->kind != TINYC_GV_REG_ARRAY || d->dtype != TINYC_FLOAT))
+		verr(st, "wgmma D must be a float register array: ", d->name, NULL);
+	if (d && s->dst.index && s->dst.index->op != TINYC_GX_INT)
+		verr(st, "wgmma D offset must be a constant", NULL, NULL);
+	else if (d && s->dst.index && s->dst.index->ival + s->n / 2 > d->count)
+		verr(st, "wgmma D runs past the end of ", d->name, NULL);
+	const tinyc_gvar *ops[2] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		const tinyc_gvar *o = ops[i];
+		if (!o)
+			continue;
+		if (o->kind != TINYC_GV_SHARED || (o->dtype != TINYC_HALF && o->dtype != TINYC_BFLOAT16))
+			verr(st, "wgmma operands are half or bfloat16 shared arrays: ", o->name, NULL);
+		else if (!o->dynamic || o->align < 1024 || o->offset % 1024)
+			verr(st, "wgmma operand tiles need 1024-byte alignment (swizzled layout): ",
+			     o->name, NULL);
+	}
+	if (a && b && a->dtype != b->dtype)
+		verr(st, "wgmma A and B differ in dtype", NULL, NULL);
+	if ((!s->wg_a.k_major && (s->wg_a.mn_block <= 0 || s->wg_a.mn_block % 1024)) ||
+	    (!s->wg_b.k_major && (s->wg_b.mn_block <= 0 || s->wg_b.mn_block % 1024)))
+		verr(st, "wgmma MN-major blocks must be a positive multiple of 1024 bytes", NULL, NULL);
+}
+
 static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 {
 	const tinyc_gkernel *k = st->k;
@@ -1983,6 +2159,13 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 	case TINYC_GS_FENCE:
 	case TINYC_GS_COMMENT:
 		break;
+	case TINYC_GS_WGMMA_FENCE:
+	case TINYC_GS_WGMMA_COMMIT:
+	case TINYC_GS_WGMMA_WAIT:
+	case TINYC_GS_SETMAXNREG:
+	case TINYC_GS_WGMMA:
+		vwarpgroup(st, s, ctl);
+		break;
 	default:
 		verr(st, "unknown statement", NULL, NULL);
 		break;
@@ -2036,6 +2219,24 @@ int tinyc_gpu_verify(tinyc_ctx *ctx, const tinyc_gpu_module *m, int64_t smem_lim
 				verr(&st, "bad shared array: ", x->name, NULL);
 			if (x->kind == TINYC_GV_PARAM_PTR && x->buf >= m->nbuf)
 				verr(&st, "pointer parameter names no buffer: ", x->name, NULL);
+			if (x->kind == TINYC_GV_PARAM_TMAP && x->tmap) {
+				const tinyc_gtmap *t = x->tmap;
+				if (t->rank < 1 || t->rank > 5 || t->buf < 0 || t->buf >= m->nbuf)
+					verr(&st, "tensor map with a bad rank or buffer: ", x->name, NULL);
+				else if (!tinyc_gx_is_int(t->stride[0], 1))
+					verr(&st, "tensor map's innermost stride is not 1: ", x->name, NULL);
+				if (t->swizzle != 0 && t->swizzle != 32 && t->swizzle != 64 && t->swizzle != 128)
+					verr(&st, "tensor map swizzle must be 0, 32, 64 or 128 bytes: ", x->name, NULL);
+				for (int d = 0; d < t->rank && d < 5; d++) {
+					vgrid(&st, t->dim[d]);
+					vgrid(&st, t->stride[d]);
+					if (t->box[d] < 1 || t->box[d] > 256)
+						verr(&st, "tensor map box extents are 1..256: ", x->name, NULL);
+				}
+				vgrid(&st, t->offset);
+				if (t->rank >= 1 && t->swizzle && t->box[0] * tinyc_dtype_size(t->dtype) > t->swizzle)
+					verr(&st, "tensor map box row is wider than its swizzle span: ", x->name, NULL);
+			}
 		}
 		if (!k->body || k->body->op != TINYC_GS_BLOCK)
 			verr(&st, "kernel body is not a block", NULL, NULL);

@@ -13,7 +13,9 @@
  * store (optionally predicated), atomic, barrier, warp shuffle, copy (vectorised, zero
  * filling when its predicate is false; synchronous or cp.async), cp.async commit/wait,
  * ldmatrix(.trans), mma.sync m16n8k16, mbarrier init/expect_tx/arrive/wait, TMA tensor
- * loads, fences and comments.  Expressions: integer and float constants, variables, size
+ * loads, fences and comments; for Hopper (sm_90a) the warpgroup statements wgmma.fence,
+ * wgmma.mma_async (operands in swizzled shared tiles), wgmma.commit_group/wait_group and
+ * setmaxnreg.  A tensor-map parameter carries the description of the tensor it maps.  Expressions: integer and float constants, variables, size
  * symbols (module level only), thread/block ids and dims, loads (optionally predicated:
  * zero when the predicate is false), unary/binary/select/cast/bitcast, math calls.
  *
@@ -69,7 +71,23 @@ typedef struct tinyc_gvar {
 	int sym;		/* PARAM_INT: graph symbol it carries, else -1 */
 	int buf;		/* PARAM_PTR: module buffer it points to, else -1 */
 	int is_param;		/* 1 for the PARAM_* kinds */
+	struct tinyc_gtmap *tmap;	/* PARAM_TMAP: the tensor it describes, or NULL */
 } tinyc_gvar;
+
+/* What a tensor map parameter (TINYC_GV_PARAM_TMAP) describes: the host builds the
+ * CUtensorMap at launch (cuTensorMapEncodeTiled) from the buffer's device address and
+ * these module-level expressions (constants and size symbols) evaluated under the
+ * symbols' values.  Loads outside the tensor are zero-filled by the hardware. */
+typedef struct tinyc_gtmap {
+	int buf;			/* module buffer it views */
+	tinyc_dtype dtype;		/* element type (the buffer's) */
+	int rank;			/* dimensions, 1..5 */
+	struct tinyc_gexpr *dim[5];	/* extents, innermost first */
+	struct tinyc_gexpr *stride[5];	/* element strides; stride[0] must be the constant 1 */
+	struct tinyc_gexpr *offset;	/* element offset of the origin in the buffer */
+	int box[5];			/* box extents, innermost first (<= 256) */
+	int swizzle;			/* shared-memory swizzle span in bytes: 0, 32, 64, 128 */
+} tinyc_gtmap;
 
 /* -------------------------------------------------------------- expressions ---- */
 
@@ -178,6 +196,15 @@ typedef enum tinyc_gs_op {
 				 * completing on the mbarrier src2 */
 	TINYC_GS_FENCE,		/* `fence` */
 	TINYC_GS_COMMENT,	/* a comment line `text` */
+	/* Hopper warpgroup operations (sm_90a; the four warps of a warpgroup execute them
+	 * together; see tinyc_gs_wgmma) */
+	TINYC_GS_WGMMA_FENCE,	/* wgmma.fence.sync.aligned */
+	TINYC_GS_WGMMA,		/* wgmma.mma_async m64nNk16, fp32 accumulators, A and B from
+				 * shared memory through matrix descriptors */
+	TINYC_GS_WGMMA_COMMIT,	/* wgmma.commit_group.sync.aligned */
+	TINYC_GS_WGMMA_WAIT,	/* wgmma.wait_group.sync.aligned n; dst (optional): the
+				 * accumulator array whose registers the wait orders */
+	TINYC_GS_SETMAXNREG,	/* setmaxnreg.{inc,dec}.sync.aligned.u32 n (flag 1: inc) */
 	TINYC_GS_OP_COUNT,
 } tinyc_gs_op;
 
@@ -210,6 +237,19 @@ typedef struct tinyc_gref {
 	struct tinyc_gexpr *index;	/* element index (NULL for scalars) */
 } tinyc_gref;
 
+/* How a WGMMA operand tile lies in shared memory (the canonical 128-byte swizzled layouts
+ * that TMA writes with a 128-byte swizzle): rows of 64 16-bit elements (128 bytes), the
+ * 16-byte chunks of row r stored at chunk ^ (r % 8), the tile 1024-byte aligned.
+ *   k_major: rows run along M (A) or N (B), each row holds 64 consecutive k; the
+ *            instruction's 16 k start `k_off` elements into the row;
+ *   mn-major: rows run along k, each holds 64 consecutive m (n); `mn_block` bytes
+ *            separate the blocks of 64 m (n); the instruction's k rows start at k_off.
+ * The descriptor's start address is the operand's element reference (src/src2). */
+typedef struct tinyc_gwg_layout {
+	int k_major;		/* 1: K-major (no transpose), 0: MN-major (transposed) */
+	int mn_block;		/* MN-major: bytes between blocks of 64 m (n) */
+} tinyc_gwg_layout;
+
 typedef struct tinyc_gstmt {
 	tinyc_gs_op op;			/* the statement kind */
 	tinyc_gref dst;			/* target (see tinyc_gs_op) */
@@ -227,6 +267,8 @@ typedef struct tinyc_gstmt {
 	tinyc_gatomic atomic_op;	/* ATOMIC */
 	tinyc_gshfl shfl;		/* SHFL */
 	tinyc_gfence fence;		/* FENCE */
+	int flag;			/* SETMAXNREG: 1 increase, 0 decrease */
+	tinyc_gwg_layout wg_a, wg_b;	/* WGMMA: shared-memory layouts of A and B */
 	struct tinyc_gstmt **stmts;	/* BLOCK children */
 	int nstmts;			/* BLOCK: number of children */
 	int cap;			/* BLOCK: allocated children */
@@ -331,6 +373,8 @@ int tinyc_gk_param_ptr(tinyc_gkernel *k, const char *name, tinyc_dtype dt, int i
 		       int buf);
 int tinyc_gk_param_int(tinyc_gkernel *k, const char *name, tinyc_dtype dt, int sym);
 int tinyc_gk_param_tmap(tinyc_gkernel *k, const char *name);
+/* A tensor-map parameter with its description (copied into the module's arena). */
+int tinyc_gk_param_tmap_desc(tinyc_gkernel *k, const char *name, const tinyc_gtmap *desc);
 /* Shared array; align 0 means the element size (at least 16 for dynamic ones).  A dynamic
  * array is placed at the next suitably aligned offset of the dynamic segment, and the
  * kernel's dyn_smem grows to cover it. */
@@ -425,6 +469,24 @@ tinyc_gstmt *tinyc_gs_tma_load(tinyc_gkernel *k, int pipe, int dst, tinyc_gexpr 
 			       tinyc_gexpr *bar_index);
 tinyc_gstmt *tinyc_gs_fence(tinyc_gkernel *k, tinyc_gfence f);
 tinyc_gstmt *tinyc_gs_comment(tinyc_gkernel *k, const char *text);
+/* Hopper warpgroup MMA (sm_90a): wgmma.mma_async.sync.aligned.m64n{n}k16.f32.T.T with
+ * T = the 16-bit dtype of the shared arrays a and b.  d is a float REG_ARRAY: the n/2
+ * accumulators of the thread from element d_off (constant), in PTX's D-fragment order
+ * (register i: row 16 * (warp % 4) + lane / 4 + 8 * (i / 2 % 2), column 8 * (i / 4) +
+ * 2 * (lane % 4) + i % 2).  a_index / b_index: element where the operand's descriptor
+ * starts (1024-byte aligned tile plus the k offset); la / lb: their layouts.  scale_d: a
+ * bool, false = D is overwritten (A*B), true or NULL = accumulated (D + A*B).
+ * n: 8..256, a multiple of 8. */
+tinyc_gstmt *tinyc_gs_wgmma(tinyc_gkernel *k, int d, tinyc_gexpr *d_off, int a,
+			    tinyc_gexpr *a_index, tinyc_gwg_layout la, int b, tinyc_gexpr *b_index,
+			    tinyc_gwg_layout lb, int n, tinyc_gexpr *scale_d);
+tinyc_gstmt *tinyc_gs_wgmma_fence(tinyc_gkernel *k);
+tinyc_gstmt *tinyc_gs_wgmma_commit(tinyc_gkernel *k);
+/* wgmma.wait_group n; acc (or -1): the accumulator REG_ARRAY the wait orders (its
+ * registers are not read or written across the wait). */
+tinyc_gstmt *tinyc_gs_wgmma_wait(tinyc_gkernel *k, int pending, int acc);
+/* setmaxnreg.inc/dec (inc = 1/0) to `regs` registers per thread (24..256, multiple of 8). */
+tinyc_gstmt *tinyc_gs_setmaxnreg(tinyc_gkernel *k, int inc, int regs);
 
 /* ------------------------------------------------------- verify, print, names ---- */
 

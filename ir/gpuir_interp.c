@@ -955,6 +955,32 @@ static int run_block(interp *in)
 	}
 }
 
+/* Whether a statement tree holds Hopper warpgroup statements (wgmma, setmaxnreg). */
+static int uses_warpgroup_ops(const tinyc_gstmt *s)
+{
+	if (!s)
+		return 0;
+	switch (s->op) {
+	case TINYC_GS_WGMMA_FENCE:
+	case TINYC_GS_WGMMA:
+	case TINYC_GS_WGMMA_COMMIT:
+	case TINYC_GS_WGMMA_WAIT:
+	case TINYC_GS_SETMAXNREG:
+		return 1;
+	case TINYC_GS_BLOCK:
+		for (int i = 0; i < s->nstmts; i++)
+			if (uses_warpgroup_ops(s->stmts[i]))
+				return 1;
+		return 0;
+	case TINYC_GS_FOR:
+		return uses_warpgroup_ops(s->body);
+	case TINYC_GS_IF:
+		return uses_warpgroup_ops(s->body) || uses_warpgroup_ops(s->else_body);
+	default:
+		return 0;
+	}
+}
+
 int tinyc_gpu_interp(tinyc_ctx *ctx, const tinyc_gpu_module *m, const tinyc_gkernel *k,
 		     const tinyc_gpu_mem *mem)
 {
@@ -969,8 +995,13 @@ int tinyc_gpu_interp(tinyc_ctx *ctx, const tinyc_gpu_module *m, const tinyc_gker
 					   k->name, "xyz"[d]);
 	for (int v = 0; v < k->nvar; v++)
 		if (k->vars[v].kind == TINYC_GV_PARAM_TMAP)
-			return tinyc_error(ctx, "GpuInterpError", "kernel %s: tensor maps are not interpreted",
-					   k->name);
+			return tinyc_error(ctx, "GpuInterpUnsupported", "kernel %s: tensor maps (TMA) are not "
+					   "interpreted: the Hopper wgmma template runs on a GPU only (plan another "
+					   "template, e.g. TINYC_MATMUL=mma, or target sm_80, to interpret)", k->name);
+	if (uses_warpgroup_ops(k->body))
+		return tinyc_error(ctx, "GpuInterpUnsupported", "kernel %s: wgmma/setmaxnreg are not "
+				   "interpreted: the Hopper wgmma template runs on a GPU only (plan another "
+				   "template, e.g. TINYC_MATMUL=mma, or target sm_80, to interpret)", k->name);
 	if (in.grid[0] <= 0 || in.grid[1] <= 0 || in.grid[2] <= 0)
 		return 0;	/* an empty launch */
 	in.nth = k->block[0] * k->block[1] * k->block[2];
