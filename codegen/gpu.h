@@ -164,6 +164,9 @@ typedef struct tinyc_gpu_kernel_stat {
 	unsigned block[3];	/* the block */
 	int regs;		/* registers per thread (driver) */
 	int local_bytes;	/* local memory per thread: spills (driver) */
+	int smem_bytes;		/* shared memory per block, static + dynamic */
+	double compile_ms;	/* the whole cached compile: key, lookup, nvrtc on a miss */
+	double load_ms;		/* loading the image into the context (cuModuleLoadData) */
 } tinyc_gpu_kernel_stat;
 
 /* Per-kernel results of a CUDA run. */

@@ -202,6 +202,55 @@ static double ms_since(const struct timespec *t0)
 	return (t1.tv_sec - t0->tv_sec) * 1e3 + (t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* A CUtensorMap's storage (passed by value as a __grid_constant__ parameter). */
+typedef struct tmap_storage {
+	_Alignas(64) unsigned char bytes[128];	/* the opaque map */
+} tmap_storage;
+
+/* Build the tensor map of parameter v (a PARAM_TMAP with its description) for this launch:
+ * dims, strides and offset under the symbol values, the buffer's device address.  The
+ * hardware needs 16-byte aligned addresses and byte strides that are multiples of 16. */
+static int tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
+		    const tinyc_gkernel *k, const tinyc_gvar *v, const int64_t *sym,
+		    const tinyc_devptr *dptr, tmap_storage *out)
+{
+	const tinyc_gtmap *t = v->tmap;
+	if (!t || t->buf < 0 || t->buf >= gm->nbuf)
+		return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s has no description",
+				   k->name, v->name);
+	int es = tinyc_dtype_size(t->dtype);
+	uint64_t dims[5], strides[5];
+	uint32_t box[5];
+	int64_t off, x;
+	if (tinyc_gpu_eval_int(t->offset, sym, &off) < 0 || off < 0)
+		return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: offset needs a symbol value",
+				   k->name, v->name);
+	for (int d = 0; d < t->rank; d++) {
+		if (tinyc_gpu_eval_int(t->dim[d], sym, &x) < 0 || x < 1)
+			return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: extent %d is not "
+					   "a positive value", k->name, v->name, d);
+		dims[d] = (uint64_t)x;
+		if (tinyc_gpu_eval_int(t->stride[d], sym, &x) < 0 || x < 0)
+			return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: stride %d needs "
+					   "a symbol value", k->name, v->name, d);
+		if (d > 0) {
+			strides[d - 1] = (uint64_t)x * (uint64_t)es;
+			if (strides[d - 1] % 16)
+				return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: the byte stride "
+						   "%" PRIu64 " of dim %d is not a multiple of 16 (TMA)", k->name,
+						   v->name, strides[d - 1], d);
+		}
+		box[d] = (uint32_t)t->box[d];
+	}
+	tinyc_devptr base = dptr[t->buf] + (tinyc_devptr)off * (tinyc_devptr)es;
+	if (base % 16)
+		return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: the origin is not 16-byte "
+				   "aligned (TMA)", k->name, v->name);
+	tinyc_tmap_elem el = t->dtype == TINYC_BFLOAT16 ? TINYC_TMAP_BF16
+			     : t->dtype == TINYC_FLOAT ? TINYC_TMAP_F32 : TINYC_TMAP_F16;
+	return tinyc_cuda_tensor_map(cu, out->bytes, el, t->rank, base, dims, strides, box, t->swizzle);
+}
+
 int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
 		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
 		       tinyc_gpu_run_stats *stats)
@@ -238,7 +287,14 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 		tinyc_compile_result cr = {0};
 		char unit[160];
 		snprintf(unit, sizeof(unit), "%s.cu", k->name);
-		int crc = tinyc_kernel_compile_cached(ctx, text.data, unit, dev->target, &co, &cr);
+		/* arch-specific kernels (wgmma: sm_90a) are built for the module's target when the
+		 * device is of that architecture */
+		const char *arch = dev->target;
+		tinyc_arch ga;
+		if (gm->target[0] && tinyc_arch_from_target(NULL, gm->target, &ga) == 0 && ga.suffix &&
+		    ga.major == dev->arch.major && ga.minor == dev->arch.minor)
+			arch = gm->target;
+		int crc = tinyc_kernel_compile_cached(ctx, text.data, unit, arch, &co, &cr);
 		tinyc_buf_free(&text);
 		if (crc < 0) {
 			tinyc_compile_result_clear(&cr);
@@ -248,8 +304,12 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 			snprintf(stats->k[i].name, sizeof(stats->k[i].name), "%s", k->name);
 			stats->k[i].nvrtc_ms = cr.compile_ms;
 			stats->k[i].cache_hit = cr.cache_hit;
+			stats->k[i].compile_ms = cr.total_ms;
 		}
+		double t_load = tinyc_now_ms();
 		kern[i] = tinyc_cuda_kernel_load(cu, &cr.blob, k->name);
+		if (stats)
+			stats->k[i].load_ms = tinyc_now_ms() - t_load;
 		tinyc_compile_result_clear(&cr);
 		if (!kern[i])
 			goto done;
@@ -258,6 +318,7 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 			if (tinyc_kernel_get_attrs(cu, kern[i], &at) == 0) {
 				stats->k[i].regs = at.num_regs;
 				stats->k[i].local_bytes = at.local_bytes;
+				stats->k[i].smem_bytes = at.static_smem_bytes + (int)k->dyn_smem;
 			}
 		}
 	}
@@ -297,8 +358,9 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 		void **args = calloc((size_t)k->nparam + 1, sizeof(void *));
 		int64_t *vals = calloc((size_t)k->nparam + 1, sizeof(int64_t));
 		int32_t *vals32 = calloc((size_t)k->nparam + 1, sizeof(int32_t));
-		if (!args || !vals || !vals32) {
-			free(args), free(vals), free(vals32);
+		tmap_storage *maps = aligned_alloc(64, sizeof(tmap_storage) * ((size_t)k->nparam + 1));
+		if (!args || !vals || !vals32 || !maps) {
+			free(args), free(vals), free(vals32), free(maps);
 			tinyc_error(ctx, "OutOfMemory", "kernel arguments");
 			goto done;
 		}
@@ -320,9 +382,9 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 				} else {
 					args[p] = &vals[p];
 				}
+			} else if (tmap_arg(ctx, cu, gm, k, v, sym, dptr, &maps[p]) == 0) {
+				args[p] = &maps[p];
 			} else {
-				tinyc_error(ctx, "LaunchError", "kernel %s: tensor maps need the contraction runtime",
-					    k->name);
 				bad = 1;
 			}
 		}
@@ -347,7 +409,7 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 		if (stats)
 			for (int d = 0; d < 3; d++)
 				stats->k[i].grid[d] = (unsigned)grid[d], stats->k[i].block[d] = (unsigned)k->block[d];
-		free(args), free(vals), free(vals32);
+		free(args), free(vals), free(vals32), free(maps);
 		if (lrc < 0)
 			goto done;
 	}

@@ -7,6 +7,8 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +98,11 @@ struct tinyc_cuda {
 	CUdevice dev;			/* the device */
 	CUcontext pctx;			/* its primary context, retained */
 	tinyc_device_info info;		/* properties read at open */
+	/* cuTensorMapEncodeTiled (CUDA 12+), resolved at open; NULL when the driver lacks it */
+	CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+					 const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+					 const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+					 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 };
 
 struct tinyc_kernel {
@@ -246,6 +253,8 @@ tinyc_cuda *tinyc_cuda_open(tinyc_ctx *ctx, int device)
 		free(cu);
 		return NULL;
 	}
+	void *tm = dlsym(cu->lib, "cuTensorMapEncodeTiled");	/* optional entry point */
+	memcpy(&cu->TensorMapEncodeTiled, &tm, sizeof(tm));
 	CUresult r = cu->api.Init(0);
 	int count = 0;
 	if (r == CUDA_SUCCESS)
@@ -514,4 +523,47 @@ int tinyc_cuda_time_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tin
 {
 	launch_closure c = {k, grid, block, dyn_smem_bytes, args};
 	return tinyc_cuda_time(cu, launch_once, &c, warmup, iters, median_ms, NULL);
+}
+
+/* ------------------------------------------------------------ tensor maps ---- */
+
+int tinyc_cuda_tensor_map(tinyc_cuda *cu, void *map, tinyc_tmap_elem elem, int rank,
+			  tinyc_devptr base, const uint64_t *dims, const uint64_t *strides_bytes,
+			  const uint32_t *box, int swizzle_bytes)
+{
+	if (!cu->TensorMapEncodeTiled)
+		return tinyc_error(cu->ctx, "CudaError", "the CUDA driver lacks cuTensorMapEncodeTiled "
+				   "(TMA needs CUDA 12 or newer)");
+	if (rank < 1 || rank > 5 || ((uintptr_t)map & 63))
+		return tinyc_error(cu->ctx, "InvalidArgument", "tensor map: rank %d or storage alignment",
+				   rank);
+	CUtensorMapDataType dt = elem == TINYC_TMAP_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+				 : elem == TINYC_TMAP_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+							 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+	CUtensorMapSwizzle sw = swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+				: swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+				: swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+						      : CU_TENSOR_MAP_SWIZZLE_NONE;
+	cuuint64_t d[5], st[4];
+	cuuint32_t bx[5], es[5];
+	for (int i = 0; i < rank; i++) {
+		d[i] = dims[i];
+		bx[i] = box[i];
+		es[i] = 1;
+		if (i + 1 < rank)
+			st[i] = strides_bytes[i];
+	}
+	CUresult r = cu->TensorMapEncodeTiled((CUtensorMap *)map, dt, (cuuint32_t)rank,
+					      (void *)(uintptr_t)base, d, st, bx, es,
+					      CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+					      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+					      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	if (r != CUDA_SUCCESS) {
+		char extra[160];
+		snprintf(extra, sizeof(extra), "(rank %d, address 0x%llx, dims %llu x %llu, box %u x %u)", rank,
+			 (unsigned long long)base, (unsigned long long)d[0],
+			 (unsigned long long)(rank > 1 ? d[1] : 1), bx[0], rank > 1 ? bx[1] : 1);
+		return cuda_fail(cu, "cuTensorMapEncodeTiled", r, extra);
+	}
+	return 0;
 }

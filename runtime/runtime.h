@@ -225,6 +225,22 @@ int tinyc_kernel_get_attrs(tinyc_cuda *cu, tinyc_kernel *k, tinyc_kernel_attrs *
 int tinyc_cuda_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
 		      unsigned dyn_smem_bytes, void **args);
 
+/* Element types of tensor maps. */
+typedef enum tinyc_tmap_elem {
+	TINYC_TMAP_F16,		/* half */
+	TINYC_TMAP_BF16,	/* bfloat16 */
+	TINYC_TMAP_F32,		/* float */
+} tinyc_tmap_elem;
+
+/* Encode a tiled TMA tensor map (cuTensorMapEncodeTiled) into map (a CUtensorMap: 128 bytes,
+ * 64-byte aligned): `rank` dims of extents dims[] (innermost first), byte strides of dims
+ * 1..rank-1 (multiples of 16), boxes of box[] elements, base 16-byte aligned, the given
+ * shared-memory swizzle (0, 32, 64, 128 bytes), zero fill outside the tensor.  0 or -1
+ * (CudaError; also when the driver has no TMA). */
+int tinyc_cuda_tensor_map(tinyc_cuda *cu, void *map, tinyc_tmap_elem elem, int rank,
+			  tinyc_devptr base, const uint64_t *dims, const uint64_t *strides_bytes,
+			  const uint32_t *box, int swizzle_bytes);
+
 /* Device memory. */
 int tinyc_cuda_alloc(tinyc_cuda *cu, size_t bytes, tinyc_devptr *out);
 int tinyc_cuda_free(tinyc_cuda *cu, tinyc_devptr p);
