@@ -457,8 +457,8 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	tinyc_gexpr *t4 = let(b, body, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
 	tinyc_gexpr *lr = let(b, body, "lr", bin(b, TINYC_GX_MOD, b->lane, I(b, 16)));
 	tinyc_gexpr *lc = let(b, body, "lc", mul(b, bin(b, TINYC_GX_DIV, b->lane, I(b, 16)), I(b, 8)));
-	int As = tinyc_gk_shared(k, "As", pr->a.dtype, (int64_t)S * BM * (BK + 8), 16, 0);
-	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BK * (BN + 8), 16, 0);
+	int As = tinyc_gk_shared(k, "As", pr->a.dtype, (int64_t)S * BM * (BK + 8), 16, t->dyn_smem);
+	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BK * (BN + 8), 16, t->dyn_smem);
 	int afr = tinyc_gk_reg_array(k, "afrag", pr->a.dtype, MI * 8);
 	int bfr = tinyc_gk_reg_array(k, "bfrag", pr->b.dtype, NI * 4);
 	int tv = tinyc_gk_reg(k, "kt", b->it);
@@ -522,6 +522,298 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	return tinyc_evt_emit_epilogue(b, &f, body);
 }
 
+/* ------------------------------------------------------------------ WGMMA ---- */
+
+/* A module-level expression (constants and size symbols) of a polynomial. */
+static tinyc_gexpr *mpoly(tinyc_gkernel *k, const tinyc_evt_poly *p)
+{
+	tinyc_gexpr *e = tinyc_gx_int(k, TINYC_LONG, 0);
+	for (int i = 0; i < p->nterm; i++) {
+		tinyc_gexpr *t = tinyc_gx_int(k, TINYC_LONG, p->t[i].c);
+		for (int s = 0; s < p->t[i].nsym; s++)
+			t = tinyc_gx_binary(k, TINYC_GX_MUL, t, tinyc_gx_sym(k, p->t[i].sym[s]));
+		e = tinyc_gx_binary(k, TINYC_GX_ADD, e, t);
+	}
+	return e;
+}
+
+/* The value of a dim under the module's compile-time bindings, or -1. */
+static int64_t bound_dim(const tinyc_gpu_module *gm, const tinyc_dim *d)
+{
+	if (d->sym < 0)
+		return d->val;
+	return gm->sym_bound && d->sym < gm->nsym ? gm->sym_bound[d->sym] : -1;
+}
+
+/* The tensor map of operand op (A: rows m, cols k; B: rows k, cols n) for the Hopper
+ * template: the contiguous dim first, boxes of 64 contiguous elements by `outer` rows,
+ * 128-byte swizzle; rank 3 with the batch. */
+static int wgmma_tmap(tinyc_mmk *b, const char *name, const tinyc_mm_operand *op, int contig_cols,
+		      const tinyc_dim *rows, const tinyc_dim *cols, int outer, int batched)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_mm_problem *pr = b->prob;
+	tinyc_gtmap m;
+	memset(&m, 0, sizeof(m));
+	m.buf = op->buf;
+	m.dtype = op->dtype;
+	m.rank = batched ? 3 : 2;
+	const tinyc_dim *inner = contig_cols ? cols : rows, *out = contig_cols ? rows : cols;
+	tinyc_evt_poly pin = tinyc_evt_poly_dim(inner), pout = tinyc_evt_poly_dim(out);
+	tinyc_evt_poly pl = tinyc_evt_poly_dim(&pr->l);
+	m.dim[0] = mpoly(k, &pin);
+	m.dim[1] = mpoly(k, &pout);
+	m.stride[0] = tinyc_gx_int(k, TINYC_LONG, 1);
+	m.stride[1] = mpoly(k, &op->stride[contig_cols ? 0 : 1]);
+	m.box[0] = 64;
+	m.box[1] = outer;
+	if (batched) {
+		m.dim[2] = mpoly(k, &pl);
+		m.stride[2] = mpoly(k, &op->stride[2]);
+		m.box[2] = 1;
+	}
+	m.offset = mpoly(k, &op->offset);
+	m.swizzle = 128;
+	int v = tinyc_gk_param_tmap_desc(k, name, &m);
+	if (v < 0)
+		b->error = 1;
+	return v;
+}
+
+/* The tile coordinates of persistent tile index `tile` (grouped rasterisation: runs of
+ * `raster` m tiles share their n tiles in L2): lets m0, n0, l appended to blk. */
+static void wgmma_tile_coords(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *tile, int64_t tiles_m,
+			      int64_t tiles_n, int batched, const char *sfx)
+{
+	const tinyc_mm_tiles *t = b->t;
+	char nm[24];
+	int64_t G = t->raster, span = G * tiles_n;
+	tinyc_gexpr *r = tile;
+	if (batched) {
+		snprintf(nm, sizeof(nm), "l%s", sfx);
+		b->l = let(b, blk, nm, bin(b, TINYC_GX_DIV, tile, I(b, tiles_m * tiles_n)));
+		snprintf(nm, sizeof(nm), "r%s", sfx);
+		r = let(b, blk, nm, bin(b, TINYC_GX_MOD, tile, I(b, tiles_m * tiles_n)));
+	} else {
+		b->l = I(b, 0);
+	}
+	snprintf(nm, sizeof(nm), "fm%s", sfx);
+	tinyc_gexpr *fm = let(b, blk, nm, mul(b, bin(b, TINYC_GX_DIV, r, I(b, span)), I(b, G)));
+	snprintf(nm, sizeof(nm), "gs%s", sfx);
+	tinyc_gexpr *gs = let(b, blk, nm, bin(b, TINYC_GX_MIN, bin(b, TINYC_GX_SUB, I(b, tiles_m), fm), I(b, G)));
+	snprintf(nm, sizeof(nm), "rr%s", sfx);
+	tinyc_gexpr *rr = let(b, blk, nm, bin(b, TINYC_GX_MOD, r, I(b, span)));
+	snprintf(nm, sizeof(nm), "m0%s", sfx);
+	b->m0 = let(b, blk, nm, mul(b, add(b, fm, bin(b, TINYC_GX_MOD, rr, gs)), I(b, t->bm)));
+	snprintf(nm, sizeof(nm), "n0%s", sfx);
+	b->n0 = let(b, blk, nm, mul(b, bin(b, TINYC_GX_DIV, rr, gs), I(b, t->bn)));
+}
+
+/* The Hopper kernel (sched/matmul.h, variant wgmma):
+ *
+ *   init: thread 0 sets up full[s] (1 arrival + the stage's bytes) and empty[s] (one
+ *         arrival per consumer thread); barrier
+ *   warpgroup 0 (producer, registers given back with setmaxnreg.dec): thread 0 walks the
+ *         tiles; per k tile: wait empty[s] (parity of the ring's round ^ 1), expect the
+ *         bytes on full[s], TMA loads of A and B into stage s
+ *   warpgroups 1.. (consumers, setmaxnreg.inc): per tile, per k tile: wait full[s], wgmma
+ *         fence, BK/16 x BN/wgn wgmma into the fp32 accumulators, commit, wait until one
+ *         group is pending, release the previous stage (arrive on its empty barrier);
+ *         after the last k tile: wait for all, release, epilogue on the fragments.
+ *   The ring position `it` runs on across tiles; stage = it % S, round parity = it / S & 1.
+ */
+static int build_wgmma(tinyc_mmk *b, const char *name)
+{
+	const tinyc_mm_problem *pr = b->prob;
+	const tinyc_mm_tiles *t = b->t;
+	tinyc_gpu_module *gm = b->gm;
+	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, C = t->consumers, WN = t->wgn;
+	int64_t Mv = bound_dim(gm, &pr->m), Nv = bound_dim(gm, &pr->n), Kv = bound_dim(gm, &pr->k);
+	int64_t Lv = bound_dim(gm, &pr->l);
+	int batched = pr->evt && pr->evt->batched;
+	if (Mv < 1 || Nv < 1 || Kv < 1 || Lv < 1)
+		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the wgmma template needs every "
+				   "size bound at compile time", name);
+	if (gm->arch_major != 9)
+		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the wgmma template needs sm_90, "
+				   "the module targets %s", name, gm->target);
+	snprintf(gm->target, sizeof(gm->target), "sm_90a");	/* wgmma, setmaxnreg */
+	tinyc_gkernel *k = tinyc_gk_alloc(gm, name);
+	if (!k)
+		return -1;
+	b->k = k;
+	k->index_dtype = b->it;
+	k->block[0] = 128 * (1 + C), k->block[1] = 1, k->block[2] = 1;
+	k->min_blocks_per_sm = 1;	/* the register cap setmaxnreg needs */
+	b->threads = k->block[0];
+	int64_t tiles_m = (Mv + BM - 1) / BM, tiles_n = (Nv + BN - 1) / BN;
+	int64_t ntiles = tiles_m * tiles_n * (batched ? Lv : 1), ktiles = (Kv + BK - 1) / BK;
+	int64_t grid = ntiles < t->grid ? ntiles : t->grid;
+	if (grid < 1)
+		grid = 1;
+	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, grid);
+	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
+	tinyc_gstmt *body = k->body;
+	b->M = I(b, Mv), b->N = I(b, Nv), b->K = I(b, Kv);
+	b->tid = let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	b->warp = let(b, body, "warp", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_WARP)));
+	b->lane = let(b, body, "lane", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_LANE)));
+	tinyc_gexpr *wg = let(b, body, "wg", bin(b, TINYC_GX_DIV, b->warp, I(b, 4)));
+	/* shared memory: the ring (1024-byte aligned stages) and its barriers */
+	int As = tinyc_gk_shared(k, "As", pr->a.dtype, (int64_t)S * BM * BK, 1024, 1);
+	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BN * BK, 1024, 1);
+	int full = tinyc_gk_shared(k, "full", TINYC_ULONG, S, 8, 0);
+	int empty = tinyc_gk_shared(k, "empty", TINYC_ULONG, S, 8, 0);
+	if (As < 0 || Bs < 0 || full < 0 || empty < 0)
+		return -1;
+	int pipe = tinyc_gk_pipe(k, "ring", TINYC_GPIPE_TMA, S, full);
+	int ta = wgmma_tmap(b, "tmA", &pr->a, t->a_kmajor, &pr->m, &pr->k, t->a_kmajor ? BM : 64, batched);
+	int tb = wgmma_tmap(b, "tmB", &pr->b, !t->b_kmajor, &pr->k, &pr->n, t->b_kmajor ? BN : 64, batched);
+	if (pipe < 0 || ta < 0 || tb < 0)
+		return -1;
+	/* barriers */
+	tinyc_gstmt *init = tinyc_gs_block(k);
+	for (int st = 0; st < S; st++) {
+		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, full, I(b, st), 1));
+		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, empty, I(b, st), 128 * C));
+	}
+	tinyc_mmk_append(b, init, tinyc_gs_fence(k, TINYC_GF_MBAR_INIT));
+	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the ring's barriers: full[s] (TMA bytes "
+						       "landed), empty[s] (consumers done with s)"));
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, b->tid, I(b, 0)), init, NULL));
+	tinyc_mmk_append(b, body, tinyc_gs_barrier(k));
+	int tilev = tinyc_gk_reg(k, "tile", b->it), ktv = tinyc_gk_reg(k, "kt", b->it);
+	int ctilev = tinyc_gk_reg(k, "ctile", b->it), cktv = tinyc_gk_reg(k, "ckt", b->it);
+	int itp = tinyc_gk_reg(k, "itp", b->it), itc = tinyc_gk_reg(k, "itc", b->it);
+	if (tilev < 0 || ktv < 0 || ctilev < 0 || cktv < 0 || itp < 0 || itc < 0)
+		return -1;
+	tinyc_gexpr *bid = tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_BID_X));
+	tinyc_gexpr *nbid = tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_NBID_X));
+
+	/* ---- producer ---- */
+	tinyc_gstmt *prod = tinyc_gs_block(k);
+	if (t->regs_producer)
+		tinyc_mmk_append(b, prod, tinyc_gs_setmaxnreg(k, 0, t->regs_producer));
+	tinyc_gstmt *issuer = tinyc_gs_block(k);
+	tinyc_mmk_append(b, issuer, tinyc_gs_decl(k, itp, I(b, 0)));
+	tinyc_gstmt *ptile = tinyc_gs_block(k);
+	wgmma_tile_coords(b, ptile, tinyc_gx_var(k, tilev), tiles_m, tiles_n, batched, "p");
+	tinyc_gexpr *pm0 = b->m0, *pn0 = b->n0, *pl = b->l;
+	tinyc_gstmt *pk = tinyc_gs_block(k);
+	tinyc_gexpr *IT = tinyc_gx_var(k, itp);
+	tinyc_gexpr *ps = let(b, pk, "ps", bin(b, TINYC_GX_MOD, IT, I(b, S)));
+	tinyc_gexpr *pph = let(b, pk, "pph", bin(b, TINYC_GX_AND, bin(b, TINYC_GX_DIV, IT, I(b, S)), I(b, 1)));
+	tinyc_mmk_append(b, pk, tinyc_gs_mbar_wait(k, pipe, empty, ps, bin(b, TINYC_GX_XOR, pph, I(b, 1))));
+	tinyc_mmk_append(b, pk, tinyc_gs_mbar_expect_tx(k, pipe, full, ps, I(b, (int64_t)(BM + BN) * BK * 2)));
+	tinyc_gexpr *k0 = mul(b, tinyc_gx_var(k, ktv), I(b, BK));
+	tinyc_gexpr *abase = mul(b, ps, I(b, (int64_t)BM * BK)), *bbase = mul(b, ps, I(b, (int64_t)BN * BK));
+	tinyc_gexpr *crd[3];
+	crd[2] = tinyc_gx_cast(k, TINYC_INT, pl);
+	if (t->a_kmajor) {
+		crd[0] = tinyc_gx_cast(k, TINYC_INT, k0), crd[1] = tinyc_gx_cast(k, TINYC_INT, pm0);
+		tinyc_mmk_append(b, pk, tinyc_gs_tma_load(k, pipe, As, abase, ta, batched ? 3 : 2, crd, full, ps));
+	} else {
+		for (int j = 0; j < BM / 64; j++) {
+			crd[0] = tinyc_gx_cast(k, TINYC_INT, add(b, pm0, I(b, 64 * j)));
+			crd[1] = tinyc_gx_cast(k, TINYC_INT, k0);
+			tinyc_mmk_append(b, pk, tinyc_gs_tma_load(k, pipe, As, add(b, abase, I(b, 64 * 64 * j)), ta,
+								  batched ? 3 : 2, crd, full, ps));
+		}
+	}
+	if (t->b_kmajor) {
+		crd[0] = tinyc_gx_cast(k, TINYC_INT, k0), crd[1] = tinyc_gx_cast(k, TINYC_INT, pn0);
+		tinyc_mmk_append(b, pk, tinyc_gs_tma_load(k, pipe, Bs, bbase, tb, batched ? 3 : 2, crd, full, ps));
+	} else {
+		for (int j = 0; j < BN / 64; j++) {
+			crd[0] = tinyc_gx_cast(k, TINYC_INT, add(b, pn0, I(b, 64 * j)));
+			crd[1] = tinyc_gx_cast(k, TINYC_INT, k0);
+			tinyc_mmk_append(b, pk, tinyc_gs_tma_load(k, pipe, Bs, add(b, bbase, I(b, 64 * 64 * j)), tb,
+								  batched ? 3 : 2, crd, full, ps));
+		}
+	}
+	tinyc_mmk_append(b, pk, tinyc_gs_assign(k, itp, add(b, IT, I(b, 1))));
+	tinyc_mmk_append(b, ptile, tinyc_gs_for_range(k, ktv, I(b, 0), I(b, ktiles), I(b, 1), 0, pk));
+	tinyc_mmk_append(b, issuer, tinyc_gs_for_range(k, tilev, bid, I(b, ntiles), nbid, 0, ptile));
+	tinyc_mmk_append(b, prod, tinyc_gs_comment(k, "producer: one thread issues the TMA loads of "
+						       "the ring"));
+	tinyc_mmk_append(b, prod, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, b->tid, I(b, 0)), issuer, NULL));
+
+	/* ---- consumers ---- */
+	tinyc_gstmt *cons = tinyc_gs_block(k);
+	if (t->regs_consumer)
+		tinyc_mmk_append(b, cons, tinyc_gs_setmaxnreg(k, 1, t->regs_consumer));
+	tinyc_gexpr *cw = let(b, cons, "cw", bin(b, TINYC_GX_SUB, wg, I(b, 1)));
+	tinyc_gexpr *g = let(b, cons, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
+	tinyc_gexpr *t4 = let(b, cons, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
+	b->acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, BN / 2);
+	if (b->acc < 0)
+		return -1;
+	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, b->acc, tinyc_gx_float(k, TINYC_FLOAT, 0)));
+	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, itc, I(b, 0)));
+	tinyc_gstmt *ctile = tinyc_gs_block(k);
+	wgmma_tile_coords(b, ctile, tinyc_gx_var(k, ctilev), tiles_m, tiles_n, batched, "");
+	tinyc_gstmt *ck = tinyc_gs_block(k);
+	tinyc_gexpr *ITC = tinyc_gx_var(k, itc), *KT = tinyc_gx_var(k, cktv);
+	tinyc_gexpr *cs = let(b, ck, "cs", bin(b, TINYC_GX_MOD, ITC, I(b, S)));
+	tinyc_gexpr *cph = let(b, ck, "cph", bin(b, TINYC_GX_AND, bin(b, TINYC_GX_DIV, ITC, I(b, S)), I(b, 1)));
+	tinyc_mmk_append(b, ck, tinyc_gs_mbar_wait(k, pipe, full, cs, cph));
+	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_fence(k));
+	tinyc_gwg_layout la = {t->a_kmajor, 64 * 64 * 2}, lb = {t->b_kmajor, 64 * 64 * 2};
+	tinyc_gexpr *cab = mul(b, cs, I(b, (int64_t)BM * BK)), *cbb = mul(b, cs, I(b, (int64_t)BN * BK));
+	/* this consumer's 64 rows of A: K-major rows at 64 elements, or the cw-th m block */
+	tinyc_gexpr *arow = mul(b, cw, I(b, 64 * 64));
+	for (int ks = 0; ks < BK / 16; ks++) {
+		tinyc_gexpr *aix = add(b, add(b, cab, arow), I(b, t->a_kmajor ? ks * 16 : ks * 16 * 64));
+		for (int nb = 0; nb < BN / WN; nb++) {
+			int64_t boff = t->b_kmajor ? (int64_t)nb * WN * 64 + ks * 16
+						   : (int64_t)(nb * WN / 64) * 64 * 64 + ks * 16 * 64;
+			tinyc_gexpr *sd = ks == 0 ? bin(b, TINYC_GX_GT, KT, I(b, 0)) : NULL;
+			tinyc_mmk_append(b, ck, tinyc_gs_wgmma(k, b->acc, tinyc_gx_int(k, TINYC_INT, nb * WN / 2),
+							       As, aix, la, Bs, add(b, cbb, I(b, boff)), lb, WN, sd));
+		}
+	}
+	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_commit(k));
+	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_wait(k, 1, b->acc));
+	tinyc_gstmt *rel = tinyc_gs_block(k);
+	tinyc_mmk_append(b, rel, tinyc_gs_mbar_arrive(k, pipe, empty,
+						      bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S))));
+	tinyc_mmk_append(b, ck, tinyc_gs_comment(k, "the previous k tile's wgmma group is done: "
+						     "release its stage"));
+	tinyc_mmk_append(b, ck, tinyc_gs_if(k, bin(b, TINYC_GX_GT, KT, I(b, 0)), rel, NULL));
+	tinyc_mmk_append(b, ck, tinyc_gs_assign(k, itc, add(b, ITC, I(b, 1))));
+	tinyc_mmk_append(b, ctile, tinyc_gs_for_range(k, cktv, I(b, 0), I(b, ktiles), I(b, 1), 0, ck));
+	tinyc_mmk_append(b, ctile, tinyc_gs_wgmma_wait(k, 0, b->acc));
+	tinyc_mmk_append(b, ctile, tinyc_gs_mbar_arrive(k, pipe, empty,
+							bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S))));
+	if (b->error)
+		return -1;
+	tinyc_mm_frag f;
+	memset(&f, 0, sizeof(f));
+	f.mma = 1;
+	f.ni = BN / 8;
+	f.tr = 2, f.tc = BN / 4;
+	f.row_run = 1, f.col_run = 2;
+	f.row_base = add(b, add(b, mul(b, cw, I(b, 64)), mul(b, bin(b, TINYC_GX_MOD, b->warp, I(b, 4)), I(b, 16))), g);
+	f.col_base = mul(b, t4, I(b, 2));
+	for (int a = 0; a < f.tr; a++)
+		f.row_off[a] = a * 8;
+	for (int c = 0; c < f.tc; c++)
+		f.col_off[c] = (c / 2) * 8 + (c % 2);
+	f.row_xor[0] = 4, f.row_xor[1] = 8, f.row_xor[2] = 16, f.nrow_xor = 3;
+	f.col_xor[0] = 1, f.col_xor[1] = 2, f.ncol_xor = 2;
+	f.row_lead = bin(b, TINYC_GX_EQ, g, I(b, 0));
+	f.col_lead = bin(b, TINYC_GX_EQ, t4, I(b, 0));
+	f.groups_m = 4 * C, f.group_m = bin(b, TINYC_GX_SUB, b->warp, I(b, 4));
+	f.groups_n = 1, f.group_n = I(b, 0);
+	if (tinyc_evt_emit_epilogue(b, &f, ctile) < 0)
+		return -1;
+	tinyc_mmk_append(b, cons, tinyc_gs_for_range(k, ctilev, bid, I(b, ntiles), nbid, 0, ctile));
+	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "warp specialisation: warpgroup 0 produces, the "
+						       "others consume"));
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, wg, I(b, 0)), prod, cons));
+	return b->error ? -1 : 0;
+}
+
 /* ------------------------------------------------------------------ entry ---- */
 
 int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
@@ -531,6 +823,8 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 		return tinyc_error(ctx, "CodegenError", "matmul %s: no epilogue graph", name);
 	if (tinyc_evt_verify(ctx, prob->evt, 1) < 0)
 		return -1;
+	if (t->variant == TINYC_MM_WGMMA && t->consumers < 1)
+		return tinyc_error(ctx, "CodegenError", "matmul %s: wgmma tiles without consumers", name);
 	if (t->variant == TINYC_MM_MMA && gm->arch_major < 8)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: the mma template needs sm_80, the "
 				   "module targets %s", name, gm->target);
@@ -547,12 +841,18 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 		return tinyc_error(ctx, "OutOfMemory", "matmul");
 	for (int i = 0; i < gm->nbuf; i++)
 		b.param[i] = -1;
-	int rc = t->variant == TINYC_MM_SIMT ? build_simt(&b, name) : build_mma(&b, name);
+	int rc = t->variant == TINYC_MM_SIMT ? build_simt(&b, name)
+		 : t->variant == TINYC_MM_WGMMA ? build_wgmma(&b, name) : build_mma(&b, name);
 	if (rc == 0 && !b.error) {
 		char comment[200];
 		if (t->variant == TINYC_MM_SIMT)
 			snprintf(comment, sizeof(comment), "%s: matmul simt tile [%d,%d,%d], micro %dx%d, "
 				 "epilogue %d nodes", name, t->bm, t->bn, t->bk, t->tm, t->tn, prob->evt->n);
+		else if (t->variant == TINYC_MM_WGMMA)
+			snprintf(comment, sizeof(comment), "%s: matmul wgmma m64n%dk16 tile [%d,%d,%d], "
+				 "%d stages (TMA, mbarriers), 1 producer + %d consumer warpgroups, "
+				 "persistent, epilogue %d nodes", name, t->wgn, t->bm, t->bn, t->bk,
+				 t->stages, t->consumers, prob->evt->n);
 		else
 			snprintf(comment, sizeof(comment), "%s: matmul mma.sync m16n8k16 tile [%d,%d,%d], "
 				 "%d stages%s, warps %dx%d, epilogue %d nodes", name, t->bm, t->bn, t->bk,

@@ -184,6 +184,89 @@ static int64_t reduction_smem(const tinyc_mm_problem *prob, int bm, int bn, int 
 	return bytes;
 }
 
+/* The opt-in shared memory of a block (bytes; the static limit where unknown). */
+static double optin_limit(const tinyc_device_info *dev)
+{
+	return dev->smem_per_block_optin > dev->smem_per_block ? dev->smem_per_block_optin
+							       : dev->smem_per_block;
+}
+
+/* The wgmma instruction N: the tile's bn, or TINYC_WGMMA_N (a divisor of bn that is a
+ * multiple of 64; diagnostics and tuning). */
+static int wgmma_instr_n(int bn)
+{
+	const char *e = getenv("TINYC_WGMMA_N");
+	int n = e ? atoi(e) : 0;
+	return n >= 64 && n <= bn && bn % n == 0 && n % 64 == 0 ? n : bn;
+}
+
+/* The tiles of the Hopper template (see tinyc_matmul_tiles). */
+static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
+		       const int64_t *sym, int bm, int bn, int bk, int stages, tinyc_mm_tiles *t)
+{
+	if (dev->arch.major != 9 || dev->arch.minor != 0 || !prob->tma_ok ||
+	    prob->a.dtype != prob->b.dtype ||
+	    (prob->a.dtype != TINYC_HALF && prob->a.dtype != TINYC_BFLOAT16) ||
+	    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT)
+		return -1;
+	if (bk != 64 || (bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
+	    stages < 2 || stages > 8)
+		return -1;
+	for (int i = 0; prob->evt && i < prob->evt->n; i++)
+		if (tinyc_evt_is_reduction(prob->evt->nodes[i].kind))
+			return -1;	/* the in-CTA reduction needs block barriers */
+	/* layouts: A (m, k) K-major when k is contiguous, M-major when m is; B (k, n) alike */
+	if (tinyc_evt_poly_is_const(&prob->a.stride[1], 1))
+		t->a_kmajor = 1;
+	else if (tinyc_evt_poly_is_const(&prob->a.stride[0], 1))
+		t->a_kmajor = 0;
+	else
+		return -1;
+	if (tinyc_evt_poly_is_const(&prob->b.stride[0], 1))
+		t->b_kmajor = 1;
+	else if (tinyc_evt_poly_is_const(&prob->b.stride[1], 1))
+		t->b_kmajor = 0;
+	else
+		return -1;
+	t->consumers = bm / 64;
+	t->wgn = wgmma_instr_n(bn);
+	t->threads = 128 * (1 + t->consumers);
+	t->raster = 8;
+	t->smem = (int64_t)stages * (bm + bn) * bk * 2 + 2 * 8 * stages;
+	if ((double)t->smem > optin_limit(dev) - 1024 || t->threads > dev->max_threads_per_block)
+		return -1;
+	/* the consumer's accumulators (bn/2 floats), broadcast vectors, addressing */
+	t->regs = bn / 2 + bn / 4 + 40;
+	t->regs_producer = t->consumers == 2 ? 40 : 0;
+	t->regs_consumer = t->consumers == 2 ? 232 : 0;
+	if (t->regs > (t->consumers == 2 ? 232 : 255))
+		return -1;
+	t->ctas_per_sm = 1;
+	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
+	int64_t nv = prob->n.sym < 0 ? prob->n.val : sym ? sym[prob->n.sym] : -1;
+	int64_t lv = prob->l.sym < 0 ? prob->l.val : sym ? sym[prob->l.sym] : -1;
+	if (mv < 1 || nv < 1 || lv < 1)
+		return -1;
+	int64_t tiles = ((mv + bm - 1) / bm) * ((nv + bn - 1) / bn) * lv;
+	if (tiles > INT32_MAX)
+		return -1;
+	t->grid = (int)(tiles < dev->sm_count ? tiles : dev->sm_count);
+	t->pred_m = !dim_multiple(&prob->m, sym, bm);
+	t->pred_n = !dim_multiple(&prob->n, sym, bn);
+	t->pred_k = !dim_multiple(&prob->k, sym, bk);
+	return 0;
+}
+
+void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
+{
+	static const char *const names[] = {"simt", "mma", "wgmma"};
+	if (t->variant == TINYC_MM_WGMMA)
+		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d", t->bm, t->bn, t->bk, t->stages,
+			 t->consumers, t->wgn);
+	else
+		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
+}
+
 int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 		       const int64_t *sym, tinyc_mm_variant v, int bm, int bn, int bk, int stages,
 		       tinyc_mm_tiles *t)
@@ -193,6 +276,8 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	t->bm = bm, t->bn = bn, t->bk = bk, t->stages = stages;
 	int sa = tinyc_dtype_size(prob->a.dtype), sb = tinyc_dtype_size(prob->b.dtype);
 	int warps;
+	if (v == TINYC_MM_WGMMA)
+		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, t);
 	if (v == TINYC_MM_SIMT) {
 		if (stages != 1 || bm % 16 || bn % 16)
 			return -1;
@@ -208,8 +293,12 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT || bk % 16 || bm % 32 ||
 		    bn % 32)
 			return -1;
-		t->warps_m = 2;
+		t->warps_m = bm >= 256 ? 4 : 2;
 		t->warps_n = bn >= 128 ? 4 : 2;
+		if (bm >= 256 && bn >= 256)
+			return -1;
+		if (bm >= 256)
+			t->warps_n = 2;
 		warps = t->warps_m * t->warps_n;
 		t->threads = 32 * warps;
 		int wm = bm / t->warps_m, wn = bn / t->warps_n;
@@ -224,6 +313,10 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 			  reduction_smem(prob, bm, bn, t->warps_m, t->warps_n, warps);
 		int mi = wm / 16, ni = wn / 8;
 		t->regs = mi * ni * 4 + mi * 4 + ni * 2 + 40;
+		/* tiles beyond the 48 KiB of static arrays go to the dynamic segment (opt-in) */
+		t->dyn_smem = (double)t->smem > SMEM_FRACTION * dev->smem_per_block;
+		if (t->regs > 255)
+			return -1;
 	}
 	/* grid: y (m tiles) and z (batch) are limited to 65535 */
 	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
@@ -233,7 +326,7 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	t->pred_m = !dim_multiple(&prob->m, sym, bm);
 	t->pred_n = !dim_multiple(&prob->n, sym, bn);
 	t->pred_k = !dim_multiple(&prob->k, sym, bk);
-	double limit = SMEM_FRACTION * dev->smem_per_block;
+	double limit = SMEM_FRACTION * (t->dyn_smem ? optin_limit(dev) : dev->smem_per_block);
 	if ((double)t->smem > limit || t->threads > dev->max_threads_per_block)
 		return -1;
 	int by_threads = dev->max_threads_per_sm / t->threads;
@@ -351,10 +444,15 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	double K = tinyc_sched_dim_est(s, &prob->k), L = tinyc_sched_dim_est(s, &prob->l);
 	double mt = ceil(M / t->bm), nt = ceil(N / t->bn);
 	mp->flops = 2 * M * N * K * L;
-	mp->bytes = L * (M * K * tinyc_dtype_size(prob->a.dtype) * nt +
-			 K * N * tinyc_dtype_size(prob->b.dtype) * mt) +
+	/* operand tiles are re-read once per tile row / column; the persistent wgmma kernel's
+	 * rasterisation keeps a group's A panel and the swept B panels in L2: A is read once,
+	 * B once per group of `raster` m tiles */
+	double rd_a = t->variant == TINYC_MM_WGMMA ? 1 : nt;
+	double rd_b = t->variant == TINYC_MM_WGMMA ? ceil(mt / t->raster) : mt;
+	mp->bytes = L * (M * K * tinyc_dtype_size(prob->a.dtype) * rd_a +
+			 K * N * tinyc_dtype_size(prob->b.dtype) * rd_b) +
 		    epilogue_bytes(s, prob, M, N, L, t->bm, t->bn);
-	double peak = t->variant == TINYC_MM_MMA ? s->dev.peak_fp16_tflops : s->fp32_tflops;
+	double peak = t->variant != TINYC_MM_SIMT ? s->dev.peak_fp16_tflops : s->fp32_tflops;
 	if (peak <= 0)
 		peak = 1;
 	mp->t_compute_us = mp->flops / (peak * 1e12) * 1e6;
@@ -364,13 +462,28 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	double slots = (double)s->dev.sm_count * t->ctas_per_sm;
 	double waves = ceil(ctas / slots);
 	double wave_eff = ctas / (waves * slots);
-	double pipe = t->variant == TINYC_MM_SIMT ? 0.6
-		      : t->stages == 1 ? 0.45
-		      : t->stages == 2 ? 0.75
-				       : 0.85;
-	double occ = t->ctas_per_sm >= 2 ? 1.0 : 0.8;
-	double kstep = t->bk / (t->bk + 8.0);	/* a barrier (and wait) per k tile */
-	p->eff = util * wave_eff * pipe * occ * kstep;
+	if (t->variant == TINYC_MM_WGMMA) {
+		/* persistent CTAs walk the tiles: the last round is partly idle; no block
+		 * barriers; the ring hides load latency from 4 stages on; narrow instructions
+		 * re-read A from shared memory (bandwidth); each tile's epilogue stalls its
+		 * consumers for about 1.5 k tiles */
+		double pipe = t->stages >= 4 ? 0.92 : t->stages == 3 ? 0.85 : 0.7;
+		double instr = t->wgn >= 256 ? 1.0 : t->wgn >= 128 ? 0.95 : 0.8;
+		double kt = ceil(K / t->bk);
+		double epi = kt / (kt + 1.5);
+		p->eff = util * wave_eff * pipe * instr * epi * (t->consumers == 2 ? 1.0 : 0.9);
+	} else {
+		double pipe = t->variant == TINYC_MM_SIMT ? 0.6
+			      : t->stages == 1 ? 0.45
+			      : t->stages == 2 ? 0.75
+			      : t->stages == 3 ? 0.85
+					       : 0.9;
+		double occ = t->ctas_per_sm >= 2 ? 1.0 : 0.8;
+		double kstep = t->bk / (t->bk + 8.0);	/* a barrier (and wait) per k tile */
+		/* mma.sync issues at about 60% of the warpgroup instructions' rate on sm_90 */
+		double legacy = t->variant == TINYC_MM_MMA && s->dev.arch.major >= 9 ? 0.6 : 1.0;
+		p->eff = util * wave_eff * pipe * occ * kstep * legacy;
+	}
 	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
 	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + LAUNCH_US * (1 + reduction_count(prob));
 }
@@ -385,6 +498,8 @@ static int forced_variant(void)
 		return TINYC_MM_SIMT;
 	if (!strcmp(v, "mma"))
 		return TINYC_MM_MMA;
+	if (!strcmp(v, "wgmma"))
+		return TINYC_MM_WGMMA;
 	return -1;
 }
 
@@ -396,68 +511,147 @@ static int forced_tile(int t[4])
 	return v && sscanf(v, "%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3]) >= 3;
 }
 
+/* Whether TMA can load both operands: every size bound, origins and non-unit strides
+ * multiples of 16 bytes, the contiguous stride 1. */
+static int tma_aligned(const tinyc_schedule *s, const tinyc_mm_problem *prob)
+{
+	const tinyc_dim *d[4] = {&prob->m, &prob->n, &prob->k, &prob->l};
+	for (int i = 0; i < 4; i++)
+		if (tinyc_sched_dim(s, d[i]) < 1)
+			return 0;
+	const tinyc_mm_operand *op[2] = {&prob->a, &prob->b};
+	for (int i = 0; i < 2; i++) {
+		int es = tinyc_dtype_size(op[i]->dtype);
+		if (es < 1 || 16 % es)
+			return 0;
+		int64_t q = 16 / es, off = poly_value(s, &op[i]->offset);
+		if (off < 0 || off % q)
+			return 0;
+		int unit = 0;
+		for (int a = 0; a < 3; a++) {
+			int64_t st = poly_value(s, &op[i]->stride[a]);
+			if (st < 0)
+				return 0;
+			if (a < 2 && st == 1 && !unit)
+				unit = 1;
+			else if (st % q && !(a == 2 && !(prob->evt && prob->evt->batched)))
+				return 0;
+		}
+		if (!unit)
+			return 0;
+	}
+	return 1;
+}
+
+/* Add the candidate (v, bm, bn, bk, st) of prob to k when its tiles are valid and match
+ * the forced tile (ft, when have_ft).  1 added, 0 not, -1 on an error. */
+static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+			 const tinyc_mm_problem *prob, tinyc_mm_variant v, int bm, int bn, int bk,
+			 int st, int have_ft, const int *ft, tinyc_dtype idx)
+{
+	const int64_t *sym = s->bind ? s->bind->val : NULL;
+	tinyc_mm_tiles t;
+	if (tinyc_matmul_tiles(prob, &s->dev, sym, v, bm, bn, bk, st, &t) < 0)
+		return 0;
+	if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] || (ft[3] && t.stages != ft[3])))
+		return 0;
+	t.index_dtype = idx;
+	tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
+	if (!mp)
+		return -1;
+	mp->t = t;
+	mp->fused_into = -1;
+	if (tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
+		free(mp);
+		return -1;
+	}
+	tinyc_plan p;
+	memset(&p, 0, sizeof(p));
+	p.kind = TINYC_PLAN_MATMUL;
+	p.block[0] = t.variant == TINYC_MM_SIMT ? 16 : t.threads;
+	p.block[1] = t.variant == TINYC_MM_SIMT ? 16 : 1;
+	p.block[2] = 1;
+	p.index_dtype = idx;
+	p.ext = mp;
+	p.ext_free = tinyc_mm_plan_free;
+	estimate(s, mp, &p);
+	if (t.variant == TINYC_MM_SIMT)
+		snprintf(p.desc, sizeof(p.desc),
+			 "matmul simt [%d,%d,%d] stages 1, 16x16 threads, "
+			 "micro %dx%d, smem %" PRId64 " B, %d CTA/SM",
+			 t.bm, t.bn, t.bk, t.tm, t.tn, t.smem, t.ctas_per_sm);
+	else if (t.variant == TINYC_MM_MMA)
+		snprintf(p.desc, sizeof(p.desc),
+			 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
+			 "smem %" PRId64 " B%s, %d CTA/SM",
+			 t.bm, t.bn, t.bk, t.stages,
+			 t.stages > 1 ? " cp.async" : " sync", t.warps_m,
+			 t.warps_n, t.smem, t.dyn_smem ? " dynamic" : "", t.ctas_per_sm);
+	else
+		snprintf(p.desc, sizeof(p.desc),
+			 "matmul wgmma [%d,%d,%d] stages %d tma, 1+%d warpgroups, m64n%dk16, "
+			 "smem %" PRId64 " B, persistent %d CTAs",
+			 t.bm, t.bn, t.bk, t.stages, t.consumers, t.wgn, t.smem, t.grid);
+	if (tinyc_plan_add(ctx, k, &p) < 0) {
+		tinyc_mm_plan_free(mp);
+		return -1;
+	}
+	return 1;
+}
+
 /* The candidates of prob (see tinyc_matmul_candidates); use_tile: honour TINYC_MATMUL_TILE. */
 static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
-		      const tinyc_mm_problem *prob, int force, int use_tile)
+		      const tinyc_mm_problem *prob0, int force, int use_tile)
 {
 	int ft[4], have_ft = use_tile && forced_tile(ft);
 	static const int bms[] = {64, 128}, bks[] = {16, 32, 64}, stg[] = {1, 2, 3};
-	const int64_t *sym = s->bind ? s->bind->val : NULL;
-	tinyc_dtype idx = index_dtype(s, prob);
-	int added = 0;
-	for (int v = 0; v < 2; v++) {
+	tinyc_dtype idx = index_dtype(s, prob0);
+	tinyc_mm_problem prob = *prob0;	/* shallow: the evt stays prob0's */
+	prob.tma_ok = tma_aligned(s, prob0);
+	int added = 0, r;
+	int first = k->ncand;
+	for (int v = 0; v < 3; v++) {
 		if (force >= 0 && force != v)
 			continue;
+		if (v == TINYC_MM_WGMMA) {
+			static const int wbm[] = {128, 64}, wbn[] = {256, 128, 64}, wst[] = {4, 5, 6, 3};
+			for (int i = 0; i < 2; i++)
+				for (int j = 0; j < 3; j++)
+					for (int q = 0; q < 4; q++) {
+						if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i], wbn[j], 64,
+								       wst[q], have_ft, ft, idx)) < 0)
+							return -1;
+						added += r;
+					}
+			continue;
+		}
 		for (int i = 0; i < 2; i++)
 			for (int j = 0; j < 2; j++)
 				for (int q = 0; q < 3; q++)
 					for (int st = 0; st < 3; st++) {
-						tinyc_mm_tiles t;
-						if (tinyc_matmul_tiles(prob, &s->dev, sym, (tinyc_mm_variant)v,
-								       bms[i], bms[j], bks[q], stg[st], &t) < 0)
-							continue;
-						if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] ||
-								(ft[3] && t.stages != ft[3])))
-							continue;
-						t.index_dtype = idx;
-						tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
-						if (!mp)
+						if ((r = add_candidate(ctx, s, k, &prob, (tinyc_mm_variant)v, bms[i], bms[j],
+								       bks[q], stg[st], have_ft, ft, idx)) < 0)
 							return -1;
-						mp->t = t;
-						mp->fused_into = -1;
-						if (tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
-							free(mp);
-							return -1;
-						}
-						tinyc_plan p;
-						memset(&p, 0, sizeof(p));
-						p.kind = TINYC_PLAN_MATMUL;
-						p.block[0] = t.variant == TINYC_MM_SIMT ? 16 : t.threads;
-						p.block[1] = t.variant == TINYC_MM_SIMT ? 16 : 1;
-						p.block[2] = 1;
-						p.index_dtype = idx;
-						p.ext = mp;
-						p.ext_free = tinyc_mm_plan_free;
-						estimate(s, mp, &p);
-						if (t.variant == TINYC_MM_SIMT)
-							snprintf(p.desc, sizeof(p.desc),
-								 "matmul simt [%d,%d,%d] stages 1, 16x16 threads, "
-								 "micro %dx%d, smem %" PRId64 " B, %d CTA/SM",
-								 t.bm, t.bn, t.bk, t.tm, t.tn, t.smem, t.ctas_per_sm);
-						else
-							snprintf(p.desc, sizeof(p.desc),
-								 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
-								 "smem %" PRId64 " B, %d CTA/SM",
-								 t.bm, t.bn, t.bk, t.stages,
-								 t.stages > 1 ? " cp.async" : " sync", t.warps_m,
-								 t.warps_n, t.smem, t.ctas_per_sm);
-						if (tinyc_plan_add(ctx, k, &p) < 0) {
-							tinyc_mm_plan_free(mp);
-							return -1;
-						}
-						added++;
+						added += r;
 					}
+		if (v != TINYC_MM_MMA)
+			continue;
+		/* larger tiles and deeper rings in dynamic shared memory */
+		static const int big[][2] = {{128, 128}, {128, 256}, {256, 128}};
+		static const int bbk[] = {32, 64}, bst[] = {3, 4};
+		for (int i = 0; i < 3; i++)
+			for (int q = 0; q < 2; q++)
+				for (int st = 0; st < 2; st++) {
+					if (big[i][0] == 128 && big[i][1] == 128 && bst[st] == 3)
+						continue;	/* in the set above */
+					if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_MMA, big[i][0], big[i][1],
+							       bbk[q], bst[st], have_ft, ft, idx)) < 0)
+						return -1;
+					added += r;
+				}
 	}
+	if (added > 0 && tinyc_tune_apply(s, k, first) < 0)
+		return -1;
 	return added;
 }
 
@@ -690,12 +884,31 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	tinyc_buf_puts(out, " (k, n, l)\n");
 	tinyc_buf_printf(out, "  tile [BM,BN,BK] = [%d,%d,%d], stages %d", t->bm, t->bn, t->bk,
 			 t->stages);
-	if (t->variant == TINYC_MM_SIMT)
+	if (t->variant == TINYC_MM_WGMMA) {
+		tinyc_buf_puts(out, " (TMA ring: a full and an empty mbarrier per stage, phase parity "
+			       "as the async token)\n");
+		tinyc_buf_printf(out, "  bind: persistent grid of %d CTAs over the tiles (l, m.o, n.o) in "
+				 "groups of %d m tiles (L2 rasterisation); warpgroups: 1 producer (one "
+				 "thread issues TMA), %d consumers of 64 rows, wgmma m64n%dk16 from "
+				 "128 B-swizzled shared tiles, one wgmma group in flight", t->grid, t->raster,
+				 t->consumers, t->wgn);
+		if (t->regs_consumer)
+			tinyc_buf_printf(out, "; setmaxnreg %d/%d", t->regs_producer, t->regs_consumer);
+		tinyc_buf_putc(out, '\n');
+		tinyc_buf_printf(out, "  loads: A TMA %s, B TMA %s, zero fill outside the matrices\n",
+				 t->a_kmajor ? "box [64 k x BM m] (k-major)" : "boxes [64 m x 64 k] (m-major, "
+					       "transposed in the descriptor)",
+				 t->b_kmajor ? "box [64 k x BN n] (k-major)" : "boxes [64 n x 64 k] (n-major, "
+					       "transposed in the descriptor)");
+	} else if (t->variant == TINYC_MM_SIMT)
 		tinyc_buf_puts(out, " (synchronous: load, barrier, compute, barrier)\n");
 	else
 		tinyc_buf_printf(out, " (%s)\n", t->stages > 1 ? "cp.async ring" : "synchronous");
-	tinyc_buf_puts(out, "  bind: n.o -> block.x, m.o -> block.y, l -> block.z; ");
-	if (t->variant == TINYC_MM_SIMT)
+	if (t->variant != TINYC_MM_WGMMA)
+		tinyc_buf_puts(out, "  bind: n.o -> block.x, m.o -> block.y, l -> block.z; ");
+	if (t->variant == TINYC_MM_WGMMA)
+		;	/* printed above */
+	else if (t->variant == TINYC_MM_SIMT)
 		tinyc_buf_printf(out, "threads (16, 16): n.i -> thread.x (micro %d), m.i -> thread.y "
 				 "(micro %d)\n", t->tn, t->tm);
 	else
@@ -703,7 +916,9 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 				 "warp, ldmatrix A / ldmatrix.trans B\n", t->warps_m, t->warps_n,
 				 t->bm / t->warps_m, t->bn / t->warps_n, t->bm / t->warps_m / 16,
 				 t->bn / t->warps_n / 8);
-	if (t->variant == TINYC_MM_MMA)
+	if (t->variant == TINYC_MM_WGMMA)
+		;	/* printed above */
+	else if (t->variant == TINYC_MM_MMA)
 		tinyc_buf_printf(out, "  loads: A %s, B %s\n",
 				 t->async_a ? "cp.async 16 B chunks (when sizes align, else element loads)"
 					    : "element loads (transposed into the tile)",
@@ -721,10 +936,15 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_buf_puts(out, " k");
 	if (!t->pred_m && !t->pred_n && !t->pred_k)
 		tinyc_buf_puts(out, " none");
-	tinyc_buf_printf(out, "\n  resources: smem %" PRId64 " B/CTA (limit %.0f), ~%d regs/thread, "
+	double lim = t->variant == TINYC_MM_WGMMA ? optin_limit(&s->dev) - 1024
+		     : SMEM_FRACTION * (t->dyn_smem ? optin_limit(&s->dev) : s->dev.smem_per_block);
+	tinyc_buf_printf(out, "\n  resources: smem %" PRId64 " B/CTA%s (limit %.0f), ~%d regs/thread, "
 			 "%d threads, occupancy %d CTA/SM; index %s\n", t->smem,
-			 SMEM_FRACTION * s->dev.smem_per_block, t->regs, t->threads, t->ctas_per_sm,
-			 tinyc_dtype_name(t->index_dtype));
+			 t->dyn_smem || t->variant == TINYC_MM_WGMMA ? " dynamic" : "", lim, t->regs,
+			 t->threads, t->ctas_per_sm, tinyc_dtype_name(t->index_dtype));
+	if (mp->tuned_us > 0)
+		tinyc_buf_printf(out, "  tuned: measured %.2f us on this device by tinyc tune (tuning "
+				 "cache), chosen over the model's estimate\n", mp->tuned_us);
 	const tinyc_evt *g = pr->evt;
 	tinyc_buf_printf(out, "  epilogue: in registers on the accumulator after the k loop, %d nodes, "
 			 "visit", g ? g->n : 0);

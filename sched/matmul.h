@@ -10,7 +10,16 @@
  *   mma   tensor cores (sm_80+, half or bfloat16 operands, fp32 accumulation): warps of
  *         mma.sync m16n8k16 fed by ldmatrix from padded shared tiles, filled by a cp.async
  *         multi-stage pipeline (16-byte chunks where alignment is provable, else
- *         synchronous loads);
+ *         synchronous loads); tiles up to 128x256 and 4 stages in dynamic shared memory;
+ *   wgmma Hopper (sm_90, built for sm_90a): a persistent kernel of one producer warpgroup
+ *         (one thread issues TMA tile loads into a ring of `stages` 128-byte-swizzled
+ *         shared tiles, full/empty mbarriers per stage, phases as parity tokens) and
+ *         `consumers` warpgroups (wgmma.mma_async m64nNk16 from shared memory through
+ *         matrix descriptors, fp32 accumulators in registers, one wgmma group in flight,
+ *         the epilogue graph on the accumulator fragments); setmaxnreg moves registers
+ *         from the producer to the consumers; tiles visited in groups of `raster` m tiles
+ *         (L2 reuse).  Proposed when every size is bound and the operands' strides and
+ *         origins are 16-byte aligned (TMA), and the epilogue has no reductions;
  *
  * over the seed's candidate set BM, BN in {64, 128}, BK in {16, 32, 64}, stages in {2, 3}
  * (mma with cp.async; 1 otherwise), keeping those whose shared memory stays under 80% of a
@@ -23,10 +32,11 @@
  * REDUCE's temporary) are taken over: the first gets the matmul plan, the others a "fused"
  * plan that emits nothing (their buffers are written by the first).
  *
- * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma, the tile
- * with TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES] (tests, benchmarks); mma is only proposed where
- * the target and the dtypes allow it, and a forced choice that matches no valid candidate
- * is ignored.
+ * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma, the
+ * tile with TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES] (tests, benchmarks); mma is only proposed
+ * where the target and the dtypes allow it, and a forced choice that matches no valid
+ * candidate is ignored.  A configuration measured by `tinyc tune` for this device, shape
+ * class and dtypes (sched/tune.c) is chosen over the model's estimate.
  */
 #ifndef TINYC_SCHED_MATMUL_H
 #define TINYC_SCHED_MATMUL_H
@@ -37,6 +47,7 @@
 typedef enum tinyc_mm_variant {
 	TINYC_MM_SIMT,		/* CUDA cores, synchronous shared tiles */
 	TINYC_MM_MMA,		/* tensor cores: ldmatrix + mma.sync, cp.async pipeline */
+	TINYC_MM_WGMMA,		/* Hopper: TMA + mbarrier ring, warp-specialised wgmma */
 } tinyc_mm_variant;
 
 /* One operand: A (rows m, cols k) or B (rows k, cols n). */
@@ -56,6 +67,8 @@ typedef struct tinyc_mm_problem {
 	tinyc_dtype mul;		/* the MUL's dtype (16-bit: exact products in float) */
 	tinyc_dtype acc;		/* accumulation dtype */
 	tinyc_evt *evt;			/* the epilogue graph (owned); tensors' buf = buffer index */
+	int tma_ok;			/* every size bound and both operands' strides and origins
+					 * 16-byte aligned: TMA can load them (wgmma needs it) */
 } tinyc_mm_problem;
 
 /* Tiles and mapping of one candidate. */
@@ -72,11 +85,20 @@ typedef struct tinyc_mm_tiles {
 	int regs;			/* estimated registers per thread */
 	int ctas_per_sm;		/* occupancy estimate */
 	tinyc_dtype index_dtype;	/* int or long index arithmetic */
+	int dyn_smem;			/* mma: the tiles live in dynamic shared memory (> 48 KiB) */
+	/* wgmma only */
+	int consumers;			/* consumer warpgroups (each owns 64 rows of the tile) */
+	int wgn;			/* N of one wgmma instruction (divides bn) */
+	int a_kmajor, b_kmajor;		/* operand layouts: 1 k contiguous, 0 m (n) contiguous */
+	int raster;			/* m tiles per rasterisation group (L2 reuse) */
+	int grid;			/* persistent CTAs (<= SMs) */
+	int regs_producer, regs_consumer;	/* setmaxnreg per role */
 } tinyc_mm_tiles;
 
 /* A MATMUL plan's ext. */
 typedef struct tinyc_mm_plan {
 	tinyc_mm_tiles t;		/* the candidate's tiles */
+	double tuned_us;		/* measured by `tinyc tune` (tuning cache), 0 when not */
 	tinyc_mm_problem prob;		/* the problem (evt owned) */
 	int fused_into;			/* -1: this kernel runs the matmul; else the schedule kernel
 					 * that writes this kernel's buffer */
@@ -110,10 +132,35 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		       const int64_t *sym, tinyc_mm_variant v, int bm, int bn, int bk, int stages,
 		       tinyc_mm_tiles *t);
 
+/* The configuration key of a candidate ("wgmma 128x256x64 s4 c2 n256"), for tuning. */
+void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size);
+
 /* Multi-line description of a chosen MATMUL plan for the schedule dump: tiles, stages,
  * binding, micro-tiles, tails, epilogue placement and reduction strategy (with its
  * determinism), the estimate.  Each line starts with two spaces. */
 void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc_buf *out);
+
+/* ---- tune.c: the tuning cache (configurations measured by `tinyc tune`) ---- */
+
+/* The shape class of prob on s: per size round(log2) and alignment (multiple of 128, of 8,
+ * other), and the operand layouts, e.g. "M12a.N12a.K12a.L0a.kn".  -1 when a size is
+ * unbound. */
+int tinyc_tune_class(const tinyc_schedule *s, const tinyc_mm_problem *prob, char *buf,
+		     size_t size);
+/* The tuning file of a device: <cache dir>/tune/<name>_<target>.txt (NULL: no cache dir). */
+__tinyc_give char *tinyc_tune_path(const tinyc_device_info *dev);
+/* The configuration stored for (s's device, prob's class, dtypes): 1 with config and *us
+ * filled, 0 when there is none. */
+int tinyc_tune_lookup(const tinyc_schedule *s, const tinyc_mm_problem *prob, char *config,
+		      size_t size, double *us);
+/* Store config (measured us) as the best of prob's class on s's device (replacing the
+ * previous one).  0, or -1 with a TuneError. */
+int tinyc_tune_store(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_mm_problem *prob,
+		     const char *config, double us);
+/* Among k's candidates from index `first`, mark the stored configuration as tuned (its
+ * tuned_us, an estimate below every other so that the choice takes it).  Real devices only;
+ * TINYC_TUNE=0 disables it.  0 (also when nothing is stored) or -1. */
+int tinyc_tune_apply(const tinyc_schedule *s, tinyc_skernel *k, int first);
 
 /* Copy / free a problem (deep: the evt graph). */
 int tinyc_mm_problem_copy(tinyc_ctx *ctx, const tinyc_mm_problem *src, tinyc_mm_problem *dst);
