@@ -80,6 +80,9 @@ typedef struct tinyc_htree_trace {
 /* Fill c with the defaults (r=16, top_k=512, max_top_nodes=8192, scale=K^-1/2, base 10000,
  * 13 dropped key bits, computed RoPE table, every query position). */
 void tinyc_htree_config_default(tinyc_htree_config *c);
+/* Check a configuration (powers of two, finite scale and rope base, ...); 0, or -1 with an
+ * HtreeInvalidConfig / HtreeRopeTable diagnostic.  Every htree entry point calls it. */
+int tinyc_htree_config_check(tinyc_ctx *ctx, const tinyc_htree_config *cfg);
 
 /* Run the htree forward on the CPU.  On success *o is a new float tensor [B,T,H,V]
  * (or [B,P,H,V]) and the result is 0; on error -1 with a diagnostic on ctx and *o NULL.

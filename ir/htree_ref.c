@@ -432,8 +432,8 @@ static float *to_f32(tinyc_ctx *ctx, const tinyc_tensor *t)
 	return f;
 }
 
-/* Check the configuration; 0 or -1 with a diagnostic. */
-static int check_config(tinyc_ctx *ctx, const tinyc_htree_config *cfg)
+/* Check the configuration (see htree.h). */
+int tinyc_htree_config_check(tinyc_ctx *ctx, const tinyc_htree_config *cfg)
 {
 	if (cfg->compression_rate < 2 || !is_pow2(cfg->compression_rate))
 		return tinyc_error(ctx, "HtreeInvalidConfig",
@@ -652,7 +652,7 @@ int tinyc_htree_forward_cpu(tinyc_ctx *ctx, const tinyc_htree_config *cfg,
 	}
 	htree_run w;
 	memset(&w, 0, sizeof w);
-	if (check_config(ctx, cfg) < 0 || check_shapes(ctx, q, k, v, &w) < 0)
+	if (tinyc_htree_config_check(ctx, cfg) < 0 || check_shapes(ctx, q, k, v, &w) < 0)
 		return -1;
 	int nq = cfg->num_query_positions;
 	if (check_positions(ctx, cfg->query_positions, nq, w.T, "query") < 0)

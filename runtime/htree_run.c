@@ -69,38 +69,6 @@ static int is_pow2(int64_t x)
 	return x >= 1 && (x & (x - 1)) == 0;
 }
 
-/* Check the configuration (as the CPU reference does).  0 or -1. */
-static int check_config(tinyc_ctx *ctx, const tinyc_htree_config *cfg)
-{
-	if (cfg->compression_rate < 2 || !is_pow2(cfg->compression_rate))
-		return tinyc_error(ctx, "HtreeInvalidConfig",
-				   "compression_rate must be a power of two >= 2, got %d",
-				   cfg->compression_rate);
-	if (!is_pow2(cfg->top_k))
-		return tinyc_error(ctx, "HtreeInvalidConfig",
-				   "top_k must be a power of two >= 1, got %d", cfg->top_k);
-	if (cfg->max_top_nodes < 1)
-		return tinyc_error(ctx, "HtreeInvalidConfig", "max_top_nodes must be >= 1, got %lld",
-				   (long long)cfg->max_top_nodes);
-	if (!(cfg->rope_base > 0.0f) || isinf(cfg->rope_base))
-		return tinyc_error(ctx, "HtreeInvalidConfig",
-				   "rope_base must be positive and finite, got %g",
-				   (double)cfg->rope_base);
-	if (isnan(cfg->scale) || isinf(cfg->scale))
-		return tinyc_error(ctx, "HtreeInvalidConfig", "scale must be finite");
-	if (cfg->key_drop_bits < 0 || cfg->key_drop_bits > 23)
-		return tinyc_error(ctx, "HtreeInvalidConfig", "key_drop_bits must be in 0..23, got %d",
-				   cfg->key_drop_bits);
-	if (cfg->num_query_positions < 0 ||
-	    (cfg->num_query_positions > 0 && !cfg->query_positions))
-		return tinyc_error(ctx, "HtreeInvalidConfig",
-				   "num_query_positions is %d but no positions are given",
-				   cfg->num_query_positions);
-	if ((cfg->rope_cos == NULL) != (cfg->rope_sin == NULL))
-		return tinyc_error(ctx, "HtreeRopeTable", "give both rope_cos and rope_sin, or neither");
-	return 0;
-}
-
 /* Whether the dtype is one htree takes. */
 static int dtype_ok(tinyc_dtype dt)
 {
@@ -538,7 +506,7 @@ static int tree_pipeline_run(tinyc_htree_gpu *h, tinyc_devptr k, tinyc_devptr v)
 static int prepare_check(tinyc_htree_gpu *h, const tinyc_htree_config *cfg)
 {
 	tinyc_ctx *ctx = h->ctx;
-	if (check_config(ctx, cfg) < 0)
+	if (tinyc_htree_config_check(ctx, cfg) < 0)
 		return -1;
 	if (h->T >= INT32_MAX)
 		return tinyc_error(ctx, "HtreeUnsupportedConfig",
