@@ -167,6 +167,8 @@ typedef struct tinyc_gpu_kernel_stat {
 	int smem_bytes;		/* shared memory per block, static + dynamic */
 	double compile_ms;	/* the whole cached compile: key, lookup, nvrtc on a miss */
 	double load_ms;		/* loading the image into the context (cuModuleLoadData) */
+	double wall_ms;		/* timed runs: host wall time per launch of back-to-back launches
+				 * (launch overhead included), 0 when not timed */
 } tinyc_gpu_kernel_stat;
 
 /* Per-kernel results of a CUDA run. */

@@ -57,6 +57,7 @@ typedef struct cli {
 	int runtime_sizes;	/* run: --runtime-sizes, --bind values reach the kernels at launch */
 	int warmup;		/* bench: --warmup N launches before timing */
 	int iters;		/* bench: --iters N timed launches per kernel */
+	double passes_ms;	/* run/bench: time of the compiler passes (JIT latency report) */
 } cli;
 
 static void usage(FILE *out)
@@ -67,6 +68,8 @@ static void usage(FILE *out)
 		"usage: tinyc [options] FILE          compile FILE (tinyc-uop v0) and dump a stage\n"
 		"       tinyc run FILE [options]      run FILE on .npy inputs\n"
 		"       tinyc bench FILE --bind ...   time every kernel of FILE on the GPU\n"
+		"       tinyc tune FILE --bind ...    measure the matmul candidates on the GPU and\n"
+		"                                     keep the fastest in the tuning cache\n"
 		"       tinyc htree --q Q --k K --v V --out O [options]   htree forward (CPU or\n"
 		"                                     GPU), or --bench; see tinyc htree --help\n"
 		"\n"
@@ -103,7 +106,9 @@ static void usage(FILE *out)
 		"Bench options (tinyc bench FILE ...): every size symbol bound with --bind; inputs\n"
 		"are --in files or seeded random data (--random-inputs, default seed 1); --check,\n"
 		"--target, -v as for run.  Prints per kernel the median time, GB/s and TFLOP/s and\n"
-		"their fractions of the device's peak.\n"
+		"their fractions of the device's peak, the host wall time per launch of back-to-back\n"
+		"launches (launch overhead included), each kernel's plan, and the JIT latency: the\n"
+		"compiler passes, the cached compile (nvrtc when cold) and the module load.\n"
 		"  --warmup N            untimed launches per kernel first (default 10)\n"
 		"  --iters N             event-timed launches per kernel, median reported (default 100)\n"
 		"\n"
@@ -365,8 +370,8 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 	const tinyc_schedule *s = tinyc_module_schedule(m);
 	printf("tinyc bench: %s on %s (%s), %d warm-up, median of %d launches per kernel\n",
 	       c->file, dev->name, dev->target, c->warmup, c->iters);
-	printf("  %-24s %10s %10s %7s %10s %7s  %s\n", "kernel", "time(us)", "GB/s", "%peak",
-	       "TFLOP/s", "%peak", "bound");
+	printf("  %-24s %10s %10s %7s %10s %7s  %-7s %9s\n", "kernel", "time(us)", "GB/s", "%peak",
+	       "TFLOP/s", "%peak", "bound", "wall(us)");
 	double total = 0;
 	for (int i = 0; i < st->nkernel; i++) {
 		const tinyc_gpu_kernel_stat *k = &st->k[i];
@@ -383,10 +388,24 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 		double gbs = us > 0 ? bytes / (us * 1e3) : 0, tfs = us > 0 ? flops / (us * 1e6) : 0;
 		double fb = dev->peak_bandwidth_gbs > 0 ? gbs / dev->peak_bandwidth_gbs : 0;
 		double ff = peak_tf > 0 ? tfs / peak_tf : 0;
-		printf("  %-24s %10.2f %10.1f %6.1f%% %10.3f %6.1f%%  %s\n", k->name, us, gbs, 100 * fb,
-		       tfs, 100 * ff, fb >= ff ? "memory" : "compute");
+		printf("  %-24s %10.2f %10.1f %6.1f%% %10.3f %6.1f%%  %-7s %9.2f\n", k->name, us, gbs,
+		       100 * fb, tfs, 100 * ff, fb >= ff ? "memory" : "compute", k->wall_ms * 1e3);
 	}
 	printf("  %-24s %10.2f\n", "total", total);
+	/* the plan and the JIT latency of every kernel: compiler passes, then per kernel the
+	 * cached compile (nvrtc on a miss) and the module load; resources from the driver */
+	for (int i = 0; s && i < s->nkern && i < st->nkernel; i++) {
+		const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[i]);
+		if (p)
+			printf("  plan %s: %s\n", s->kerns[i].name, p->desc);
+	}
+	for (int i = 0; i < st->nkernel; i++) {
+		const tinyc_gpu_kernel_stat *k = &st->k[i];
+		printf("  jit %s: passes %.1f ms + %s %.1f ms + load %.1f ms = %.1f ms; %d regs, %d B smem, "
+		       "%d B local (spills)\n", k->name, c->passes_ms,
+		       k->cache_hit ? "cache hit" : "nvrtc (cold)", k->compile_ms, k->load_ms,
+		       c->passes_ms + k->compile_ms + k->load_ms, k->regs, k->smem_bytes, k->local_bytes);
+	}
 }
 
 /* The device run: the RB-SSA interpreter (cpu), the reference evaluator (ref), the GPU IR
@@ -431,12 +450,14 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 	snprintf(where, wsize, "%s (%s, %d kernels)", dev->name, dev->target, gm->nkernel);
 	if (rc == 0 && c->opt.verbose)
 		for (int i = 0; i < st.nkernel; i++)
-			fprintf(stderr, "tinyc: kernel %-24s GPU IR %.3f ms, nvrtc %.1f ms%s, %d regs, "
+			fprintf(stderr, "tinyc: kernel %-24s GPU IR %.3f ms, nvrtc %.1f ms%s, compile %.1f ms "
+				"(passes %.1f ms before), load %.1f ms, %d regs, %d B smem, %d B local, "
 				"grid (%u,%u,%u) block (%u,%u,%u)\n", st.k[i].name,
 				i < gm->nkernel ? gm->kernels[i]->build_ms : 0.0, st.k[i].nvrtc_ms,
-				st.k[i].cache_hit ? " (cache hit)" : "", st.k[i].regs, st.k[i].grid[0],
-				st.k[i].grid[1], st.k[i].grid[2], st.k[i].block[0], st.k[i].block[1],
-				st.k[i].block[2]);
+				st.k[i].cache_hit ? " (cache hit)" : "", st.k[i].compile_ms, c->passes_ms,
+				st.k[i].load_ms, st.k[i].regs, st.k[i].smem_bytes, st.k[i].local_bytes,
+				st.k[i].grid[0], st.k[i].grid[1], st.k[i].grid[2], st.k[i].block[0],
+				st.k[i].block[1], st.k[i].block[2]);
 	if (rc == 0 && bench)
 		bench_report(c, m, dev, &st);
 	tinyc_gpu_run_stats_clear(&st);
@@ -460,8 +481,10 @@ static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 	 * below are run-time values of the same (symbolic) kernels */
 	if (c->runtime_sizes)
 		m->opt.bind = NULL;
+	double t_passes = tinyc_now_ms();
 	if (tinyc_module_run_until(m, last, 0, NULL) < 0)
 		return EXIT_DIAG;
+	c->passes_ms = tinyc_now_ms() - t_passes;
 	if (c->runtime_sizes && c->bind &&	/* now the values, checked as at compile time */
 	    (tinyc_bindings_parse(ctx, m->uop, c->bind, m->bind) < 0 ||
 	     tinyc_verify(ctx, m->uop, m->bind) < 0))
@@ -620,11 +643,15 @@ done:
 
 /* tinyc htree (tools/tinyc_htree.c): argv[0] is "htree". */
 int tinyc_cmd_htree(int argc, char **argv);
+/* tinyc tune (tools/tinyc_tune.c): argv[0] is "tune". */
+int tinyc_cmd_tune(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "htree"))
 		return tinyc_cmd_htree(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "tune"))
+		return tinyc_cmd_tune(argc - 1, argv + 1);
 	cli c = {0};
 	int rc = parse_args(argc, argv, &c);
 	if (rc >= 0) {

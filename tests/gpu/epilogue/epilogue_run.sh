@@ -7,6 +7,7 @@
 # The schedule must pick the matmul template (not a generic fallback).  Tolerances: 2e-3
 # absolute and relative (K up to 256 products summed in float in another order than the
 # reference's: near-zero results carry the rounding of their large partial sums).
+# On sm_90 also the wgmma template (TINYC_MATMUL=wgmma) at bound sizes with aligned rows.
 # Exit 77 with a SKIP line where no GPU is present; 1 on the first failure.
 tinyc="$1"
 file="$2"
@@ -38,4 +39,26 @@ for variant in simt mma; do
 		done
 	done
 done
+# The Hopper template (wgmma + TMA) where the device has it: sizes bound at compile time
+# (TMA needs them) with 16-byte aligned rows, tails in every dim; graphs whose epilogue
+# reduces stay on mma (the plan does not propose wgmma for them).
+if TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "${batch}M=200,N=136,K=72" 2>/dev/null |
+	grep -q 'matmul wgmma'; then
+	for mnk in 8,8,8 200,136,72 509,504,120 768,768,256; do
+		m=${mnk%%,*}; rest=${mnk#*,}; n=${rest%%,*}; k=${rest#*,}
+		bind="${batch}M=$m,N=$n,K=$k"
+		if ! TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "$bind" | grep -q 'choice: .*(matmul)' ||
+		   ! TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "$bind" | grep -q 'tile .*TMA ring'; then
+			echo "FAIL: $file [$bind]: the schedule does not use the wgmma template"
+			exit 1
+		fi
+		echo "+ TINYC_MATMUL=wgmma tinyc run $file --device=cuda --random-inputs 1 --bind $bind --check --atol=2e-3 --rtol=2e-3"
+		if ! TINYC_MATMUL=wgmma "$tinyc" run "$file" --device=cuda --random-inputs 1 --bind "$bind" --check --atol=2e-3 --rtol=2e-3; then
+			echo "FAIL: $file [$bind] wgmma"
+			exit 1
+		fi
+	done
+else
+	echo "note: $file: no wgmma plan on this device (not sm_90, or the epilogue reduces)"
+fi
 echo "PASS: $file"

@@ -1,0 +1,467 @@
+/* Unit tests of the Hopper matmul path and the larger Ampere tiles (sched/matmul.c,
+ * codegen/matmul.c build_wgmma, the GPU IR warpgroup statements, sched/tune.c).  No GPU is
+ * needed: the plans are made for the named targets sm_90a and sm_80, the CUDA is compiled
+ * with nvrtc to CUBIN, and GPU runs are the ctest entries gpu/epilogue/NAME (label gpu).
+ *
+ *  - wgmma_plan: the schedule of relu(X @ W + bias) at 4096^3 on sm_90a chooses the wgmma
+ *    template (128x256x64, 4 stages, 1 + 2 warpgroups, persistent over 132 SMs) and says so
+ *    in the dump; it is not proposed for unbound sizes, unaligned rows (K = 333), epilogues
+ *    with reductions, or sm_80;
+ *  - wgmma_gpuir: the GPU IR verifies and holds the ring (TMA loads, full/empty mbarriers,
+ *    parity waits), setmaxnreg and m64n256k16 wgmma with the layouts; the tensor maps
+ *    describe X (k contiguous, box 64 x 128) and W (n contiguous, boxes 64 x 64); a weight
+ *    stored [N, K] gives a K-major B; the interpreter refuses the kernel
+ *    (GpuInterpUnsupported) and the verifier refuses wgmma outside sm_90a;
+ *  - wgmma_nvrtc: the CUDA of every epilogue graph through the wgmma template compiles to
+ *    CUBIN for sm_90a without register-cap warnings, and the big mma tiles (dynamic shared
+ *    memory) compile for sm_80;
+ *  - tune: the shape class, the tuning file round trip and a stored configuration chosen
+ *    over the model's estimate on a (pretended) real device.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codegen/gpu.h"
+#include "ir/ctx.h"
+#include "ir/pass.h"
+#include "lower/lower.h"
+#include "runtime/runtime.h"
+#include "sched/matmul.h"
+#include "sched/schedule.h"
+
+#define EPI_DIR TINYC_SOURCE_DIR "/tests/gpu/epilogue"
+#define BIAS_RELU TINYC_SOURCE_DIR "/examples/matmul_bias_relu.uop"
+
+/* A compiled module and what it needs. */
+typedef struct compiled {
+	tinyc_ctx *ctx;
+	tinyc_source *src;
+	tinyc_module *m;
+} compiled;
+
+/* The kind of the first diagnostic on ctx ("" when there is none). */
+static const char *first_kind(tinyc_ctx *ctx)
+{
+	const tinyc_diag *d = tinyc_ctx_diag_count(ctx) > 0 ? tinyc_ctx_diag(ctx, 0) : NULL;
+	return d && d->kind ? d->kind : "";
+}
+
+/* Run the pipeline of file (or text when file is NULL) up to stage for target and bind. */
+static int compile_to(compiled *c, const char *file, const char *text, const char *target,
+		      const char *bind, const char *stage)
+{
+	memset(c, 0, sizeof(*c));
+	c->ctx = tinyc_ctx_alloc();
+	c->src = file ? tinyc_source_read(c->ctx, file)
+		      : tinyc_source_from_string("inline.uop", text, strlen(text));
+	cr_assert(c->src, "read %s", file ? file : "text");
+	tinyc_options opt;
+	memset(&opt, 0, sizeof(opt));
+	opt.target = target;
+	opt.bind = bind;
+	c->m = tinyc_module_alloc(c->ctx, c->src, &opt);
+	cr_assert(c->m);
+	return tinyc_module_run_until(c->m, tinyc_pass_find(stage), 0, NULL);
+}
+
+static void compiled_free(compiled *c)
+{
+	tinyc_module_free(c->m);
+	tinyc_source_free(c->src);
+	tinyc_ctx_free(c->ctx);
+}
+
+/* The MATMUL plan chosen for the first kernel. */
+static const tinyc_mm_plan *chosen(const compiled *c)
+{
+	const tinyc_schedule *s = tinyc_module_schedule(c->m);
+	const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[0]);
+	cr_assert(p && p->kind == TINYC_PLAN_MATMUL);
+	return p->ext;
+}
+
+/* Whether any candidate of the first kernel is a wgmma plan. */
+static int has_wgmma(const compiled *c)
+{
+	const tinyc_schedule *s = tinyc_module_schedule(c->m);
+	for (int i = 0; i < s->kerns[0].ncand; i++) {
+		const tinyc_mm_plan *mp = s->kerns[0].cands[i].ext;
+		if (s->kerns[0].cands[i].kind == TINYC_PLAN_MATMUL && mp &&
+		    mp->t.variant == TINYC_MM_WGMMA)
+			return 1;
+	}
+	return 0;
+}
+
+/* The text dump of a stage. */
+static char *dump(compiled *c, const char *stage)
+{
+	int n;
+	const tinyc_pass *p = tinyc_pipeline(&n);
+	tinyc_buf b = {0};
+	cr_assert_eq(p[tinyc_pass_find(stage)].print(c->m, TINYC_FMT_TEXT, &b), 0);
+	return b.data;
+}
+
+/* ------------------------------------------------------------------ plans ---- */
+
+Test(wgmma_plan, chosen_on_sm90a_for_aligned_bound_sizes)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_WGMMA_N");
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "schedule"), 0,
+		     "%s", first_kind(c.ctx));
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert_eq(mp->t.variant, TINYC_MM_WGMMA);
+	cr_assert_eq(mp->t.bm, 128);
+	cr_assert_eq(mp->t.bn, 256);
+	cr_assert_eq(mp->t.bk, 64);
+	cr_assert_eq(mp->t.stages, 4);
+	cr_assert_eq(mp->t.consumers, 2);
+	cr_assert_eq(mp->t.threads, 384);
+	cr_assert_eq(mp->t.wgn, 256);
+	cr_assert(mp->t.a_kmajor && !mp->t.b_kmajor, "X is k-contiguous, W n-contiguous");
+	cr_assert_eq(mp->t.grid, 132, "512 tiles over the 132 SMs");
+	/* 4 stages of (128 + 256) x 64 halves and 8 mbarriers */
+	cr_assert_eq(mp->t.smem, 4 * (128 + 256) * 64 * 2 + 64);
+	cr_assert(!mp->t.pred_m && !mp->t.pred_n && !mp->t.pred_k);
+	char *d = dump(&c, "schedule");
+	cr_assert(strstr(d, "matmul wgmma [128,256,64] stages 4 tma, 1+2 warpgroups, m64n256k16"), "%s", d);
+	cr_assert(strstr(d, "(TMA ring: a full and an empty mbarrier per stage, phase parity as the "
+			    "async token)"), "%s", d);
+	cr_assert(strstr(d, "persistent grid of 132 CTAs"), "%s", d);
+	cr_assert(strstr(d, "setmaxnreg 40/232"), "%s", d);
+	cr_assert(strstr(d, "loads: A TMA box [64 k x BM m] (k-major), B TMA boxes [64 n x 64 k] "
+			    "(n-major, transposed in the descriptor)"), "%s", d);
+	free(d);
+	compiled_free(&c);
+}
+
+Test(wgmma_plan, not_proposed_where_it_cannot_run)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	compiled c;
+	/* sizes unknown at compile time: TMA cannot prove the alignment */
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", NULL, "schedule"), 0);
+	cr_assert(!has_wgmma(&c));
+	compiled_free(&c);
+	/* K = 333: the rows of X are 666 bytes apart, not a multiple of 16 */
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=127,N=1000,K=333", "schedule"), 0);
+	cr_assert(!has_wgmma(&c));
+	cr_assert_eq(chosen(&c)->t.variant, TINYC_MM_MMA);
+	compiled_free(&c);
+	/* epilogue reductions need block barriers: mma runs them */
+	cr_assert_eq(compile_to(&c, EPI_DIR "/reductions.uop", NULL, "sm_90a", "M=256,N=256,K=256",
+				"schedule"), 0);
+	cr_assert(!has_wgmma(&c));
+	compiled_free(&c);
+	/* Ampere has no wgmma */
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_80", "M=4096,N=4096,K=4096", "schedule"), 0);
+	cr_assert(!has_wgmma(&c));
+	compiled_free(&c);
+	/* a forced wgmma that cannot apply falls back to the other candidates */
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=127,N=1000,K=333", "schedule"), 0);
+	cr_assert_neq(chosen(&c)->t.variant, TINYC_MM_WGMMA);
+	compiled_free(&c);
+	unsetenv("TINYC_MATMUL");
+}
+
+Test(wgmma_plan, ampere_big_tiles_in_dynamic_shared_memory)
+{
+	unsetenv("TINYC_MATMUL");
+	setenv("TINYC_MATMUL_TILE", "128x256x32x4", 1);
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_80", "M=512,N=512,K=512", "cuda"), 0, "%s",
+		     first_kind(c.ctx));
+	unsetenv("TINYC_MATMUL_TILE");
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert_eq(mp->t.variant, TINYC_MM_MMA);
+	cr_assert_eq(mp->t.stages, 4);
+	cr_assert(mp->t.dyn_smem);
+	/* 4 stages of As[128][32 + 8] and Bs[32][256 + 8] halves */
+	cr_assert_eq(mp->t.smem, 4 * (128 * 40 + 32 * 264) * 2);
+	char *d = dump(&c, "cuda");
+	cr_assert(strstr(d, "extern __shared__ __align__(128) unsigned char tinyc_dyn_smem[];"), "%s", d);
+	free(d);
+	compiled_free(&c);
+}
+
+/* ----------------------------------------------------------------- GPU IR ---- */
+
+Test(wgmma_gpuir, ring_barriers_and_warpgroups)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "gpuir"), 0,
+		     "%s", first_kind(c.ctx));
+	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
+	cr_assert_str_eq(gm->target, "sm_90a");
+	cr_assert_eq(gm->nkernel, 1);
+	const tinyc_gkernel *k = gm->kernels[0];
+	cr_assert_eq(k->block[0], 384);
+	cr_assert_eq(k->min_blocks_per_sm, 1, "setmaxnreg needs the register cap at entry");
+	cr_assert_eq(k->dyn_smem, 4 * (128 + 256) * 64 * 2);
+	int tmaps = 0;
+	for (int v = 0; v < k->nvar; v++) {
+		const tinyc_gvar *x = &k->vars[v];
+		if (x->kind == TINYC_GV_SHARED && x->dynamic)
+			cr_assert(x->align == 1024 && x->offset % 1024 == 0, "%s", x->name);
+		if (x->kind != TINYC_GV_PARAM_TMAP)
+			continue;
+		tmaps++;
+		cr_assert(x->tmap);
+		cr_assert_eq(x->tmap->rank, 2);
+		cr_assert_eq(x->tmap->swizzle, 128);
+		cr_assert_eq(x->tmap->box[0], 64);
+		cr_assert_eq(x->tmap->box[1], !strcmp(gm->bufs[x->tmap->buf].name, "X") ? 128 : 64);
+	}
+	cr_assert_eq(tmaps, 2);
+	char *d = dump(&c, "gpuir");
+	const char *want[] = {
+		"tensormap tmA = X half[K, M] strides [1, K] box [64, 128] swizzle 128",
+		"tensormap tmB = W half[N, K] strides [1, N] box [64, 64] swizzle 128",
+		"grid (132, 1, 1) block (384, 1, 1)",
+		"pipeline ring: tma, 4 stages",
+		"mbarrier.init full[0], 1 [pipe ring]",
+		"mbarrier.init empty[0], 256 [pipe ring]",
+		"setmaxnreg.dec 40",
+		"setmaxnreg.inc 232",
+		"mbarrier.wait empty[ps], parity pph ^ 1 [pipe ring]",
+		"mbarrier.expect_tx full[ps], bytes 49152 [pipe ring]",
+		"tma.load.2d As[ps * 8192] <- tmA(kt * 64, m0p) mbarrier full[ps] [pipe ring]",
+		"tma.load.2d Bs[ps * 16384 + 12288] <- tmB(n0p + 192, kt * 64) mbarrier full[ps] [pipe ring]",
+		"mbarrier.wait full[cs], parity cph [pipe ring]",
+		"wgmma.fence",
+		"wgmma.m64n256k16 acc[0] = As[cs * 8192 + cw * 4096] (k-major, swizzle 128 B) * Bs[cs * "
+		"16384] (n-major, blocks 8192 B, swizzle 128 B) + (ckt > 0 ? acc[0] : 0)",
+		"wgmma.m64n256k16 acc[0] += As[cs * 8192 + cw * 4096 + 48] (k-major, swizzle 128 B) * "
+		"Bs[cs * 16384 + 3072]",
+		"wgmma.commit",
+		"wgmma.wait 1 (orders acc)",
+		"mbarrier.arrive empty[(itc + 3) % 4] [pipe ring]",
+		"wgmma.wait 0 (orders acc)",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++)
+		cr_assert(strstr(d, want[i]), "missing: %s", want[i]);
+	free(d);
+	/* the interpreter does not run it, and says why */
+	int64_t sym[3] = {4096, 4096, 4096};
+	tinyc_gpu_mem mem = {NULL, NULL, sym};
+	cr_assert_eq(tinyc_gpu_interp(c.ctx, gm, k, &mem), -1);
+	int found = 0;
+	for (int i = 0; i < tinyc_ctx_diag_count(c.ctx); i++)
+		found |= !strcmp(tinyc_ctx_diag(c.ctx, i)->kind, "GpuInterpUnsupported");
+	cr_assert(found, "%s", first_kind(c.ctx));
+	/* the verifier refuses warpgroup statements outside sm_90a */
+	tinyc_ctx_clear_diags(c.ctx);
+	snprintf(gm->target, sizeof(gm->target), "sm_90");
+	cr_assert_eq(tinyc_gpu_verify(c.ctx, gm, 232448), -1);
+	cr_assert_str_eq(first_kind(c.ctx), "GpuIrInvalid");
+	snprintf(gm->target, sizeof(gm->target), "sm_90a");
+	compiled_free(&c);
+}
+
+Test(wgmma_gpuir, verifier_checks_operand_alignment)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_gpu_module *gm = tinyc_gpu_module_alloc(ctx);
+	snprintf(gm->target, sizeof(gm->target), "sm_90a");
+	gm->arch_major = 9;
+	tinyc_gkernel *k = tinyc_gk_alloc(gm, "k");
+	k->block[0] = 128;
+	int pad = tinyc_gk_shared(k, "pad", TINYC_HALF, 8, 16, 1);
+	int a = tinyc_gk_shared(k, "a", TINYC_HALF, 64 * 64, 16, 1);	/* at byte 16: misaligned */
+	int b = tinyc_gk_shared(k, "b", TINYC_HALF, 64 * 64, 1024, 1);
+	int acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, 32);
+	cr_assert(pad >= 0 && a >= 0 && b >= 0 && acc >= 0);
+	tinyc_gwg_layout km = {1, 0};
+	tinyc_gs_append(k, k->body, tinyc_gs_decl(k, acc, tinyc_gx_float(k, TINYC_FLOAT, 0)));
+	tinyc_gs_append(k, k->body, tinyc_gs_wgmma_fence(k));
+	tinyc_gs_append(k, k->body, tinyc_gs_wgmma(k, acc, tinyc_gx_int(k, TINYC_INT, 0), a,
+						   tinyc_gx_int(k, TINYC_INT, 0), km, b,
+						   tinyc_gx_int(k, TINYC_INT, 0), km, 64, NULL));
+	tinyc_gs_append(k, k->body, tinyc_gs_wgmma_commit(k));
+	tinyc_gs_append(k, k->body, tinyc_gs_wgmma_wait(k, 0, acc));
+	cr_assert_eq(tinyc_gpu_verify(ctx, gm, 0), -1);
+	int found = 0;
+	for (int i = 0; i < tinyc_ctx_diag_count(ctx); i++)
+		found |= strstr(tinyc_ctx_diag(ctx, i)->msg, "1024-byte alignment") != NULL;
+	cr_assert(found, "the misaligned tile is named");
+	tinyc_gpu_module_free(gm);
+	tinyc_ctx_free(ctx);
+}
+
+Test(wgmma_gpuir, weight_stored_n_by_k_is_k_major)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	/* y = x @ w^T with w stored [N, K] (a torch Linear weight): B is k-contiguous */
+	const char *text =
+		"%0 = BUFFER(slot=0, name=\"X\") : half[M,K]\n"
+		"%1 = BUFFER(slot=1, name=\"Wt\") : half[N,K]\n"
+		"%2 = RESHAPE(%0, shape=[M,1,K]) : half[M,1,K]\n"
+		"%3 = RESHAPE(%1, shape=[1,N,K]) : half[1,N,K]\n"
+		"%4 = MUL(%2, %3) : half[M,N,K]\n"
+		"%5 = CAST(%4) : float[M,N,K]\n"
+		"%6 = REDUCE(%5, op=ADD, axes=[2], keepdim=false) : float[M,N]\n"
+		"%7 = CAST(%6) : half[M,N]\n"
+		"%8 = OUTPUT(%7, name=\"Y\") : half[M,N]\n";
+	compiled c;
+	cr_assert_eq(compile_to(&c, NULL, text, "sm_90a", "M=1024,N=1024,K=512", "gpuir"), 0, "%s",
+		     first_kind(c.ctx));
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert_eq(mp->t.variant, TINYC_MM_WGMMA);
+	cr_assert(mp->t.a_kmajor && mp->t.b_kmajor);
+	char *d = dump(&c, "gpuir");
+	cr_assert(strstr(d, "tensormap tmB = Wt half[K, N] strides [1, K]"), "%s", d);
+	cr_assert(strstr(d, "(k-major, swizzle 128 B) * Bs[cs * "), "%s", d);
+	free(d);
+	compiled_free(&c);
+}
+
+/* ------------------------------------------------------------------ nvrtc ---- */
+
+/* Compile the CUDA of c to CUBIN for arch; the log must not report an ignored register
+ * cap (C7508) or serialised wgmma. */
+static void nvrtc_ok(compiled *c, const char *arch, const char *what)
+{
+	char *cuda = dump(c, "cuda");
+	tinyc_blob blob;
+	memset(&blob, 0, sizeof(blob));
+	int rc = tinyc_nvrtc_compile(c->ctx, cuda, "wgmma.cu", arch, 1, &blob);
+	if (rc < 0)
+		tinyc_ctx_print_diags(c->ctx, stderr);
+	cr_assert_eq(rc, 0, "%s: nvrtc for %s", what, arch);
+	cr_assert(blob.is_cubin && blob.size > 0);
+	cr_assert(!blob.log || (!strstr(blob.log, "C7508") && !strstr(blob.log, "serializ")),
+		  "%s: %s", what, blob.log);
+	tinyc_blob_clear(&blob);
+	free(cuda);
+}
+
+Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
+{
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	static const char *const graphs[] = {
+		"alpha_beta", "aux_twice", "batched", "beta_c_alpha_aux", "bias_relu", "clamp",
+		"col_bias", "dead_branch", "gelu_tanh", "pre_and_act", "relu_twice", "scalar_tensor",
+		"sigmoid",
+	};
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	for (size_t i = 0; i < sizeof(graphs) / sizeof(*graphs); i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s.uop", EPI_DIR, graphs[i]);
+		compiled c;
+		const char *bind = !strcmp(graphs[i], "batched") ? "B=3,M=200,N=136,K=72" : "M=200,N=136,K=72";
+		cr_assert_eq(compile_to(&c, path, NULL, "sm_90a", bind, "cuda"), 0, "%s: %s", graphs[i],
+			     first_kind(c.ctx));
+		cr_assert_eq(chosen(&c)->t.variant, TINYC_MM_WGMMA, "%s", graphs[i]);
+		nvrtc_ok(&c, "sm_90a", graphs[i]);
+		compiled_free(&c);
+	}
+	unsetenv("TINYC_MATMUL");
+	/* the benchmark's kernel: 128x256 tiles, 128 accumulators per consumer thread */
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "cuda"), 0);
+	nvrtc_ok(&c, "sm_90a", "bias_relu 4096^3");
+	compiled_free(&c);
+}
+
+Test(wgmma_nvrtc, ampere_big_tiles_compile_for_sm80, .timeout = 300)
+{
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	static const char *const tiles[] = {"128x256x32x4", "256x128x64x3", "128x128x64x4"};
+	for (size_t i = 0; i < sizeof(tiles) / sizeof(*tiles); i++) {
+		setenv("TINYC_MATMUL", "mma", 1);
+		setenv("TINYC_MATMUL_TILE", tiles[i], 1);
+		compiled c;
+		cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_80", "M=1000,N=1000,K=1000", "cuda"), 0);
+		const tinyc_mm_plan *mp = chosen(&c);
+		cr_assert(mp->t.variant == TINYC_MM_MMA && mp->t.dyn_smem, "%s", tiles[i]);
+		nvrtc_ok(&c, "sm_80", tiles[i]);
+		compiled_free(&c);
+	}
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+}
+
+/* ------------------------------------------------------------------- tune ---- */
+
+Test(tune, class_store_lookup_and_choice)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	char dir[] = "/tmp/tinyc-tune-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	setenv("TINYC_CACHE_DIR", dir, 1);
+	unsetenv("TINYC_TUNE");
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "schedule"), 0);
+	tinyc_schedule *s = tinyc_module_schedule(c.m);
+	const tinyc_mm_plan *mp = chosen(&c);
+	char cls[96];
+	cr_assert_eq(tinyc_tune_class(s, &mp->prob, cls, sizeof(cls)), 0);
+	cr_assert_str_eq(cls, "M12a.N12a.K12a.L0u.kn");
+	char key[160];
+	tinyc_matmul_config_key(&mp->t, key, sizeof(key));
+	cr_assert_str_eq(key, "wgmma 128x256x64 s4 c2 n256");
+	/* nothing stored yet; then a record for another configuration */
+	char got[160];
+	double us = 0;
+	cr_assert_eq(tinyc_tune_lookup(s, &mp->prob, got, sizeof(got), &us), 0);
+	cr_assert_eq(tinyc_tune_store(c.ctx, s, &mp->prob, "wgmma 128x128x64 s5 c2 n128", 150.5), 0);
+	cr_assert_eq(tinyc_tune_store(c.ctx, s, &mp->prob, "wgmma 128x128x64 s6 c2 n128", 149.25), 0);
+	cr_assert_eq(tinyc_tune_lookup(s, &mp->prob, got, sizeof(got), &us), 1);
+	cr_assert_str_eq(got, "wgmma 128x128x64 s6 c2 n128", "the record is replaced");
+	cr_assert_float_eq(us, 149.25, 1e-6);
+	char *path = tinyc_tune_path(&s->dev);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	char line[512];
+	int lines = 0;
+	while (fgets(line, sizeof(line), f))
+		lines++;
+	fclose(f);
+	cr_assert_eq(lines, 1, "one line per class");
+	/* a named target never reads the tuning cache */
+	tinyc_skernel *k = &s->kerns[0];
+	cr_assert_eq(tinyc_tune_apply(s, k, 0), 0);
+	cr_assert_eq(((tinyc_mm_plan *)tinyc_skernel_plan(k)->ext)->tuned_us, 0);
+	/* a real device does: the stored configuration is chosen */
+	s->dev.is_real = 1;
+	cr_assert_eq(tinyc_tune_apply(s, k, 0), 0);
+	int tuned = -1;
+	for (int i = 0; i < k->ncand; i++)
+		if (((tinyc_mm_plan *)k->cands[i].ext)->tuned_us > 0)
+			tuned = i;
+	cr_assert_geq(tuned, 0);
+	char tk[160];
+	tinyc_matmul_config_key(&((tinyc_mm_plan *)k->cands[tuned].ext)->t, tk, sizeof(tk));
+	cr_assert_str_eq(tk, "wgmma 128x128x64 s6 c2 n128");
+	cr_assert(strstr(k->cands[tuned].desc, "(tuned)"));
+	for (int i = 0; i < k->ncand; i++)
+		cr_assert(i == tuned || k->cands[i].est_us > k->cands[tuned].est_us);
+	s->dev.is_real = 0;
+	unlink(path);
+	free(path);
+	char sub[512];
+	snprintf(sub, sizeof(sub), "%s/tune", dir);
+	rmdir(sub);
+	rmdir(dir);
+	unsetenv("TINYC_CACHE_DIR");
+	compiled_free(&c);
+}
