@@ -206,26 +206,102 @@ static void sanitise(const char *s, char *buf, size_t size)
 		}
 }
 
-/* Whether a variable of k already has this name. */
-static int name_taken(const tinyc_gkernel *k, const char *name)
+/* The names of a kernel's variables (open addressing on the arena), and per base name the
+ * suffix unique_name tries next: names are never removed, so every smaller suffix stays
+ * taken and the search resumes there (the names are those of the plain linear search). */
+typedef struct gname_slot {
+	const char *name;	/* a variable's name, or a base name's key ("\1" + base) */
+	int next;		/* base keys: next suffix to try */
+} gname_slot;
+
+struct tinyc_gnames {
+	gname_slot *slot;	/* cap slots (a power of two), NULL names empty */
+	int cap, n;		/* slots, used */
+};
+
+/* FNV-1a of a string. */
+static unsigned name_hash(const char *s)
 {
-	for (int i = 0; i < k->nvar; i++)
+	unsigned h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* The slot of name in k's table (an empty slot when absent), the table grown and allocated
+ * on demand; NULL on OOM. */
+static gname_slot *name_slot(tinyc_gkernel *k, const char *name)
+{
+	struct tinyc_gnames *t = k->names;
+	if (!t) {
+		if (!(t = k->names = galloc(k->mod, sizeof(*t))))
+			return NULL;
+		t->cap = t->n = 0;
+		t->slot = NULL;
+	}
+	if (2 * (t->n + 1) > t->cap) {	/* grow: rehash into twice the slots */
+		int cap = t->cap ? 2 * t->cap : 256;
+		gname_slot *ns = galloc(k->mod, sizeof(*ns) * (size_t)cap);
+		if (!ns)
+			return NULL;
+		memset(ns, 0, sizeof(*ns) * (size_t)cap);
+		for (int i = 0; i < t->cap; i++) {
+			if (!t->slot[i].name)
+				continue;
+			unsigned h = name_hash(t->slot[i].name) & (unsigned)(cap - 1);
+			while (ns[h].name)
+				h = (h + 1) & (unsigned)(cap - 1);
+			ns[h] = t->slot[i];
+		}
+		t->slot = ns, t->cap = cap;
+	}
+	unsigned h = name_hash(name) & (unsigned)(t->cap - 1);
+	while (t->slot[h].name && strcmp(t->slot[h].name, name))
+		h = (h + 1) & (unsigned)(t->cap - 1);
+	return &t->slot[h];
+}
+
+/* Whether a variable of k already has this name. */
+static int name_taken(tinyc_gkernel *k, const char *name)
+{
+	gname_slot *sl = name_slot(k, name);
+	if (sl)
+		return sl->name != NULL;
+	for (int i = 0; i < k->nvar; i++)	/* no table (OOM): the linear search */
 		if (!strcmp(k->vars[i].name, name))
 			return 1;
 	return 0;
 }
 
+/* Record a name in the table (a copy in the arena), or a base key with its next suffix. */
+static char *name_record(tinyc_gkernel *k, const char *name, int next)
+{
+	char *copy = tinyc_gpu_strdup(k->mod, name);
+	gname_slot *sl = copy ? name_slot(k, name) : NULL;
+	if (sl) {
+		if (!sl->name)
+			k->names->n++;
+		sl->name = copy, sl->next = next;
+	}
+	return copy;
+}
+
 /* A sanitised, kernel-unique copy of name in the arena. */
 static char *unique_name(tinyc_gkernel *k, const char *name)
 {
-	char base[96], buf[128];
+	char base[96], buf[128], key[100];
 	sanitise(name, base, sizeof(base));
 	if (!name_taken(k, base))
-		return tinyc_gpu_strdup(k->mod, base);
-	for (int i = 2;; i++) {
+		return name_record(k, base, 0);
+	snprintf(key, sizeof(key), "\1%s", base);	/* no identifier starts with \1 */
+	gname_slot *ks = name_slot(k, key);
+	int first = ks && ks->name ? ks->next : 2;
+	for (int i = first;; i++) {
 		snprintf(buf, sizeof(buf), "%s_%d", base, i);
-		if (!name_taken(k, buf))
-			return tinyc_gpu_strdup(k->mod, buf);
+		if (!name_taken(k, buf)) {
+			name_record(k, key, i + 1);
+			return name_record(k, buf, 0);
+		}
 	}
 }
 

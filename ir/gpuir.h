@@ -313,6 +313,8 @@ typedef struct tinyc_gkernel {
 	tinyc_dtype index_dtype;	/* type of index arithmetic: int or long */
 	char *comment;			/* what the kernel computes (dumped above it), or NULL */
 	int first_var_scratch;		/* builder bookkeeping: next suffix for unique names */
+	struct tinyc_gnames *names;	/* builder bookkeeping: variable names (hash) and the
+					 * next suffix to try per base name */
 	double build_ms;		/* time its GPU IR builder took (for -v), 0 if unknown */
 } tinyc_gkernel;
 
