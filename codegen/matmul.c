@@ -247,22 +247,29 @@ static void copy_tile_elements(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 	tinyc_gkernel *k = b->k;
 	int along_rows = !tinyc_evt_poly_is_const(&op->stride[1], 1) &&
 			 tinyc_evt_poly_is_const(&op->stride[0], 1);
-	int iv = tinyc_gk_reg(k, iname, b->it);
-	if (iv < 0) {
+	/* a loop of constant trip count, unrolled, so that the loads of a thread are all in
+	 * flight before its stores (i = tid + j * threads) */
+	int64_t total = (int64_t)rows * cols, trips = (total + b->threads - 1) / b->threads;
+	char jname[32];
+	snprintf(jname, sizeof(jname), "%s_j", iname);
+	int jv = tinyc_gk_reg(k, jname, b->it);
+	if (jv < 0) {
 		b->error = 1;
 		return;
 	}
-	tinyc_gexpr *i = tinyc_gx_var(k, iv);
+	tinyc_gstmt *body = tinyc_gs_block(k);
+	tinyc_gexpr *i = let(b, body, iname, add(b, b->tid, mul(b, tinyc_gx_var(k, jv), I(b, b->threads))));
 	tinyc_gexpr *r = along_rows ? bin(b, TINYC_GX_MOD, i, I(b, rows)) : bin(b, TINYC_GX_DIV, i, I(b, cols));
 	tinyc_gexpr *c = along_rows ? bin(b, TINYC_GX_DIV, i, I(b, rows)) : bin(b, TINYC_GX_MOD, i, I(b, cols));
 	tinyc_gexpr *gr = add(b, row0, r), *gc = add(b, col0, c);
 	tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), op_addr(b, op, gr, gc),
 				       in_tile(b, gr, R, pr, gc, C, pc));
-	tinyc_gstmt *body = tinyc_gs_block(k);
-	tinyc_mmk_append(b, body, tinyc_gs_store(k, sh, add(b, base, add(b, mul(b, r, I(b, ld)), c)),
-						 tinyc_gx_cast(k, k->vars[sh].dtype, v), NULL));
-	tinyc_mmk_append(b, blk, tinyc_gs_for_range(k, iv, b->tid, I(b, (int64_t)rows * cols),
-						    I(b, b->threads), 0, body));
+	tinyc_gstmt *st = tinyc_gs_store(k, sh, add(b, base, add(b, mul(b, r, I(b, ld)), c)),
+					 tinyc_gx_cast(k, k->vars[sh].dtype, v),
+					 total % b->threads ? bin(b, TINYC_GX_LT, i, I(b, total)) : NULL);
+	tinyc_mmk_append(b, body, st);
+	tinyc_mmk_append(b, blk, tinyc_gs_for_range(k, jv, I(b, 0), I(b, trips), I(b, 1),
+						    trips <= 64 ? -1 : 8, body));
 }
 
 /* The SIMT kernel body. */
