@@ -135,3 +135,31 @@ float tinyc_bf16_to_f32(uint16_t h)
 {
 	return bits_f32((uint32_t)h << 16);
 }
+
+/* Stored bits of a float value (see dtype.h). */
+uint64_t tinyc_float_to_bits(tinyc_dtype t, double x)
+{
+	if (t == TINYC_HALF)
+		return tinyc_f32_to_f16((float)x);
+	if (t == TINYC_BFLOAT16)
+		return tinyc_f32_to_bf16((float)x);
+	if (t == TINYC_FLOAT)
+		return f32_bits((float)x);
+	uint64_t u;
+	memcpy(&u, &x, 8);
+	return u;
+}
+
+/* The float value whose stored bits are u (see dtype.h). */
+double tinyc_bits_to_float(tinyc_dtype t, uint64_t u)
+{
+	if (t == TINYC_HALF)
+		return tinyc_f16_to_f32((uint16_t)u);
+	if (t == TINYC_BFLOAT16)
+		return tinyc_bf16_to_f32((uint16_t)u);
+	if (t == TINYC_FLOAT)
+		return bits_f32((uint32_t)u);
+	double d;
+	memcpy(&d, &u, 8);
+	return d;
+}

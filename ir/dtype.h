@@ -40,6 +40,12 @@ int tinyc_dtype_is_16bit_float(tinyc_dtype t);	/* half, bfloat16 */
 /* NumPy descr ("<f4"), NULL if NumPy has none. */
 const char *tinyc_dtype_npy_descr(tinyc_dtype t);
 
+/* The stored bits of a float value x of float dtype t (x converted to t's format; for the
+ * 16-bit types through float32, so give a value already representable in t to avoid double
+ * rounding), and the value whose stored bits are u. */
+uint64_t tinyc_float_to_bits(tinyc_dtype t, double x);
+double tinyc_bits_to_float(tinyc_dtype t, uint64_t u);
+
 /* IEEE binary16 and bfloat16 conversions, round-to-nearest-even. */
 uint16_t tinyc_f32_to_f16(float f);
 float tinyc_f16_to_f32(uint16_t h);

@@ -160,38 +160,7 @@ static int64_t dim_value(const tinyc_dim *d, const tinyc_bindings *b)
 /* The stored bits of a float value of dtype dt (rounded to dt first). */
 static uint64_t float_bits(tinyc_dtype dt, double x)
 {
-	double r = tinyc_round_to_dtype(dt, x);
-	if (dt == TINYC_HALF)
-		return tinyc_f32_to_f16((float)r);
-	if (dt == TINYC_BFLOAT16)
-		return tinyc_f32_to_bf16((float)r);
-	if (dt == TINYC_FLOAT) {
-		float f = (float)r;
-		uint32_t u;
-		memcpy(&u, &f, 4);
-		return u;
-	}
-	uint64_t u;
-	memcpy(&u, &r, 8);
-	return u;
-}
-
-/* The float value of dtype dt whose stored bits are u. */
-static double bits_float(tinyc_dtype dt, uint64_t u)
-{
-	if (dt == TINYC_HALF)
-		return tinyc_f16_to_f32((uint16_t)u);
-	if (dt == TINYC_BFLOAT16)
-		return tinyc_bf16_to_f32((uint16_t)u);
-	if (dt == TINYC_FLOAT) {
-		uint32_t w = (uint32_t)u;
-		float f;
-		memcpy(&f, &w, 4);
-		return f;
-	}
-	double d;
-	memcpy(&d, &u, 8);
-	return d;
+	return tinyc_float_to_bits(dt, tinyc_round_to_dtype(dt, x));
 }
 
 /* CAST semantics: x of dtype from, converted to dtype to. */
@@ -233,7 +202,7 @@ static tval bitcast(tinyc_dtype from, tinyc_dtype to, tval x)
 	uint64_t u = vclass(from) == CL_F ? float_bits(from, x.f) : wrap_u(x.u, bits(from));
 	tval r;
 	if (vclass(to) == CL_F)
-		r.f = bits_float(to, u);
+		r.f = tinyc_bits_to_float(to, u);
 	else
 		r = wrap(to, u);
 	return r;

@@ -132,46 +132,11 @@ static ival fval(tinyc_dtype t, double x)
 	return r;
 }
 
-/* Bits of a float value of dtype t. */
-static uint64_t fbits(tinyc_dtype t, double x)
-{
-	if (t == TINYC_HALF)
-		return tinyc_f32_to_f16((float)x);
-	if (t == TINYC_BFLOAT16)
-		return tinyc_f32_to_bf16((float)x);
-	if (t == TINYC_FLOAT) {
-		float f = (float)x;
-		uint32_t u;
-		memcpy(&u, &f, 4);
-		return u;
-	}
-	uint64_t u;
-	memcpy(&u, &x, 8);
-	return u;
-}
-
-/* The float of dtype t with these bits. */
-static double bitsf(tinyc_dtype t, uint64_t u)
-{
-	if (t == TINYC_HALF)
-		return tinyc_f16_to_f32((uint16_t)u);
-	if (t == TINYC_BFLOAT16)
-		return tinyc_bf16_to_f32((uint16_t)u);
-	if (t == TINYC_FLOAT) {
-		uint32_t w = (uint32_t)u;
-		float f;
-		memcpy(&f, &w, 4);
-		return f;
-	}
-	double d;
-	memcpy(&d, &u, 8);
-	return d;
-}
 
 /* The storage bits of v (dtype t). */
 static uint64_t vbits(tinyc_dtype t, ival v)
 {
-	return is_f(t) ? fbits(t, v.f) : v.u;
+	return is_f(t) ? tinyc_float_to_bits(t, v.f) : v.u;
 }
 
 /* Decode element i of typed storage p. */
@@ -182,7 +147,7 @@ static ival mem_get(tinyc_dtype t, const unsigned char *p, int64_t i)
 	memcpy(&u, p + i * sz, (size_t)sz);	/* little-endian */
 	if (is_f(t)) {
 		ival r;
-		r.f = bitsf(t, u);
+		r.f = tinyc_bits_to_float(t, u);
 		return r;
 	}
 	return iwrap(t, u);
@@ -513,7 +478,7 @@ static ival eval(interp *in, ithread *t, const tinyc_gexpr *e)
 	case TINYC_GX_BITCAST: {
 		uint64_t u = vbits(e->arg[0]->dtype, eval(in, t, e->arg[0]));
 		if (is_f(e->dtype)) {
-			r.f = bitsf(e->dtype, u);
+			r.f = tinyc_bits_to_float(e->dtype, u);
 			return r;
 		}
 		return iwrap(e->dtype, u);
@@ -728,7 +693,7 @@ static void set16(interp *in, ithread *t, int v, int64_t off, int j, uint16_t bi
 	if (tinyc_dtype_size(x->dtype) == 2) {
 		ival e;
 		if (is_f(x->dtype))
-			e.f = bitsf(x->dtype, bits);
+			e.f = tinyc_bits_to_float(x->dtype, bits);
 		else
 			e = iwrap(x->dtype, bits);
 		store(in, t, v, off + j, e);
