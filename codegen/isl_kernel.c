@@ -716,9 +716,9 @@ static isl_schedule *build_schedule(kbuild *b)
 		node = isl_schedule_node_child(node, 0);
 	}
 	/* ---- blocks (and, for MAP, the tiling and threads) */
-	int member[3];
-	const char *pn[3];
-	int64_t mods[3];
+	int member[3] = {0};
+	const char *pn[3] = {NULL};
+	int64_t mods[3] = {0};
 	for (int q = 0; q < nb; q++) {
 		int i = nb - 1 - q;	/* grid dim of band member q */
 		member[q] = q;
