@@ -841,7 +841,10 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		tinyc_buf_printf(o, "), \"r\"(%d) : \"memory\");\n", s->n);
 		return;
 	case TINYC_GS_MBAR_EXPECT_TX:
-		tinyc_buf_puts(o, "asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n\" :: \"r\"(");
+		if (s->flag)	/* expect the bytes without arriving */
+			tinyc_buf_puts(o, "asm volatile(\"mbarrier.expect_tx.shared::cta.b64 [%0], %1;\\n\" :: \"r\"(");
+		else
+			tinyc_buf_puts(o, "asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n\" :: \"r\"(");
 		csmem_addr(p, &s->dst);
 		tinyc_buf_puts(o, "), \"r\"((unsigned)(");
 		cexpr(p, s->value);
@@ -907,6 +910,9 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		return;
 	case TINYC_GS_WGMMA_WAIT:
 		cwgmma_wait(p, s);
+		return;
+	case TINYC_GS_SYNCWARP:
+		tinyc_buf_puts(o, "__syncwarp();\n");
 		return;
 	case TINYC_GS_SETMAXNREG:
 		tinyc_buf_printf(o, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %d;\\n\" ::: \"memory\");\n",

@@ -199,7 +199,18 @@ typedef struct epi {
 	tinyc_gexpr *col[64];	/* global column of value b */
 	tinyc_gexpr *inrow[64];	/* row a inside the matrix (NULL: always) */
 	tinyc_gexpr *incol[64];	/* column b inside the matrix (NULL: always) */
+	int *pair;		/* per node: AUX_STORE written two columns at a time (4 bytes) */
+	int *pair_param;	/* per node: its uint PARAM_PTR view of the buffer, or -1 */
+	int *pair_lo;		/* per node: register holding the even column's value for the
+				 * odd column's store (declared in `outer`), or -1 */
+	tinyc_gstmt *outer;	/* the epilogue's block (around the per-value blocks) */
+	int stage_node;		/* the AUX_STORE written through shared memory, or -1 */
+	int stg;		/* its per-warp staging buffer (SHARED uint) */
+	int cur_q;		/* the 64-column chunk being staged */
 } epi;
+
+#define STAGE_ROW_WORDS 36	/* a staged row: 64 halves + 16 bytes of padding (no bank
+				 * conflicts for the pair stores nor the 16-byte reads) */
 
 /* a && b where NULL means true. */
 static tinyc_gexpr *both(tinyc_gkernel *k, tinyc_gexpr *a, tinyc_gexpr *b)
@@ -265,6 +276,50 @@ static void preload_vector(epi *E, tinyc_gstmt *body, const tinyc_evt_node *nd, 
 	}
 }
 
+/* The value of a polynomial under the module's compile-time bindings; -1 when unknown. */
+static int64_t bound_poly(const tinyc_mmk *b, const tinyc_evt_poly *p)
+{
+	const tinyc_gpu_module *gm = b->gm;
+	int64_t v = 0;
+	if (!gm->sym_bound || tinyc_evt_poly_eval(p, gm->sym_bound, gm->nsym, &v) < 0)
+		return -1;
+	return v;
+}
+
+/* Whether the 16-bit AUX_STORE nd can write columns (2j, 2j+1) of the fragment as one
+ * 4-byte store: pairs of consecutive columns in the fragment, contiguous along n, every
+ * pair 4-byte aligned (offset, row and batch strides even under the bindings) and, with
+ * a tail along n, N even (a pair is wholly inside or outside). */
+static int pairable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt_node *nd)
+{
+	if (nd->kind != TINYC_EVT_AUX_STORE || tinyc_dtype_size(nd->t.dtype) != 2 || f->col_run < 2 ||
+	    f->tc % 2 || !tinyc_evt_poly_is_const(&nd->t.lay.stride[1], 1))
+		return 0;
+	for (int c = 0; c < f->tc; c += 2)
+		if (f->col_off[c] % 2 || f->col_off[c + 1] != f->col_off[c] + 1)
+			return 0;
+	int64_t off = bound_poly(b, &nd->t.lay.offset), rs = bound_poly(b, &nd->t.lay.stride[0]);
+	int64_t ls = b->prob->evt->batched ? bound_poly(b, &nd->t.lay.stride[2]) : 0;
+	tinyc_evt_poly pn = tinyc_evt_poly_dim(&b->prob->n);
+	int64_t n = bound_poly(b, &pn);
+	return off >= 0 && off % 2 == 0 && rs >= 0 && rs % 2 == 0 && ls >= 0 && ls % 2 == 0 &&
+	       (!b->t->pred_n || (n > 0 && n % 2 == 0));
+}
+
+/* Whether the pairable node nd can also go through the staging buffer: 16-byte aligned
+ * runs of 8 columns (offset, row and batch strides multiples of 8; N too with a tail) and
+ * whole 64-column chunks per thread. */
+static int stageable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt_node *nd)
+{
+	if (!f->stage || f->tc % 16 || f->tr % 2)
+		return 0;
+	int64_t off = bound_poly(b, &nd->t.lay.offset), rs = bound_poly(b, &nd->t.lay.stride[0]);
+	int64_t ls = b->prob->evt->batched ? bound_poly(b, &nd->t.lay.stride[2]) : 0;
+	tinyc_evt_poly pn = tinyc_evt_poly_dim(&b->prob->n);
+	int64_t n = bound_poly(b, &pn);
+	return off % 8 == 0 && rs % 8 == 0 && ls % 8 == 0 && (!b->t->pred_n || n % 8 == 0);
+}
+
 /* The value of node i at element (a, b); appended code goes to body. */
 static tinyc_gexpr *node_value(epi *E, tinyc_gstmt *body, int i, int a, int bb,
 			       tinyc_gexpr *inb)
@@ -303,6 +358,61 @@ static tinyc_gexpr *node_value(epi *E, tinyc_gstmt *body, int i, int a, int bb,
 	case TINYC_EVT_CAST:
 		return let(b, body, name, convert(k, x[0], E->g->nodes[nd->child[0]].dtype, nd->dtype));
 	case TINYC_EVT_AUX_STORE: {
+		if (E->pair[i] && bb % 2 == 0) {	/* held for the odd column's store */
+			if (E->pair_lo[i] < 0) {
+				snprintf(name, sizeof(name), "p%d", i);
+				if ((E->pair_lo[i] = tinyc_gk_reg(k, name, nd->t.dtype)) < 0) {
+					b->error = 1;
+					return NULL;
+				}
+				tinyc_mmk_append(b, E->outer, tinyc_gs_decl(k, E->pair_lo[i], NULL));
+			}
+			tinyc_mmk_append(b, body, tinyc_gs_assign(k, E->pair_lo[i],
+								  tinyc_gx_cast(k, nd->t.dtype, x[0])));
+			return x[0];
+		}
+		if (E->pair[i]) {	/* both halves as one 4-byte store */
+			if (E->pair_param[i] < 0) {
+				char pn[64];
+				snprintf(pn, sizeof(pn), "%s_x2", b->gm->bufs[nd->t.buf].name);
+				E->pair_param[i] = tinyc_gk_param_ptr(k, pn, TINYC_UINT, 0, nd->t.buf);
+				if (E->pair_param[i] < 0) {
+					b->error = 1;
+					return NULL;
+				}
+			}
+			tinyc_gexpr *lo = tinyc_gx_cast(k, TINYC_UINT,
+							tinyc_gx_bitcast(k, TINYC_USHORT,
+									 tinyc_gx_var(k, E->pair_lo[i])));
+			tinyc_gexpr *hi = tinyc_gx_cast(k, TINYC_UINT,
+							tinyc_gx_bitcast(k, TINYC_USHORT,
+									 tinyc_gx_cast(k, nd->t.dtype, x[0])));
+			tinyc_gexpr *word = tinyc_gx_binary(k, TINYC_GX_OR, lo,
+				tinyc_gx_binary(k, TINYC_GX_SHL, hi, tinyc_gx_int(k, TINYC_UINT, 16)));
+			if (i == E->stage_node) {	/* into the warp's staging buffer */
+				const tinyc_mm_frag *f = E->f;
+				tinyc_dtype it = b->it;
+				tinyc_gexpr *row = tinyc_gx_binary(k, TINYC_GX_ADD, f->lane_row,
+								   tinyc_gx_int(k, it, (a % 2) * 8));
+				tinyc_gexpr *col2 = tinyc_gx_binary(k, TINYC_GX_ADD,
+					tinyc_gx_binary(k, TINYC_GX_DIV, f->col_base, tinyc_gx_int(k, it, 2)),
+					tinyc_gx_int(k, it, (f->col_off[bb - 1] - 64 * E->cur_q) / 2));
+				tinyc_gexpr *six = tinyc_gx_binary(k, TINYC_GX_ADD,
+					tinyc_gx_binary(k, TINYC_GX_MUL, f->stage_warp,
+							tinyc_gx_int(k, it, 16 * STAGE_ROW_WORDS)),
+					tinyc_gx_binary(k, TINYC_GX_ADD,
+							tinyc_gx_binary(k, TINYC_GX_MUL, row,
+									tinyc_gx_int(k, it, STAGE_ROW_WORDS)),
+							col2));
+				tinyc_mmk_append(b, body, tinyc_gs_store(k, E->stg, six, word, NULL));
+				return x[0];
+			}
+			tinyc_gexpr *addr = address(b, &nd->t.lay, E->row[a], E->col[bb - 1]);
+			tinyc_gexpr *widx = tinyc_gx_binary(k, TINYC_GX_DIV, addr, tinyc_gx_int(k, b->it, 2));
+			tinyc_gexpr *ip = both(k, E->inrow[a], E->incol[bb - 1]);
+			tinyc_mmk_append(b, body, tinyc_gs_store(k, E->pair_param[i], widx, word, ip));
+			return x[0];
+		}
 		int param = tinyc_mmk_param(b, nd->t.buf, 1);
 		tinyc_gexpr *addr = address(b, &nd->t.lay, E->row[a], E->col[bb]);
 		tinyc_mmk_append(b, body, tinyc_gs_store(k, param, addr,
@@ -496,6 +606,84 @@ static void finish_reduction(epi *E, tinyc_gstmt *body, int i)
 						     tinyc_gx_int(k, b->it, b->threads), 0, loop));
 }
 
+/* The block computing every node at value (a, c), appended to body. */
+static void value_block(epi *E, tinyc_gstmt *body, const int *order, int nord, int a, int c)
+{
+	tinyc_mmk *b = E->b;
+	tinyc_gkernel *k = b->k;
+	char text[64];
+	snprintf(text, sizeof(text), "value (%d, %d)", a, c);
+	tinyc_gstmt *blk = tinyc_gs_block(k);
+	tinyc_mmk_append(b, blk, tinyc_gs_comment(k, text));
+	tinyc_gexpr *inb = both(k, E->inrow[a], E->incol[c]);
+	for (int j = 0; j < nord && !b->error; j++) {
+		int i = order[j];
+		E->val[i] = node_value(E, blk, i, a, c, inb);
+		if (!E->val[i])
+			b->error = 1;
+	}
+	tinyc_mmk_append(b, body, blk);
+}
+
+/* The values slab by slab and 64 columns at a time: the staged output's pairs go to the
+ * warp's buffer (16 rows x 64 columns), then each lane writes 16 bytes of a row: four rows
+ * per instruction, whole 128-byte lines, predicated by the tails (a run of 8 columns is
+ * wholly inside or outside). */
+static void staged_values(epi *E, tinyc_gstmt *body, const int *order, int nord)
+{
+	tinyc_mmk *b = E->b;
+	tinyc_gkernel *k = b->k;
+	const tinyc_mm_frag *f = E->f;
+	const tinyc_evt_node *nd = &E->g->nodes[E->stage_node];
+	tinyc_dtype it = b->it;
+	for (int s = 0; s < f->tr / 2 && !b->error; s++)
+		for (int q = 0; q < f->tc / 16 && !b->error; q++) {
+			E->cur_q = q;
+			for (int a = 2 * s; a < 2 * s + 2; a++)
+				for (int c = 16 * q; c < 16 * q + 16; c++)
+					value_block(E, body, order, nord, a, c);
+			char text[80];
+			snprintf(text, sizeof(text), "%s: slab %d, columns %d..%d from the staging buffer",
+				 nd->t.name ? nd->t.name : "store", s, 64 * q, 64 * q + 63);
+			tinyc_mmk_append(b, body, tinyc_gs_comment(k, text));
+			tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
+			tinyc_gexpr *lane = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_LANE));
+			for (int r4 = 0; r4 < 4; r4++) {
+				tinyc_gexpr *row = tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_int(k, it, 4 * r4),
+					tinyc_gx_binary(k, TINYC_GX_DIV, lane, tinyc_gx_int(k, it, 8)));
+				tinyc_gexpr *ch = tinyc_gx_binary(k, TINYC_GX_MOD, lane, tinyc_gx_int(k, it, 8));
+				tinyc_gexpr *gm = tinyc_gx_binary(k, TINYC_GX_ADD, b->m0,
+					tinyc_gx_binary(k, TINYC_GX_ADD, f->warp_row0,
+						tinyc_gx_binary(k, TINYC_GX_ADD,
+								tinyc_gx_int(k, it, (int64_t)s * f->stage_stride), row)));
+				tinyc_gexpr *gn = tinyc_gx_binary(k, TINYC_GX_ADD, b->n0,
+					tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_int(k, it, 64 * q),
+							tinyc_gx_binary(k, TINYC_GX_MUL, ch, tinyc_gx_int(k, it, 8))));
+				tinyc_gexpr *in = both(k, b->t->pred_m ? tinyc_gx_binary(k, TINYC_GX_LT, gm, b->M) : NULL,
+						       b->t->pred_n ? tinyc_gx_binary(k, TINYC_GX_LT, gn, b->N) : NULL);
+				tinyc_gexpr *src = tinyc_gx_binary(k, TINYC_GX_ADD,
+					tinyc_gx_binary(k, TINYC_GX_MUL, f->stage_warp,
+							tinyc_gx_int(k, it, 16 * STAGE_ROW_WORDS)),
+					tinyc_gx_binary(k, TINYC_GX_ADD,
+							tinyc_gx_binary(k, TINYC_GX_MUL, row,
+									tinyc_gx_int(k, it, STAGE_ROW_WORDS)),
+							tinyc_gx_binary(k, TINYC_GX_MUL, ch, tinyc_gx_int(k, it, 4))));
+				tinyc_gexpr *dst = tinyc_gx_binary(k, TINYC_GX_DIV, address(b, &nd->t.lay, gm, gn),
+								   tinyc_gx_int(k, it, 2));
+				tinyc_gstmt *cp = tinyc_gs_copy(k, E->pair_param[E->stage_node], dst, E->stg, src, 4,
+								NULL, 0);
+				if (in) {
+					tinyc_gstmt *blk = tinyc_gs_block(k);
+					tinyc_mmk_append(b, blk, cp);
+					tinyc_mmk_append(b, body, tinyc_gs_if(k, in, blk, NULL));
+				} else {
+					tinyc_mmk_append(b, body, cp);
+				}
+			}
+			tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
+		}
+}
+
 int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body)
 {
 	tinyc_gkernel *k = b->k;
@@ -507,12 +695,20 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 	E.g = g;
 	E.vec = calloc((size_t)g->n + 1, sizeof(int));
 	E.val = calloc((size_t)g->n + 1, sizeof(*E.val));
+	E.pair = calloc((size_t)g->n + 1, sizeof(int));
+	E.pair_param = calloc((size_t)g->n + 1, sizeof(int));
+	E.pair_lo = calloc((size_t)g->n + 1, sizeof(int));
 	int *order = malloc(sizeof(int) * ((size_t)g->n + 1));
 	b->ws = malloc(sizeof(int) * ((size_t)g->n + 1));
-	if (!E.vec || !E.val || !order || !b->ws) {
-		free(E.vec), free(E.val), free(order);
+	if (!E.vec || !E.val || !order || !b->ws || !E.pair || !E.pair_param || !E.pair_lo) {
+		free(E.vec), free(E.val), free(order), free(E.pair), free(E.pair_param), free(E.pair_lo);
 		return tinyc_error(b->ctx, "OutOfMemory", "epilogue emission");
 	}
+	for (int i = 0; i < g->n; i++) {
+		E.pair[i] = f->pair_stores && !getenv("TINYC_NO_PAIR") && pairable(b, f, &g->nodes[i]);
+		E.pair_param[i] = E.pair_lo[i] = -1;
+	}
+	E.outer = body;
 	int nord = tinyc_evt_visit_order(g, order);
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "epilogue: the epilogue graph on the accumulator "
 						       "in registers"));
@@ -577,25 +773,25 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 		}
 	}
 	/* every value of the thread, each node once per value */
-	for (int a = 0; a < f->tr && !b->error; a++)
-		for (int c = 0; c < f->tc && !b->error; c++) {
-			char text[64];
-			snprintf(text, sizeof(text), "value (%d, %d)", a, c);
-			tinyc_gstmt *blk = tinyc_gs_block(k);
-			tinyc_mmk_append(b, blk, tinyc_gs_comment(k, text));
-			tinyc_gexpr *inb = both(k, E.inrow[a], E.incol[c]);
-			for (int j = 0; j < nord && !b->error; j++) {
-				int i = order[j];
-				E.val[i] = node_value(&E, blk, i, a, c, inb);
-				if (!E.val[i])
-					b->error = 1;
-			}
-			tinyc_mmk_append(b, body, blk);
-		}
+	E.stage_node = -1;
+	for (int i = 0; i < g->n && E.stage_node < 0; i++)
+		if (E.pair[i] && stageable(b, f, &g->nodes[i]))
+			E.stage_node = i;
+	if (E.stage_node >= 0) {
+		E.stg = tinyc_gk_shared(k, "stage", TINYC_UINT,
+					(int64_t)f->stage_warps * 16 * STAGE_ROW_WORDS, 16, 0);
+		if (E.stg < 0)
+			b->error = 1;
+		staged_values(&E, body, order, nord);
+	} else {
+		for (int a = 0; a < f->tr && !b->error; a++)
+			for (int c = 0; c < f->tc && !b->error; c++)
+				value_block(&E, body, order, nord, a, c);
+	}
 	for (int i = 0; i < g->n && !b->error; i++)
 		if (tinyc_evt_is_reduction(g->nodes[i].kind))
 			finish_reduction(&E, body, i);
-	free(E.vec), free(E.val), free(order);
+	free(E.vec), free(E.val), free(order), free(E.pair), free(E.pair_param), free(E.pair_lo);
 	if (b->error)
 		return tinyc_error(b->ctx, "CodegenError", "kernel %s: the epilogue could not be emitted",
 				   k->name);

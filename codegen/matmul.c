@@ -343,6 +343,7 @@ static int build_simt(tinyc_mmk *b, const char *name)
 	f.col_lead = bin(b, TINYC_GX_EQ, tx, I(b, 0));
 	f.groups_m = 8, f.group_m = b->warp;
 	f.groups_n = 1, f.group_n = I(b, 0);
+	f.pair_stores = 1;
 	return tinyc_evt_emit_epilogue(b, &f, body);
 }
 
@@ -526,6 +527,7 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	f.col_lead = bin(b, TINYC_GX_EQ, t4, I(b, 0));
 	f.groups_m = t->warps_m, f.group_m = wm;
 	f.groups_n = t->warps_n, f.group_n = wn;
+	f.pair_stores = 1;
 	return tinyc_evt_emit_epilogue(b, &f, body);
 }
 
@@ -616,18 +618,69 @@ static void wgmma_tile_coords(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *tile,
 	b->n0 = let(b, blk, nm, mul(b, bin(b, TINYC_GX_DIV, rr, gs), I(b, t->bn)));
 }
 
+/* The copy of one operand's k tile by the 128 threads of the producer warpgroup, for
+ * operands TMA cannot load (rows not 16-byte aligned): element loads (zero outside the
+ * matrix) stored at their place in the 128-byte-swizzled layout that TMA would have
+ * written, then fence.proxy.async (the tensor cores read what ordinary stores wrote).
+ * Thread t takes column t % 64 of the 64 contiguous elements of a row and rows t / 64 +
+ * 2 j: consecutive threads read consecutive elements.
+ *   K-major tile: `rows` m (n) rows of 64 k;  MN-major: blocks of 64 m (n), 64 k rows each. */
+static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_operand *op,
+			       int is_b, int kmajor, int sh, tinyc_gexpr *base, int mn_tile,
+			       tinyc_gexpr *mn0, tinyc_gexpr *k0, tinyc_gexpr *ptid, const char *tag)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_mm_tiles *t = b->t;
+	char nm[32];
+	tinyc_gexpr *c = bin(b, TINYC_GX_MOD, ptid, I(b, 64));
+	tinyc_gexpr *o0 = bin(b, TINYC_GX_DIV, ptid, I(b, 64));
+	int blocks = kmajor ? 1 : mn_tile / 64;
+	int outer = kmajor ? mn_tile : 64;	/* rows of one block */
+	tinyc_gexpr *MN = is_b ? b->N : b->M;
+	int pred_mn = is_b ? t->pred_n : t->pred_m;
+	for (int blkno = 0; blkno < blocks; blkno++) {
+		snprintf(nm, sizeof(nm), "cp%s%d", tag, blkno);
+		int jv = tinyc_gk_reg(k, nm, b->it);
+		if (jv < 0) {
+			b->error = 1;
+			return;
+		}
+		tinyc_gexpr *o = add(b, o0, mul(b, tinyc_gx_var(k, jv), I(b, 2)));
+		/* the global coordinates of (o, c): K-major: mn row o, k column c; MN-major: k row
+		 * o, mn column 64 blkno + c */
+		tinyc_gexpr *gk = add(b, k0, kmajor ? c : o);
+		tinyc_gexpr *gmn = add(b, mn0, kmajor ? o : add(b, I(b, 64 * blkno), c));
+		tinyc_gexpr *in = land(b, t->pred_k ? bin(b, TINYC_GX_LT, gk, b->K) : NULL,
+				       pred_mn ? bin(b, TINYC_GX_LT, gmn, MN) : NULL);
+		tinyc_gexpr *addr = is_b ? op_addr(b, op, gk, gmn) : op_addr(b, op, gmn, gk);
+		tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), addr, in);
+		/* element (o, c) of the block: o * 64 + ((c / 8) ^ (o % 8)) * 8 + c % 8 */
+		tinyc_gexpr *sw = bin(b, TINYC_GX_XOR, bin(b, TINYC_GX_DIV, c, I(b, 8)), bin(b, TINYC_GX_MOD, o, I(b, 8)));
+		tinyc_gexpr *idx = add(b, add(b, base, I(b, (int64_t)blkno * 64 * 64)),
+				       add(b, mul(b, o, I(b, 64)), add(b, mul(b, sw, I(b, 8)), bin(b, TINYC_GX_MOD, c, I(b, 8)))));
+		tinyc_gstmt *body = tinyc_gs_block(k);
+		tinyc_mmk_append(b, body, tinyc_gs_store(k, sh, idx, tinyc_gx_cast(k, k->vars[sh].dtype, v), NULL));
+		tinyc_mmk_append(b, blk, tinyc_gs_for_range(k, jv, I(b, 0), I(b, outer / 2), I(b, 1), 16, body));
+	}
+}
+
 /* The Hopper kernel (sched/matmul.h, variant wgmma):
  *
- *   init: thread 0 sets up full[s] (1 arrival + the stage's bytes) and empty[s] (one
- *         arrival per consumer thread); barrier
- *   warpgroup 0 (producer, registers given back with setmaxnreg.dec): thread 0 walks the
- *         tiles; per k tile: wait empty[s] (parity of the ring's round ^ 1), expect the
- *         bytes on full[s], TMA loads of A and B into stage s
+ *   init: thread 0 sets up full[s] (the producer's arrivals + the stage's TMA bytes) and
+ *         empty[s] (one arrival per thread of the consumers that read the stage); barrier
+ *   warpgroup 0 (producer, registers given back with setmaxnreg.dec): walks the CTA's tiles;
+ *         per k tile: wait empty[s] (parity of the ring's round ^ 1); thread 0 expects the
+ *         TMA bytes on full[s] and issues the TMA loads; operands TMA cannot load are copied
+ *         by all 128 threads (then fence.proxy.async); the producer's arrivals on full[s]
  *   warpgroups 1.. (consumers, setmaxnreg.inc): per tile, per k tile: wait full[s], wgmma
- *         fence, BK/16 x BN/wgn wgmma into the fp32 accumulators, commit, wait until one
- *         group is pending, release the previous stage (arrive on its empty barrier);
- *         after the last k tile: wait for all, release, epilogue on the fragments.
- *   The ring position `it` runs on across tiles; stage = it % S, round parity = it / S & 1.
+ *         fence, BK/16 x (rows/64) x BN/wgn wgmma into the fp32 accumulators, commit, wait
+ *         until one group is pending, release the previous stage (arrive on its empty
+ *         barrier); after the last k tile: wait for all, release, epilogue on the fragments.
+ *         Cooperative: every consumer takes 64 rows of each tile.  Pingpong: consumer c
+ *         takes the CTA's tiles c, c + 2, ..: one's epilogue runs under the other's main
+ *         loop (the producer fills the ring in tile order, so the main loops alternate).
+ *   The ring position `it` runs on across the CTA's tiles (a pingpong consumer skips the
+ *   other's): stage = it % S, round parity = it / S & 1.
  */
 static int build_wgmma(tinyc_mmk *b, const char *name)
 {
@@ -635,6 +688,8 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gpu_module *gm = b->gm;
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, C = t->consumers, WN = t->wgn;
+	int PP = t->pingpong, MI = PP ? BM / 64 : 1;	/* m64 instructions per consumer */
+	int generic = !t->a_tma || !t->b_tma;
 	int64_t Mv = bound_dim(gm, &pr->m), Nv = bound_dim(gm, &pr->n), Kv = bound_dim(gm, &pr->k);
 	int64_t Lv = bound_dim(gm, &pr->l);
 	int batched = pr->evt && pr->evt->batched;
@@ -674,19 +729,22 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	if (As < 0 || Bs < 0 || full < 0 || empty < 0)
 		return -1;
 	int pipe = tinyc_gk_pipe(k, "ring", TINYC_GPIPE_TMA, S, full);
-	int ta = wgmma_tmap(b, "tmA", &pr->a, t->a_kmajor, &pr->m, &pr->k, t->a_kmajor ? BM : 64, batched);
-	int tb = wgmma_tmap(b, "tmB", &pr->b, !t->b_kmajor, &pr->k, &pr->n, t->b_kmajor ? BN : 64, batched);
-	if (pipe < 0 || ta < 0 || tb < 0)
+	int ta = t->a_tma ? wgmma_tmap(b, "tmA", &pr->a, t->a_kmajor, &pr->m, &pr->k,
+				       t->a_kmajor ? BM : 64, batched) : -2;
+	int tb = t->b_tma ? wgmma_tmap(b, "tmB", &pr->b, !t->b_kmajor, &pr->k, &pr->n,
+				       t->b_kmajor ? BN : 64, batched) : -2;
+	if (pipe < 0 || ta == -1 || tb == -1)
 		return -1;
+	int64_t tma_bytes = (int64_t)((t->a_tma ? BM : 0) + (t->b_tma ? BN : 0)) * BK * 2;
 	/* barriers */
 	tinyc_gstmt *init = tinyc_gs_block(k);
 	for (int st = 0; st < S; st++) {
-		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, full, I(b, st), 1));
-		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, empty, I(b, st), 128 * C));
+		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, full, I(b, st), generic ? 128 : 1));
+		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, empty, I(b, st), PP ? 128 : 128 * C));
 	}
 	tinyc_mmk_append(b, init, tinyc_gs_fence(k, TINYC_GF_MBAR_INIT));
-	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the ring's barriers: full[s] (TMA bytes "
-						       "landed), empty[s] (consumers done with s)"));
+	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the ring's barriers: full[s] (the stage "
+						       "landed), empty[s] (its consumers are done)"));
 	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, b->tid, I(b, 0)), init, NULL));
 	tinyc_mmk_append(b, body, tinyc_gs_barrier(k));
 	int tilev = tinyc_gk_reg(k, "tile", b->it), ktv = tinyc_gk_reg(k, "kt", b->it);
@@ -696,6 +754,7 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 		return -1;
 	tinyc_gexpr *bid = tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_BID_X));
 	tinyc_gexpr *nbid = tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_NBID_X));
+	tinyc_gexpr *is0 = bin(b, TINYC_GX_EQ, b->tid, I(b, 0));
 
 	/* ---- producer ---- */
 	tinyc_gstmt *prod = tinyc_gs_block(k);
@@ -711,39 +770,64 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	tinyc_gexpr *ps = let(b, pk, "ps", bin(b, TINYC_GX_MOD, IT, I(b, S)));
 	tinyc_gexpr *pph = let(b, pk, "pph", bin(b, TINYC_GX_AND, bin(b, TINYC_GX_DIV, IT, I(b, S)), I(b, 1)));
 	tinyc_mmk_append(b, pk, tinyc_gs_mbar_wait(k, pipe, empty, ps, bin(b, TINYC_GX_XOR, pph, I(b, 1))));
-	tinyc_mmk_append(b, pk, tinyc_gs_mbar_expect_tx(k, pipe, full, ps, I(b, (int64_t)(BM + BN) * BK * 2)));
 	tinyc_gexpr *k0 = mul(b, tinyc_gx_var(k, ktv), I(b, BK));
 	tinyc_gexpr *abase = mul(b, ps, I(b, (int64_t)BM * BK)), *bbase = mul(b, ps, I(b, (int64_t)BN * BK));
+	tinyc_gstmt *tma = tinyc_gs_block(k);	/* thread 0: the expected bytes and the TMA loads */
+	if (tma_bytes) {
+		tinyc_gstmt *ex = tinyc_gs_mbar_expect_tx(k, pipe, full, ps, I(b, tma_bytes));
+		if (ex && generic)
+			ex->flag = 1;	/* expect only: thread 0 arrives with the others */
+		tinyc_mmk_append(b, tma, ex);
+	}
 	tinyc_gexpr *crd[3];
 	crd[2] = tinyc_gx_cast(k, TINYC_INT, pl);
-	if (t->a_kmajor) {
+	if (t->a_tma && t->a_kmajor) {
 		crd[0] = tinyc_gx_cast(k, TINYC_INT, k0), crd[1] = tinyc_gx_cast(k, TINYC_INT, pm0);
-		tinyc_mmk_append(b, pk, tinyc_gs_tma_load(k, pipe, As, abase, ta, batched ? 3 : 2, crd, full, ps));
-	} else {
+		tinyc_mmk_append(b, tma, tinyc_gs_tma_load(k, pipe, As, abase, ta, batched ? 3 : 2, crd, full, ps));
+	} else if (t->a_tma) {
 		for (int j = 0; j < BM / 64; j++) {
 			crd[0] = tinyc_gx_cast(k, TINYC_INT, add(b, pm0, I(b, 64 * j)));
 			crd[1] = tinyc_gx_cast(k, TINYC_INT, k0);
-			tinyc_mmk_append(b, pk, tinyc_gs_tma_load(k, pipe, As, add(b, abase, I(b, 64 * 64 * j)), ta,
-								  batched ? 3 : 2, crd, full, ps));
+			tinyc_mmk_append(b, tma, tinyc_gs_tma_load(k, pipe, As, add(b, abase, I(b, 64 * 64 * j)), ta,
+								   batched ? 3 : 2, crd, full, ps));
 		}
 	}
-	if (t->b_kmajor) {
+	if (t->b_tma && t->b_kmajor) {
 		crd[0] = tinyc_gx_cast(k, TINYC_INT, k0), crd[1] = tinyc_gx_cast(k, TINYC_INT, pn0);
-		tinyc_mmk_append(b, pk, tinyc_gs_tma_load(k, pipe, Bs, bbase, tb, batched ? 3 : 2, crd, full, ps));
-	} else {
+		tinyc_mmk_append(b, tma, tinyc_gs_tma_load(k, pipe, Bs, bbase, tb, batched ? 3 : 2, crd, full, ps));
+	} else if (t->b_tma) {
 		for (int j = 0; j < BN / 64; j++) {
 			crd[0] = tinyc_gx_cast(k, TINYC_INT, add(b, pn0, I(b, 64 * j)));
 			crd[1] = tinyc_gx_cast(k, TINYC_INT, k0);
-			tinyc_mmk_append(b, pk, tinyc_gs_tma_load(k, pipe, Bs, add(b, bbase, I(b, 64 * 64 * j)), tb,
-								  batched ? 3 : 2, crd, full, ps));
+			tinyc_mmk_append(b, tma, tinyc_gs_tma_load(k, pipe, Bs, add(b, bbase, I(b, 64 * 64 * j)), tb,
+								   batched ? 3 : 2, crd, full, ps));
 		}
+	}
+	if (tma->nstmts)
+		tinyc_mmk_append(b, pk, generic ? tinyc_gs_if(k, is0, tma, NULL) : tma);
+	if (generic) {
+		b->l = pl;
+		tinyc_mmk_append(b, pk, tinyc_gs_comment(k, "operands TMA cannot load: the producer's "
+							     "threads copy them into the swizzled layout"));
+		if (!t->a_tma)
+			wgmma_copy_operand(b, pk, &pr->a, 0, t->a_kmajor, As, abase, BM, pm0, k0, b->tid, "a");
+		if (!t->b_tma)
+			wgmma_copy_operand(b, pk, &pr->b, 1, t->b_kmajor, Bs, bbase, BN, pn0, k0, b->tid, "b");
+		tinyc_mmk_append(b, pk, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
+		tinyc_mmk_append(b, pk, tinyc_gs_mbar_arrive(k, pipe, full, ps));
 	}
 	tinyc_mmk_append(b, pk, tinyc_gs_assign(k, itp, add(b, IT, I(b, 1))));
 	tinyc_mmk_append(b, ptile, tinyc_gs_for_range(k, ktv, I(b, 0), I(b, ktiles), I(b, 1), 0, pk));
 	tinyc_mmk_append(b, issuer, tinyc_gs_for_range(k, tilev, bid, I(b, ntiles), nbid, 0, ptile));
-	tinyc_mmk_append(b, prod, tinyc_gs_comment(k, "producer: one thread issues the TMA loads of "
-						       "the ring"));
-	tinyc_mmk_append(b, prod, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, b->tid, I(b, 0)), issuer, NULL));
+	if (generic) {
+		tinyc_mmk_append(b, prod, tinyc_gs_comment(k, "producer: thread 0 issues the TMA loads, "
+							       "every thread copies"));
+		tinyc_mmk_append(b, prod, issuer);
+	} else {
+		tinyc_mmk_append(b, prod, tinyc_gs_comment(k, "producer: one thread issues the TMA "
+							       "loads of the ring"));
+		tinyc_mmk_append(b, prod, tinyc_gs_if(k, is0, issuer, NULL));
+	}
 
 	/* ---- consumers ---- */
 	tinyc_gstmt *cons = tinyc_gs_block(k);
@@ -752,11 +836,12 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	tinyc_gexpr *cw = let(b, cons, "cw", bin(b, TINYC_GX_SUB, wg, I(b, 1)));
 	tinyc_gexpr *g = let(b, cons, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
 	tinyc_gexpr *t4 = let(b, cons, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
-	b->acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, BN / 2);
+	b->acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, (int64_t)MI * BN / 2);
 	if (b->acc < 0)
 		return -1;
 	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, b->acc, tinyc_gx_float(k, TINYC_FLOAT, 0)));
-	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, itc, I(b, 0)));
+	/* pingpong: consumer c starts at the ring position of the CTA's tile c */
+	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, itc, PP ? mul(b, cw, I(b, ktiles)) : I(b, 0)));
 	tinyc_gstmt *ctile = tinyc_gs_block(k);
 	wgmma_tile_coords(b, ctile, tinyc_gx_var(k, ctilev), tiles_m, tiles_n, batched, "");
 	tinyc_gstmt *ck = tinyc_gs_block(k);
@@ -767,18 +852,21 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_fence(k));
 	tinyc_gwg_layout la = {t->a_kmajor, 64 * 64 * 2}, lb = {t->b_kmajor, 64 * 64 * 2};
 	tinyc_gexpr *cab = mul(b, cs, I(b, (int64_t)BM * BK)), *cbb = mul(b, cs, I(b, (int64_t)BN * BK));
-	/* this consumer's 64 rows of A: K-major rows at 64 elements, or the cw-th m block */
-	tinyc_gexpr *arow = mul(b, cw, I(b, 64 * 64));
-	for (int ks = 0; ks < BK / 16; ks++) {
-		tinyc_gexpr *aix = add(b, add(b, cab, arow), I(b, t->a_kmajor ? ks * 16 : ks * 16 * 64));
-		for (int nb = 0; nb < BN / WN; nb++) {
-			int64_t boff = t->b_kmajor ? (int64_t)nb * WN * 64 + ks * 16
-						   : (int64_t)(nb * WN / 64) * 64 * 64 + ks * 16 * 64;
-			tinyc_gexpr *sd = ks == 0 ? bin(b, TINYC_GX_GT, KT, I(b, 0)) : NULL;
-			tinyc_mmk_append(b, ck, tinyc_gs_wgmma(k, b->acc, tinyc_gx_int(k, TINYC_INT, nb * WN / 2),
-							       As, aix, la, Bs, add(b, cbb, I(b, boff)), lb, WN, sd));
+	for (int ks = 0; ks < BK / 16; ks++)
+		for (int mi = 0; mi < MI; mi++) {
+			/* the instruction's 64 rows of A: K-major rows of 64 k elements, or an m block
+			 * (cooperative: the consumer's; pingpong: the mi-th of the tile) */
+			tinyc_gexpr *arow = PP ? I(b, (int64_t)mi * 64 * 64) : mul(b, cw, I(b, 64 * 64));
+			tinyc_gexpr *aix = add(b, add(b, cab, arow), I(b, t->a_kmajor ? ks * 16 : ks * 16 * 64));
+			for (int nb = 0; nb < BN / WN; nb++) {
+				int64_t boff = t->b_kmajor ? (int64_t)nb * WN * 64 + ks * 16
+							   : (int64_t)(nb * WN / 64) * 64 * 64 + ks * 16 * 64;
+				tinyc_gexpr *sd = ks == 0 ? bin(b, TINYC_GX_GT, KT, I(b, 0)) : NULL;
+				tinyc_mmk_append(b, ck, tinyc_gs_wgmma(k, b->acc,
+								       tinyc_gx_int(k, TINYC_INT, mi * BN / 2 + nb * WN / 2),
+								       As, aix, la, Bs, add(b, cbb, I(b, boff)), lb, WN, sd));
+			}
 		}
-	}
 	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_commit(k));
 	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_wait(k, 1, b->acc));
 	tinyc_gstmt *rel = tinyc_gs_block(k);
@@ -792,18 +880,21 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	tinyc_mmk_append(b, ctile, tinyc_gs_wgmma_wait(k, 0, b->acc));
 	tinyc_mmk_append(b, ctile, tinyc_gs_mbar_arrive(k, pipe, empty,
 							bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S))));
+	if (PP)	/* skip the other consumer's tile in the ring */
+		tinyc_mmk_append(b, ctile, tinyc_gs_assign(k, itc, add(b, ITC, I(b, ktiles))));
 	if (b->error)
 		return -1;
 	tinyc_mm_frag f;
 	memset(&f, 0, sizeof(f));
 	f.mma = 1;
 	f.ni = BN / 8;
-	f.tr = 2, f.tc = BN / 4;
+	f.tr = 2 * MI, f.tc = BN / 4;
 	f.row_run = 1, f.col_run = 2;
-	f.row_base = add(b, add(b, mul(b, cw, I(b, 64)), mul(b, bin(b, TINYC_GX_MOD, b->warp, I(b, 4)), I(b, 16))), g);
+	tinyc_gexpr *wrow = add(b, mul(b, bin(b, TINYC_GX_MOD, b->warp, I(b, 4)), I(b, 16)), g);
+	f.row_base = PP ? wrow : add(b, mul(b, cw, I(b, 64)), wrow);
 	f.col_base = mul(b, t4, I(b, 2));
 	for (int a = 0; a < f.tr; a++)
-		f.row_off[a] = a * 8;
+		f.row_off[a] = (a / 2) * 64 + (a % 2) * 8;
 	for (int c = 0; c < f.tc; c++)
 		f.col_off[c] = (c / 2) * 8 + (c % 2);
 	f.row_xor[0] = 4, f.row_xor[1] = 8, f.row_xor[2] = 16, f.nrow_xor = 3;
@@ -812,9 +903,20 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	f.col_lead = bin(b, TINYC_GX_EQ, t4, I(b, 0));
 	f.groups_m = 4 * C, f.group_m = bin(b, TINYC_GX_SUB, b->warp, I(b, 4));
 	f.groups_n = 1, f.group_n = I(b, 0);
+	f.pair_stores = 1;
+	/* a 16-bit output goes out through per-warp staging buffers as 16-byte stores */
+	f.stage = !getenv("TINYC_NO_STAGE");
+	f.lane_row = g;
+	f.warp_row0 = PP ? mul(b, bin(b, TINYC_GX_MOD, b->warp, I(b, 4)), I(b, 16))
+			 : add(b, mul(b, cw, I(b, 64)), mul(b, bin(b, TINYC_GX_MOD, b->warp, I(b, 4)), I(b, 16)));
+	f.stage_stride = 64;
+	f.stage_warp = bin(b, TINYC_GX_SUB, b->warp, I(b, 4));
+	f.stage_warps = 4 * C;
 	if (tinyc_evt_emit_epilogue(b, &f, ctile) < 0)
 		return -1;
-	tinyc_mmk_append(b, cons, tinyc_gs_for_range(k, ctilev, bid, I(b, ntiles), nbid, 0, ctile));
+	tinyc_gexpr *first = PP ? add(b, bid, mul(b, cw, nbid)) : bid;
+	tinyc_gexpr *step = PP ? mul(b, nbid, I(b, 2)) : nbid;
+	tinyc_mmk_append(b, cons, tinyc_gs_for_range(k, ctilev, first, I(b, ntiles), step, 0, ctile));
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "warp specialisation: warpgroup 0 produces, the "
 						       "others consume"));
 	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, wg, I(b, 0)), prod, cons));

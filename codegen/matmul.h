@@ -2,15 +2,21 @@
  *
  *   matmul.c    the tiled templates of sched/matmul.h as GPU IR: the synchronous SIMT
  *               template (shared tiles, cooperative coalesced predicated loads, barrier,
- *               k loop, TM x TN fp32 accumulators per thread) and the tensor-core template
- *               (ldmatrix + mma.sync m16n8k16, cp.async multi-stage ring); the batch is
- *               blockIdx.z.  Then the epilogue, then one final-pass kernel per reduction.
+ *               k loop, TM x TN fp32 accumulators per thread), the tensor-core template
+ *               (ldmatrix + mma.sync m16n8k16, cp.async multi-stage ring; the batch is
+ *               blockIdx.z) and the Hopper template (TMA / copying producer warpgroup,
+ *               mbarrier ring, wgmma consumers, persistent tiles).  Then the epilogue,
+ *               then one final-pass kernel per reduction.
  *   evt_emit.c  the epilogue graph on the accumulator fragment in registers: broadcast
  *               vectors and scalars loaded once per thread (vector loads where contiguous
  *               and aligned), every node computed once into a register in the visit
  *               order, one predicated global write per stored element, reductions
  *               thread -> warp shuffle -> shared memory -> per-CTA workspace partials ->
  *               a final pass that combines them in tile order (deterministic).
+ *
+ * Stores of 16-bit outputs go two columns at a time (4 bytes) where the layout allows, and
+ * in the wgmma template through per-warp shared buffers as coalesced 16-byte stores; the
+ * environment variables TINYC_NO_PAIR and TINYC_NO_STAGE switch these off (diagnostics).
  *
  * Both templates describe their accumulator layout to the epilogue with a tinyc_mm_frag:
  * each thread holds tr x tc values, value (a, b) at tile row row(a) and tile column col(b),
@@ -57,6 +63,18 @@ typedef struct tinyc_mm_frag {
 	tinyc_gexpr *group_m;		/* this thread's group */
 	int groups_n;			/* warp groups holding partials of the same rows */
 	tinyc_gexpr *group_n;
+	int pair_stores;		/* 16-bit stores of columns (2j, 2j+1) may be one 4-byte
+					 * store where the layout allows (evt_emit.c) */
+	/* staged stores (evt_emit.c): each warp owns slabs of 16 rows, value a at row
+	 * warp_row0 + (a / 2) * stage_stride + (a % 2) * 8 + lane_row and columns as above
+	 * (col_base = 2 * (lane % 4)); a 16-bit output is then written through a per-warp
+	 * shared buffer, 64 columns at a time, as coalesced 16-byte stores */
+	int stage;			/* staged stores allowed */
+	tinyc_gexpr *lane_row;		/* the lane's row in an 8-row half (lane / 4) */
+	tinyc_gexpr *warp_row0;		/* tile row of the warp's first slab */
+	int stage_stride;		/* rows between the slabs of a / 2 and a / 2 + 1 */
+	tinyc_gexpr *stage_warp;	/* the warp's staging buffer, 0 .. stage_warps - 1 */
+	int stage_warps;		/* warps that run the epilogue */
 } tinyc_mm_frag;
 
 /* The state of building one matmul kernel. */

@@ -1158,6 +1158,11 @@ tinyc_gstmt *tinyc_gs_wgmma_wait(tinyc_gkernel *k, int pending, int acc)
 	return s;
 }
 
+tinyc_gstmt *tinyc_gs_syncwarp(tinyc_gkernel *k)
+{
+	return gs_new(k, TINYC_GS_SYNCWARP);
+}
+
 tinyc_gstmt *tinyc_gs_setmaxnreg(tinyc_gkernel *k, int inc, int regs)
 {
 	tinyc_gstmt *s = gs_new(k, TINYC_GS_SETMAXNREG);
@@ -1178,7 +1183,7 @@ static const char *const gs_names[TINYC_GS_OP_COUNT] = {
 	"block", "for", "if", "decl", "assign", "store", "atomic", "barrier", "shfl", "copy",
 	"cp.async.commit", "cp.async.wait", "ldmatrix", "mma", "mbarrier.init",
 	"mbarrier.expect_tx", "mbarrier.arrive", "mbarrier.wait", "tma.load", "fence", "comment",
-	"wgmma.fence", "wgmma", "wgmma.commit", "wgmma.wait", "setmaxnreg",
+	"wgmma.fence", "wgmma", "wgmma.commit", "wgmma.wait", "setmaxnreg", "syncwarp",
 };
 
 static const char *const special_names[TINYC_GSP_COUNT] = {
@@ -1562,6 +1567,8 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		print_ref(k, &s->dst, out);
 		tinyc_buf_puts(out, s->op == TINYC_GS_MBAR_WAIT ? ", parity " : ", bytes ");
 		tinyc_gpu_print_expr(k, s->value, out);
+		if (s->op == TINYC_GS_MBAR_EXPECT_TX && s->flag)
+			tinyc_buf_puts(out, " (no arrival)");
 		break;
 	case TINYC_GS_MBAR_ARRIVE:
 		tinyc_buf_puts(out, "mbarrier.arrive ");
@@ -1587,6 +1594,7 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		break;
 	case TINYC_GS_WGMMA_FENCE:
 	case TINYC_GS_WGMMA_COMMIT:
+	case TINYC_GS_SYNCWARP:
 		tinyc_buf_puts(out, tinyc_gs_op_name(s->op));
 		break;
 	case TINYC_GS_WGMMA_WAIT:
@@ -2234,6 +2242,10 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 	}
 	case TINYC_GS_FENCE:
 	case TINYC_GS_COMMENT:
+		break;
+	case TINYC_GS_SYNCWARP:
+		if (ctl > 1)
+			verr(st, "syncwarp under a lane-dependent branch or loop", NULL, NULL);
 		break;
 	case TINYC_GS_WGMMA_FENCE:
 	case TINYC_GS_WGMMA_COMMIT:

@@ -205,6 +205,8 @@ typedef enum tinyc_gs_op {
 	TINYC_GS_WGMMA_WAIT,	/* wgmma.wait_group.sync.aligned n; dst (optional): the
 				 * accumulator array whose registers the wait orders */
 	TINYC_GS_SETMAXNREG,	/* setmaxnreg.{inc,dec}.sync.aligned.u32 n (flag 1: inc) */
+	TINYC_GS_SYNCWARP,	/* __syncwarp(): the warp's shared-memory accesses before it
+				 * are visible to its lanes after it */
 	TINYC_GS_OP_COUNT,
 } tinyc_gs_op;
 
@@ -267,7 +269,8 @@ typedef struct tinyc_gstmt {
 	tinyc_gatomic atomic_op;	/* ATOMIC */
 	tinyc_gshfl shfl;		/* SHFL */
 	tinyc_gfence fence;		/* FENCE */
-	int flag;			/* SETMAXNREG: 1 increase, 0 decrease */
+	int flag;			/* SETMAXNREG: 1 increase, 0 decrease; MBAR_EXPECT_TX: 1
+					 * expect the bytes without arriving (mbarrier.expect_tx) */
 	tinyc_gwg_layout wg_a, wg_b;	/* WGMMA: shared-memory layouts of A and B */
 	struct tinyc_gstmt **stmts;	/* BLOCK children */
 	int nstmts;			/* BLOCK: number of children */
@@ -489,6 +492,8 @@ tinyc_gstmt *tinyc_gs_wgmma_commit(tinyc_gkernel *k);
 tinyc_gstmt *tinyc_gs_wgmma_wait(tinyc_gkernel *k, int pending, int acc);
 /* setmaxnreg.inc/dec (inc = 1/0) to `regs` registers per thread (24..256, multiple of 8). */
 tinyc_gstmt *tinyc_gs_setmaxnreg(tinyc_gkernel *k, int inc, int regs);
+/* __syncwarp() (warp-uniform control only). */
+tinyc_gstmt *tinyc_gs_syncwarp(tinyc_gkernel *k);
 
 /* ------------------------------------------------------- verify, print, names ---- */
 

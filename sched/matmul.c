@@ -200,11 +200,16 @@ static int wgmma_instr_n(int bn)
 	return n >= 64 && n <= bn && bn % n == 0 && n % 64 == 0 ? n : bn;
 }
 
-/* The tiles of the Hopper template (see tinyc_matmul_tiles). */
+/* The tiles of the Hopper template (see tinyc_matmul_tiles); pingpong: the consumers
+ * alternate whole tiles. */
 static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
-		       const int64_t *sym, int bm, int bn, int bk, int stages, tinyc_mm_tiles *t)
+		       const int64_t *sym, int bm, int bn, int bk, int stages, int pingpong,
+		       tinyc_mm_tiles *t)
 {
-	if (dev->arch.major != 9 || dev->arch.minor != 0 || !prob->tma_ok ||
+	memset(t, 0, sizeof(*t));
+	t->variant = TINYC_MM_WGMMA;
+	t->bm = bm, t->bn = bn, t->bk = bk, t->stages = stages;
+	if (dev->arch.major != 9 || dev->arch.minor != 0 || !(prob->tma_ok & TINYC_MM_SIZES_BOUND) ||
 	    prob->a.dtype != prob->b.dtype ||
 	    (prob->a.dtype != TINYC_HALF && prob->a.dtype != TINYC_BFLOAT16) ||
 	    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT)
@@ -215,31 +220,36 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	for (int i = 0; prob->evt && i < prob->evt->n; i++)
 		if (tinyc_evt_is_reduction(prob->evt->nodes[i].kind))
 			return -1;	/* the in-CTA reduction needs block barriers */
-	/* layouts: A (m, k) K-major when k is contiguous, M-major when m is; B (k, n) alike */
-	if (tinyc_evt_poly_is_const(&prob->a.stride[1], 1))
-		t->a_kmajor = 1;
-	else if (tinyc_evt_poly_is_const(&prob->a.stride[0], 1))
-		t->a_kmajor = 0;
-	else
+	/* layouts: A (m, k) K-major when k is contiguous, M-major when m is; B (k, n) alike;
+	 * an operand of other strides is copied by the producer's threads, K-major */
+	t->a_kmajor = !(tinyc_evt_poly_is_const(&prob->a.stride[0], 1) &&
+			!tinyc_evt_poly_is_const(&prob->a.stride[1], 1));
+	t->b_kmajor = !(tinyc_evt_poly_is_const(&prob->b.stride[1], 1) &&
+			!tinyc_evt_poly_is_const(&prob->b.stride[0], 1));
+	t->a_tma = (prob->tma_ok & TINYC_MM_TMA_A) != 0;
+	t->b_tma = (prob->tma_ok & TINYC_MM_TMA_B) != 0;
+	t->pingpong = pingpong;
+	/* cooperative: a consumer per 64 rows; pingpong: two consumers, each a whole tile
+	 * of at most 128 accumulators per thread */
+	if (pingpong && (bm / 64) * (bn / 2) > 128)
 		return -1;
-	if (tinyc_evt_poly_is_const(&prob->b.stride[0], 1))
-		t->b_kmajor = 1;
-	else if (tinyc_evt_poly_is_const(&prob->b.stride[1], 1))
-		t->b_kmajor = 0;
-	else
-		return -1;
-	t->consumers = bm / 64;
+	t->consumers = pingpong ? 2 : bm / 64;
 	t->wgn = wgmma_instr_n(bn);
 	t->threads = 128 * (1 + t->consumers);
 	t->raster = 8;
-	t->smem = (int64_t)stages * (bm + bn) * bk * 2 + 2 * 8 * stages;
+	/* the ring, its barriers, the epilogue's staging buffers (16 rows of 64 halves + 16
+	 * bytes per consumer warp) */
+	t->smem = (int64_t)stages * (bm + bn) * bk * 2 + 2 * 8 * stages +
+		  (int64_t)4 * t->consumers * 16 * 144;
 	if ((double)t->smem > optin_limit(dev) - 1024 || t->threads > dev->max_threads_per_block)
 		return -1;
-	/* the consumer's accumulators (bn/2 floats), broadcast vectors, addressing */
-	t->regs = bn / 2 + bn / 4 + 40;
-	t->regs_producer = t->consumers == 2 ? 40 : 0;
-	t->regs_consumer = t->consumers == 2 ? 232 : 0;
-	if (t->regs > (t->consumers == 2 ? 232 : 255))
+	/* the consumer's accumulators, broadcast vectors, addressing */
+	int rows = pingpong ? bm : 64;
+	t->regs = (rows / 64) * (bn / 2) + (rows / 64) * (bn / 8) + 40;
+	int generic = !t->a_tma || !t->b_tma;	/* the producer's threads copy: more registers */
+	t->regs_producer = t->consumers == 2 ? (generic ? 56 : 40) : 0;
+	t->regs_consumer = t->consumers == 2 ? (generic ? 224 : 232) : 0;
+	if (t->regs > (t->consumers == 2 ? t->regs_consumer : 255))
 		return -1;
 	t->ctas_per_sm = 1;
 	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
@@ -261,8 +271,8 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 {
 	static const char *const names[] = {"simt", "mma", "wgmma"};
 	if (t->variant == TINYC_MM_WGMMA)
-		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d", t->bm, t->bn, t->bk, t->stages,
-			 t->consumers, t->wgn);
+		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s", t->bm, t->bn, t->bk, t->stages,
+			 t->consumers, t->wgn, t->pingpong ? " pp" : "");
 	else
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
 }
@@ -277,7 +287,7 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	int sa = tinyc_dtype_size(prob->a.dtype), sb = tinyc_dtype_size(prob->b.dtype);
 	int warps;
 	if (v == TINYC_MM_WGMMA)
-		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, t);
+		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, 0, t);
 	if (v == TINYC_MM_SIMT) {
 		if (stages != 1 || bm % 16 || bn % 16)
 			return -1;
@@ -457,6 +467,15 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		peak = 1;
 	mp->t_compute_us = mp->flops / (peak * 1e12) * 1e6;
 	mp->t_memory_us = mp->bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
+	if (t->variant == TINYC_MM_WGMMA) {
+		/* the SMs pull every operand tile from L2 (about 3x the DRAM bandwidth on an
+		 * H100, 7.5 TB/s measured with 128x256 tiles): narrow tiles re-read more */
+		double l2 = L * (M * K * tinyc_dtype_size(prob->a.dtype) * nt +
+				 K * N * tinyc_dtype_size(prob->b.dtype) * mt);
+		double t_l2 = l2 / (3.0 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
+		if (t_l2 > mp->t_memory_us)
+			mp->t_memory_us = t_l2;
+	}
 	double util = (M * N) / (mt * t->bm * nt * t->bn);
 	double ctas = mt * nt * L;
 	double slots = (double)s->dev.sm_count * t->ctas_per_sm;
@@ -470,8 +489,15 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		double pipe = t->stages >= 4 ? 0.92 : t->stages == 3 ? 0.85 : 0.7;
 		double instr = t->wgn >= 256 ? 1.0 : t->wgn >= 128 ? 0.95 : 0.8;
 		double kt = ceil(K / t->bk);
-		double epi = kt / (kt + 1.5);
-		p->eff = util * wave_eff * pipe * instr * epi * (t->consumers == 2 ? 1.0 : 0.9);
+		/* pingpong: a consumer's epilogue runs under the other's main loop, all but the
+		 * CTA's last when it has two tiles or more */
+		double per_cta = ceil(ctas / (t->grid > 0 ? t->grid : 1));
+		double epi = t->pingpong && per_cta >= 2 ? kt * per_cta / (kt * per_cta + 1.5)
+							 : kt / (kt + 1.5);
+		/* operands the producer's threads copy element by element (no TMA) */
+		double copy = (t->a_tma ? 1.0 : 0.6) * (t->b_tma ? 1.0 : 0.6);
+		p->eff = util * wave_eff * pipe * instr * epi * copy *
+			 (t->consumers == 2 ? 1.0 : 0.9);
 	} else {
 		double pipe = t->variant == TINYC_MM_SIMT ? 0.6
 			      : t->stages == 1 ? 0.45
@@ -482,7 +508,12 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		double kstep = t->bk / (t->bk + 8.0);	/* a barrier (and wait) per k tile */
 		/* mma.sync issues at about 60% of the warpgroup instructions' rate on sm_90 */
 		double legacy = t->variant == TINYC_MM_MMA && s->dev.arch.major >= 9 ? 0.6 : 1.0;
-		p->eff = util * wave_eff * pipe * occ * kstep * legacy;
+		/* a bound operand whose rows are not 16-byte aligned takes the element loads */
+		double elem = 1.0;
+		if (t->variant == TINYC_MM_MMA && (prob->tma_ok & TINYC_MM_SIZES_BOUND))
+			elem = ((prob->tma_ok & TINYC_MM_TMA_A) ? 1.0 : 0.4) *
+			       ((prob->tma_ok & TINYC_MM_TMA_B) ? 1.0 : 0.4);
+		p->eff = util * wave_eff * pipe * occ * kstep * legacy * elem;
 	}
 	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
 	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + LAUNCH_US * (1 + reduction_count(prob));
@@ -511,49 +542,54 @@ static int forced_tile(int t[4])
 	return v && sscanf(v, "%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3]) >= 3;
 }
 
-/* Whether TMA can load both operands: every size bound, origins and non-unit strides
- * multiples of 16 bytes, the contiguous stride 1. */
+/* The TINYC_MM_TMA_* bits of prob on s: every size bound; per operand, TMA can load it
+ * (origin and non-unit strides multiples of 16 bytes, a contiguous stride 1). */
 static int tma_aligned(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 {
 	const tinyc_dim *d[4] = {&prob->m, &prob->n, &prob->k, &prob->l};
 	for (int i = 0; i < 4; i++)
 		if (tinyc_sched_dim(s, d[i]) < 1)
 			return 0;
+	int bits = TINYC_MM_SIZES_BOUND;
 	const tinyc_mm_operand *op[2] = {&prob->a, &prob->b};
 	for (int i = 0; i < 2; i++) {
-		int es = tinyc_dtype_size(op[i]->dtype);
+		int es = tinyc_dtype_size(op[i]->dtype), ok = 1;
 		if (es < 1 || 16 % es)
-			return 0;
+			continue;
 		int64_t q = 16 / es, off = poly_value(s, &op[i]->offset);
 		if (off < 0 || off % q)
-			return 0;
+			ok = 0;
 		int unit = 0;
-		for (int a = 0; a < 3; a++) {
+		for (int a = 0; a < 3 && ok; a++) {
 			int64_t st = poly_value(s, &op[i]->stride[a]);
 			if (st < 0)
-				return 0;
-			if (a < 2 && st == 1 && !unit)
+				ok = 0;
+			else if (a < 2 && st == 1 && !unit)
 				unit = 1;
 			else if (st % q && !(a == 2 && !(prob->evt && prob->evt->batched)))
-				return 0;
+				ok = 0;
 		}
-		if (!unit)
-			return 0;
+		if (ok && unit)
+			bits |= i ? TINYC_MM_TMA_B : TINYC_MM_TMA_A;
 	}
-	return 1;
+	return bits;
 }
 
 /* Add the candidate (v, bm, bn, bk, st) of prob to k when its tiles are valid and match
  * the forced tile (ft, when have_ft).  1 added, 0 not, -1 on an error. */
 static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			 const tinyc_mm_problem *prob, tinyc_mm_variant v, int bm, int bn, int bk,
-			 int st, int have_ft, const int *ft, tinyc_dtype idx)
+			 int st, int pp, int have_ft, const int *ft, tinyc_dtype idx)
 {
 	const int64_t *sym = s->bind ? s->bind->val : NULL;
 	tinyc_mm_tiles t;
-	if (tinyc_matmul_tiles(prob, &s->dev, sym, v, bm, bn, bk, st, &t) < 0)
+	if (v == TINYC_MM_WGMMA ? wgmma_tiles(prob, &s->dev, sym, bm, bn, bk, st, pp, &t) < 0
+				: tinyc_matmul_tiles(prob, &s->dev, sym, v, bm, bn, bk, st, &t) < 0)
 		return 0;
 	if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] || (ft[3] && t.stages != ft[3])))
+		return 0;
+	const char *pe = getenv("TINYC_WGMMA_PP");	/* pins the wgmma schedule (tests) */
+	if (have_ft && pe && t.variant == TINYC_MM_WGMMA && t.pingpong != atoi(pe))
 		return 0;
 	t.index_dtype = idx;
 	tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
@@ -589,9 +625,11 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 t.warps_n, t.smem, t.dyn_smem ? " dynamic" : "", t.ctas_per_sm);
 	else
 		snprintf(p.desc, sizeof(p.desc),
-			 "matmul wgmma [%d,%d,%d] stages %d tma, 1+%d warpgroups, m64n%dk16, "
+			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%dk16, "
 			 "smem %" PRId64 " B, persistent %d CTAs",
-			 t.bm, t.bn, t.bk, t.stages, t.consumers, t.wgn, t.smem, t.grid);
+			 t.bm, t.bn, t.bk, t.stages,
+			 t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
+			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.smem, t.grid);
 	if (tinyc_plan_add(ctx, k, &p) < 0) {
 		tinyc_mm_plan_free(mp);
 		return -1;
@@ -615,14 +653,16 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			continue;
 		if (v == TINYC_MM_WGMMA) {
 			static const int wbm[] = {128, 64}, wbn[] = {256, 128, 64}, wst[] = {4, 5, 6, 3};
-			for (int i = 0; i < 2; i++)
-				for (int j = 0; j < 3; j++)
-					for (int q = 0; q < 4; q++) {
-						if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i], wbn[j], 64,
-								       wst[q], have_ft, ft, idx)) < 0)
-							return -1;
-						added += r;
-					}
+			for (int pp = 0; pp < 2; pp++)
+				for (int i = 0; i < 2; i++)
+					for (int j = 0; j < 3; j++)
+						for (int q = 0; q < 4; q++) {
+							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
+									       wbn[j], 64, wst[q], pp, have_ft, ft,
+									       idx)) < 0)
+								return -1;
+							added += r;
+						}
 			continue;
 		}
 		for (int i = 0; i < 2; i++)
@@ -630,7 +670,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 				for (int q = 0; q < 3; q++)
 					for (int st = 0; st < 3; st++) {
 						if ((r = add_candidate(ctx, s, k, &prob, (tinyc_mm_variant)v, bms[i], bms[j],
-								       bks[q], stg[st], have_ft, ft, idx)) < 0)
+								       bks[q], stg[st], 0, have_ft, ft, idx)) < 0)
 							return -1;
 						added += r;
 					}
@@ -645,7 +685,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 					if (big[i][0] == 128 && big[i][1] == 128 && bst[st] == 3)
 						continue;	/* in the set above */
 					if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_MMA, big[i][0], big[i][1],
-							       bbk[q], bst[st], have_ft, ft, idx)) < 0)
+							       bbk[q], bst[st], 0, have_ft, ft, idx)) < 0)
 						return -1;
 					added += r;
 				}
@@ -888,18 +928,28 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_buf_puts(out, " (TMA ring: a full and an empty mbarrier per stage, phase parity "
 			       "as the async token)\n");
 		tinyc_buf_printf(out, "  bind: persistent grid of %d CTAs over the tiles (l, m.o, n.o) in "
-				 "groups of %d m tiles (L2 rasterisation); warpgroups: 1 producer (one "
-				 "thread issues TMA), %d consumers of 64 rows, wgmma m64n%dk16 from "
-				 "128 B-swizzled shared tiles, one wgmma group in flight", t->grid, t->raster,
-				 t->consumers, t->wgn);
+				 "groups of %d m tiles (L2 rasterisation); warpgroups: 1 producer (%s), ",
+				 t->grid, t->raster,
+				 t->a_tma && t->b_tma ? "one thread issues TMA" : "its threads copy, one issues TMA");
+		if (t->pingpong)
+			tinyc_buf_printf(out, "2 consumers alternating whole tiles (pingpong: one's epilogue "
+					 "under the other's main loop), %d x ", t->bm / 64);
+		else
+			tinyc_buf_printf(out, "%d consumers of 64 rows, ", t->consumers);
+		tinyc_buf_printf(out, "wgmma m64n%dk16 from 128 B-swizzled shared tiles, one wgmma group in "
+				 "flight", t->wgn);
 		if (t->regs_consumer)
 			tinyc_buf_printf(out, "; setmaxnreg %d/%d", t->regs_producer, t->regs_consumer);
 		tinyc_buf_putc(out, '\n');
-		tinyc_buf_printf(out, "  loads: A TMA %s, B TMA %s, zero fill outside the matrices\n",
-				 t->a_kmajor ? "box [64 k x BM m] (k-major)" : "boxes [64 m x 64 k] (m-major, "
-					       "transposed in the descriptor)",
-				 t->b_kmajor ? "box [64 k x BN n] (k-major)" : "boxes [64 n x 64 k] (n-major, "
-					       "transposed in the descriptor)");
+		const char *copy = "copied by the producer's threads (rows not 16-byte aligned: element "
+				   "loads into the swizzled layout, fence.proxy.async)";
+		tinyc_buf_printf(out, "  loads: A %s%s, B %s%s, zero fill outside the matrices\n",
+				 t->a_tma ? "TMA " : "",
+				 !t->a_tma ? copy : t->a_kmajor ? "box [64 k x BM m] (k-major)"
+						: "boxes [64 m x 64 k] (m-major, transposed in the descriptor)",
+				 t->b_tma ? "TMA " : "",
+				 !t->b_tma ? copy : t->b_kmajor ? "box [64 k x BN n] (k-major)"
+						: "boxes [64 n x 64 k] (n-major, transposed in the descriptor)");
 	} else if (t->variant == TINYC_MM_SIMT)
 		tinyc_buf_puts(out, " (synchronous: load, barrier, compute, barrier)\n");
 	else

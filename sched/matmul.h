@@ -33,7 +33,8 @@
  * plan that emits nothing (their buffers are written by the first).
  *
  * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma, the
- * tile with TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES] (tests, benchmarks); mma is only proposed
+ * tile with TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES] (tests, benchmarks; with it, TINYC_WGMMA_PP=0|1
+ * pins the cooperative or the pingpong wgmma schedule); mma is only proposed
  * where the target and the dtypes allow it, and a forced choice that matches no valid
  * candidate is ignored.  A configuration measured by `tinyc tune` for this device, shape
  * class and dtypes (sched/tune.c) is chosen over the model's estimate.
@@ -49,6 +50,13 @@ typedef enum tinyc_mm_variant {
 	TINYC_MM_MMA,		/* tensor cores: ldmatrix + mma.sync, cp.async pipeline */
 	TINYC_MM_WGMMA,		/* Hopper: TMA + mbarrier ring, warp-specialised wgmma */
 } tinyc_mm_variant;
+
+/* tinyc_mm_problem.tma_ok bits. */
+enum {
+	TINYC_MM_TMA_A = 1,		/* A can be loaded by TMA */
+	TINYC_MM_TMA_B = 2,		/* B can be loaded by TMA */
+	TINYC_MM_SIZES_BOUND = 4,	/* M, N, K, L known at compile time */
+};
 
 /* One operand: A (rows m, cols k) or B (rows k, cols n). */
 typedef struct tinyc_mm_operand {
@@ -67,8 +75,8 @@ typedef struct tinyc_mm_problem {
 	tinyc_dtype mul;		/* the MUL's dtype (16-bit: exact products in float) */
 	tinyc_dtype acc;		/* accumulation dtype */
 	tinyc_evt *evt;			/* the epilogue graph (owned); tensors' buf = buffer index */
-	int tma_ok;			/* every size bound and both operands' strides and origins
-					 * 16-byte aligned: TMA can load them (wgmma needs it) */
+	int tma_ok;			/* TINYC_MM_TMA_* bits: every size bound (wgmma needs it),
+					 * operand A / B strides and origin 16-byte aligned (TMA) */
 } tinyc_mm_problem;
 
 /* Tiles and mapping of one candidate. */
@@ -91,6 +99,10 @@ typedef struct tinyc_mm_tiles {
 	int wgn;			/* N of one wgmma instruction (divides bn) */
 	int a_kmajor, b_kmajor;		/* operand layouts: 1 k contiguous, 0 m (n) contiguous */
 	int raster;			/* m tiles per rasterisation group (L2 reuse) */
+	int pingpong;			/* the consumers alternate whole tiles (one's epilogue
+					 * overlaps the other's main loop); else they split a tile */
+	int a_tma, b_tma;		/* operand loaded by TMA; else by the producer warpgroup's
+					 * threads (element loads into the swizzled layout) */
 	int grid;			/* persistent CTAs (<= SMs) */
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
 } tinyc_mm_tiles;
@@ -147,7 +159,8 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
  * unbound. */
 int tinyc_tune_class(const tinyc_schedule *s, const tinyc_mm_problem *prob, char *buf,
 		     size_t size);
-/* The tuning file of a device: <cache dir>/tune/<name>_<target>.txt (NULL: no cache dir). */
+/* The tuning file of a device: <cache dir>/tune/<name>_<target>.txt, or in $TINYC_TUNE_DIR
+ * when set (NULL: no cache dir). */
 __tinyc_give char *tinyc_tune_path(const tinyc_device_info *dev);
 /* The configuration stored for (s's device, prob's class, dtypes): 1 with config and *us
  * filled, 0 when there is none. */

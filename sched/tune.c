@@ -2,7 +2,7 @@
  * measured fastest for a (device, shape class, dtypes), kept in the cache directory and
  * chosen by later schedules of that class on that device.
  *
- * File <cache dir>/tune/<device>.txt, one line per class, replaced in place (written to a
+ * File <cache dir>/tune/<device>.txt (or $TINYC_TUNE_DIR/<device>.txt), one line per class, replaced in place (written to a
  * temporary file and renamed):
  *   CLASS|DTYPES|CONFIG|MICROSECONDS
  * CLASS is the shape class (tinyc_tune_class), DTYPES "A.B.acc", CONFIG the candidate's
@@ -57,7 +57,13 @@ static void dtypes_key(const tinyc_mm_problem *prob, char *buf, size_t size)
 
 char *tinyc_tune_path(const tinyc_device_info *dev)
 {
-	char *dir = tinyc_cache_dir();
+	const char *tdir = getenv("TINYC_TUNE_DIR");
+	char *dir = tdir && *tdir ? tinyc_asprintf("%s", tdir) : NULL;
+	if (!dir) {
+		char *cache = tinyc_cache_dir();
+		dir = cache ? tinyc_asprintf("%s/tune", cache) : NULL;
+		free(cache);
+	}
 	if (!dir)
 		return NULL;
 	char name[160];
@@ -66,7 +72,7 @@ char *tinyc_tune_path(const tinyc_device_info *dev)
 		name[n++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')
 				    ? *c : '_';
 	name[n] = 0;
-	char *p = tinyc_asprintf("%s/tune/%s_%s.txt", dir, name, dev->target);
+	char *p = tinyc_asprintf("%s/%s_%s.txt", dir, name, dev->target);
 	free(dir);
 	return p;
 }
