@@ -726,7 +726,11 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BN * BK, 1024, 1);
 	int full = tinyc_gk_shared(k, "full", TINYC_ULONG, S, 8, 0);
 	int empty = tinyc_gk_shared(k, "empty", TINYC_ULONG, S, 8, 0);
-	if (As < 0 || Bs < 0 || full < 0 || empty < 0)
+	/* pingpong: turn[c] completes when the other consumer has passed the ring waits of its
+	 * tile, so that the main loops alternate and no consumer waits on a stage more than one
+	 * round ahead (a parity wait cannot tell rounds two apart) */
+	int turn = PP ? tinyc_gk_shared(k, "turn", TINYC_ULONG, 2, 8, 0) : 0;
+	if (As < 0 || Bs < 0 || full < 0 || empty < 0 || turn < 0)
 		return -1;
 	int pipe = tinyc_gk_pipe(k, "ring", TINYC_GPIPE_TMA, S, full);
 	int ta = t->a_tma ? wgmma_tmap(b, "tmA", &pr->a, t->a_kmajor, &pr->m, &pr->k,
@@ -742,6 +746,8 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, full, I(b, st), generic ? 128 : 1));
 		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, empty, I(b, st), PP ? 128 : 128 * C));
 	}
+	for (int c = 0; PP && c < 2; c++)
+		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, -1, turn, I(b, c), 128));
 	tinyc_mmk_append(b, init, tinyc_gs_fence(k, TINYC_GF_MBAR_INIT));
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the ring's barriers: full[s] (the stage "
 						       "landed), empty[s] (its consumers are done)"));
@@ -750,7 +756,8 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	int tilev = tinyc_gk_reg(k, "tile", b->it), ktv = tinyc_gk_reg(k, "kt", b->it);
 	int ctilev = tinyc_gk_reg(k, "ctile", b->it), cktv = tinyc_gk_reg(k, "ckt", b->it);
 	int itp = tinyc_gk_reg(k, "itp", b->it), itc = tinyc_gk_reg(k, "itc", b->it);
-	if (tilev < 0 || ktv < 0 || ctilev < 0 || cktv < 0 || itp < 0 || itc < 0)
+	int ntv = tinyc_gk_reg(k, "nt", b->it);	/* pingpong: the consumer's tiles so far */
+	if (tilev < 0 || ktv < 0 || ctilev < 0 || cktv < 0 || itp < 0 || itc < 0 || ntv < 0)
 		return -1;
 	tinyc_gexpr *bid = tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_BID_X));
 	tinyc_gexpr *nbid = tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_NBID_X));
@@ -844,6 +851,17 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, itc, PP ? mul(b, cw, I(b, ktiles)) : I(b, 0)));
 	tinyc_gstmt *ctile = tinyc_gs_block(k);
 	wgmma_tile_coords(b, ctile, tinyc_gx_var(k, ctilev), tiles_m, tiles_n, batched, "");
+	tinyc_gexpr *NT = tinyc_gx_var(k, ntv);
+	if (PP) {	/* the CTA's tile j = 2 nt + cw waits for the other's tile j - 1 */
+		tinyc_mmk_append(b, cons, tinyc_gs_decl(k, ntv, I(b, 0)));
+		tinyc_gstmt *w = tinyc_gs_block(k);
+		tinyc_mmk_append(b, w, tinyc_gs_mbar_wait(k, -1, turn, cw,
+							  bin(b, TINYC_GX_AND, add(b, NT, bin(b, TINYC_GX_SUB, cw, I(b, 1))),
+							      I(b, 1))));
+		tinyc_mmk_append(b, ctile, tinyc_gs_comment(k, "pingpong: wait for the other consumer's "
+							      "main loop of the previous tile"));
+		tinyc_mmk_append(b, ctile, tinyc_gs_if(k, bin(b, TINYC_GX_GE, add(b, NT, cw), I(b, 1)), w, NULL));
+	}
 	tinyc_gstmt *ck = tinyc_gs_block(k);
 	tinyc_gexpr *ITC = tinyc_gx_var(k, itc), *KT = tinyc_gx_var(k, cktv);
 	tinyc_gexpr *cs = let(b, ck, "cs", bin(b, TINYC_GX_MOD, ITC, I(b, S)));
@@ -880,8 +898,11 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	tinyc_mmk_append(b, ctile, tinyc_gs_wgmma_wait(k, 0, b->acc));
 	tinyc_mmk_append(b, ctile, tinyc_gs_mbar_arrive(k, pipe, empty,
 							bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S))));
-	if (PP)	/* skip the other consumer's tile in the ring */
+	if (PP) {	/* the other's turn; skip its tile in the ring */
+		tinyc_mmk_append(b, ctile, tinyc_gs_mbar_arrive(k, -1, turn, bin(b, TINYC_GX_SUB, I(b, 1), cw)));
 		tinyc_mmk_append(b, ctile, tinyc_gs_assign(k, itc, add(b, ITC, I(b, ktiles))));
+		tinyc_mmk_append(b, ctile, tinyc_gs_assign(k, ntv, add(b, NT, I(b, 1))));
+	}
 	if (b->error)
 		return -1;
 	tinyc_mm_frag f;

@@ -6,7 +6,7 @@
  *              [--dry-run [--target sm_XY]] [-v]
  *
  * The space is pruned by the cost model: the N candidates (default 8) with the smallest
- * estimates, at least the best of each variant the device allows, are compiled and timed
+ * estimates, and the best two of each template the device allows, are compiled and timed
  * (events, median of I launches after W) on the same random inputs; a candidate whose
  * outputs differ from the model's choice beyond the rounding of 16-bit results is rejected.
  * The fastest is stored for (device, shape class, dtypes).  --dry-run lists the pruned
@@ -160,16 +160,18 @@ static int prune(const tinyc_skernel *k, int top, tune_row *rows)
 	char taken[1024] = {0};
 	if (k->ncand > (int)sizeof(taken))
 		return 0;
-	for (int v = 0; v < 3; v++) {	/* the best of each variant */
-		int best = -1;
-		for (int c = 0; c < k->ncand; c++) {
-			const tinyc_mm_plan *mp = k->cands[c].ext;
-			if (mp && (int)mp->t.variant == v && (best < 0 || k->cands[c].est_us < k->cands[best].est_us))
-				best = c;
+	for (int v = 0; v < 3; v++)	/* the best two of each variant */
+		for (int rep = 0; rep < 2; rep++) {
+			int best = -1;
+			for (int c = 0; c < k->ncand; c++) {
+				const tinyc_mm_plan *mp = k->cands[c].ext;
+				if (mp && !taken[c] && (int)mp->t.variant == v &&
+				    (best < 0 || k->cands[c].est_us < k->cands[best].est_us))
+					best = c;
+			}
+			if (best >= 0 && n < TUNE_MAX && (rep == 0 || v != TINYC_MM_SIMT))
+				taken[best] = 1, rows[n++].cand = best;
 		}
-		if (best >= 0 && n < TUNE_MAX)
-			taken[best] = 1, rows[n++].cand = best;
-	}
 	while (n < top && n < TUNE_MAX) {
 		int best = -1;
 		for (int c = 0; c < k->ncand; c++)
@@ -227,9 +229,10 @@ static int make_inputs(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_binding
 
 /* Build and time candidate row r of kernel kk; *outs receives the outputs of the first
  * successful candidate (the reference of the others). */
-static void measure(tinyc_ctx *ctx, tinyc_cuda *cu, tinyc_module *m, int kk, tune_row *r,
+static void measure(tinyc_ctx *ctx, tinyc_cuda **cup, tinyc_module *m, int kk, tune_row *r,
 		    tinyc_io *io, tinyc_io *ref, const tune_cli *c)
 {
+	tinyc_cuda *cu = *cup;
 	tinyc_schedule *s = tinyc_module_schedule(m);
 	tinyc_skernel *k = &s->kerns[kk];
 	int saved = k->choice;
@@ -254,6 +257,9 @@ static void measure(tinyc_ctx *ctx, tinyc_cuda *cu, tinyc_module *m, int kk, tun
 	tinyc_gpu_run_stats st = {0};
 	if (tinyc_gpu_run_cuda(ctx, cu, gm, sym, io, &opt, &st) < 0) {
 		r->why = "run failed";
+		/* a kernel fault leaves the context unusable: start the next candidate on a new one */
+		tinyc_cuda_close(cu);
+		*cup = tinyc_cuda_open(ctx, 0);
 	} else {
 		double total = 0, compile = 0;
 		for (int i = 0; i < st.nkernel; i++)
@@ -354,8 +360,8 @@ static int tune_run(tinyc_ctx *ctx, const tune_cli *c)
 			tune_row t = rows[0];
 			rows[0] = rows[i], rows[i] = t;
 		}
-	for (int i = 0; i < n; i++) {
-		measure(ctx, cu, m, kk, &rows[i], &io, &ref, c);
+	for (int i = 0; i < n && cu; i++) {
+		measure(ctx, &cu, m, kk, &rows[i], &io, &ref, c);
 		if (rows[i].us >= 0 && (best < 0 || rows[i].us < rows[best].us))
 			best = i;
 	}
