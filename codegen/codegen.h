@@ -45,6 +45,13 @@ void tinyc_rearrange_launch_dims(const tinyc_rearrange_plan *plan, unsigned grid
 int tinyc_rearrange_gpuir_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
 				const tinyc_indexbook *ib, int kernel);
 
+/* The same for plan p alone (also the packing kernels of the matmul template): copy buffer
+ * x_buf of gm, view starting x_offset elements in, into y_buf at y_offset, as kernel `name`
+ * (appended to gm in launch order) with `comment`.  0, or -1 with a diagnostic. */
+int tinyc_rearrange_gpuir_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_rearrange_plan *p,
+			       int x_buf, int64_t x_offset, int y_buf, int64_t y_offset,
+			       const char *name, const char *comment);
+
 /* ================================================================ htree_cuda.c ====
  * The htree forward kernels (seed 004; semantics in ir/htree.h), emitted as one CUDA
  * translation unit per configuration with every size of the configuration folded in:

@@ -345,30 +345,23 @@ static void build_tiled(rbuild *b, int yv, int xv, int64_t x_w, int64_t y_w)
 	}
 }
 
-/* Build kernel `kernel` of s (a REARRANGE plan) into gm (see codegen.h). */
-int tinyc_rearrange_gpuir_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
-				const tinyc_indexbook *ib, int kernel)
+int tinyc_rearrange_gpuir_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_rearrange_plan *p,
+			       int x_buf, int64_t x_offset, int y_buf, int64_t y_offset,
+			       const char *name, const char *comment)
 {
-	(void)ib;
-	const tinyc_skernel *sk = &s->kerns[kernel];
-	const tinyc_plan *sp = tinyc_skernel_plan(sk);
-	if (!sp || sp->kind != TINYC_PLAN_REARRANGE || !sp->ext)
-		return tinyc_error(ctx, "CodegenError", "kernel %s: not a rearrange plan", sk->name);
-	const tinyc_rearrange_kplan *kp = sp->ext;
-	const tinyc_rearrange_plan *p = &kp->plan;
 	if (p->kind != TINYC_REARRANGE_ELEMENTWISE && p->kind != TINYC_REARRANGE_TILED)
 		return tinyc_error(ctx, "CodegenError", "kernel %s: a %s rearrange plan has no kernel",
-				   sk->name, tinyc_rearrange_kind_name(p->kind));
-	tinyc_gkernel *k = tinyc_gk_alloc(gm, sk->name);
+				   name, tinyc_rearrange_kind_name(p->kind));
+	tinyc_gkernel *k = tinyc_gk_alloc(gm, name);
 	if (!k)
 		return -1;
 	rbuild b = {ctx, k, p, TINYC_INT, TINYC_UINT, 0};
 	int tiled = p->kind == TINYC_REARRANGE_TILED;
 	int ws = tiled ? p->pack * p->elem : (p->unit < 8 ? p->unit : 8);	/* word bytes */
-	int64_t x_off = kp->copy.x_offset * p->elem, y_off = kp->copy.y_offset * p->elem;
+	int64_t x_off = x_offset * p->elem, y_off = y_offset * p->elem;
 	if (x_off % ws || y_off % ws)
 		return tinyc_error(ctx, "CodegenError", "kernel %s: view offsets %" PRId64 " and %"
-				   PRId64 " bytes are not multiples of the %d-byte word", sk->name,
+				   PRId64 " bytes are not multiples of the %d-byte word", name,
 				   x_off, y_off, ws);
 	/* index width: word offsets, view offsets included, must fit int */
 	int64_t rx, ry;
@@ -397,14 +390,10 @@ int tinyc_rearrange_gpuir_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tiny
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, p->blocks);
 	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, 1);
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
-	char comment[256];
-	snprintf(comment, sizeof(comment), "%s: %%%s -> %s, rearrange %s (%s)", sk->name,
-		 s->g->nodes[sk->value].id, s->bufs[kp->y_buf].name,
-		 tinyc_rearrange_kind_name(p->kind), sp->desc);
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	tinyc_dtype wdt = uint_of(ws);
-	int xv = tinyc_gk_param_ptr(k, s->bufs[kp->x_buf].name, wdt, 1, kp->x_buf);
-	int yv = tinyc_gk_param_ptr(k, s->bufs[kp->y_buf].name, wdt, 0, kp->y_buf);
+	int xv = tinyc_gk_param_ptr(k, gm->bufs[x_buf].name, wdt, 1, x_buf);
+	int yv = tinyc_gk_param_ptr(k, gm->bufs[y_buf].name, wdt, 0, y_buf);
 	if (xv < 0 || yv < 0)
 		return -1;
 	if (tiled)
@@ -413,7 +402,26 @@ int tinyc_rearrange_gpuir_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tiny
 		build_elementwise(&b, yv, xv, x_off / ws, y_off / ws, ws);
 	if (b.failed)
 		return tinyc_error(ctx, "CodegenError", "kernel %s: building the rearrange kernel "
-				   "failed", sk->name);
+				   "failed", name);
 	tinyc_gk_sort_params(k);
 	return 0;
+}
+
+/* Build kernel `kernel` of s (a REARRANGE plan) into gm (see codegen.h). */
+int tinyc_rearrange_gpuir_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
+				const tinyc_indexbook *ib, int kernel)
+{
+	(void)ib;
+	const tinyc_skernel *sk = &s->kerns[kernel];
+	const tinyc_plan *sp = tinyc_skernel_plan(sk);
+	if (!sp || sp->kind != TINYC_PLAN_REARRANGE || !sp->ext)
+		return tinyc_error(ctx, "CodegenError", "kernel %s: not a rearrange plan", sk->name);
+	const tinyc_rearrange_kplan *kp = sp->ext;
+	const tinyc_rearrange_plan *p = &kp->plan;
+	char comment[256];
+	snprintf(comment, sizeof(comment), "%s: %%%s -> %s, rearrange %s (%s)", sk->name,
+		 s->g->nodes[sk->value].id, s->bufs[kp->y_buf].name,
+		 tinyc_rearrange_kind_name(p->kind), sp->desc);
+	return tinyc_rearrange_gpuir_emit(ctx, gm, p, kp->x_buf, kp->copy.x_offset, kp->y_buf,
+					  kp->copy.y_offset, sk->name, comment);
 }
