@@ -30,7 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "codegen/matmul.h"
+#include "sched/rearrange.h"
 
 /* ------------------------------------------------------------------ helpers ---- */
 
@@ -946,6 +948,74 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 
 /* ------------------------------------------------------------------ entry ---- */
 
+/* The value of a size polynomial under gm's bindings (every symbol of the wgmma template's
+ * problems is bound). */
+static int64_t bound_poly(const tinyc_gpu_module *gm, const tinyc_evt_poly *p)
+{
+	int64_t v;
+	return tinyc_evt_poly_eval(p, gm->sym_bound, gm->nsym, &v) < 0 ? -1 : v;
+}
+
+/* Packing (tiles t->pack_a / pack_b): a TEMP workspace for operand A (is_b 0) or B of prob,
+ * the rearrange kernel "NAME_packA" (B) that copies the operand into it with rows padded
+ * to 16 bytes (sched/matmul.h), appended to gm before the matmul kernel; *out is the packed
+ * operand (buf: the workspace).  0, or -1 with a diagnostic. */
+static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+			const tinyc_mm_tiles *t, int is_b, const char *name, tinyc_mm_operand *out)
+{
+	const tinyc_mm_operand *op = is_b ? &prob->b : &prob->a;
+	int64_t elems = tinyc_matmul_packed_operand(prob, t, gm->sym_bound, is_b, out);
+	const tinyc_dim *rd = is_b ? &prob->k : &prob->m, *cd = is_b ? &prob->n : &prob->k;
+	int64_t shape[3], xs[3], ys[3], off = bound_poly(gm, &op->offset);
+	shape[1] = bound_dim(gm, rd), shape[2] = bound_dim(gm, cd), shape[0] = bound_dim(gm, &prob->l);
+	for (int a = 0; a < 3; a++) {
+		xs[(a + 1) % 3] = bound_poly(gm, &op->stride[a]);
+		ys[(a + 1) % 3] = bound_poly(gm, &out->stride[a]);
+	}
+	if (tinyc_evt_poly_is_zero(&out->stride[2]))
+		shape[0] = 1;	/* one copy of an operand shared by the batch */
+	if (elems < 1 || off < 0 || shape[0] < 1 || shape[1] < 1 || shape[2] < 1)
+		return tinyc_error(ctx, "CodegenError", "matmul %s: packing operand %c needs its "
+				   "sizes bound", name, is_b ? 'B' : 'A');
+	/* the workspace */
+	char wname[160];
+	snprintf(wname, sizeof(wname), "pk%c_%s", is_b ? 'B' : 'A', name);
+	tinyc_gbuf gbf;
+	memset(&gbf, 0, sizeof(gbf));
+	gbf.name = wname;
+	gbf.role = TINYC_GB_TEMP;
+	for (int i = 0; i < gm->nbuf; i++)
+		gbf.index += gm->bufs[i].role == TINYC_GB_TEMP;
+	gbf.node = -1;
+	gbf.dtype = op->dtype;
+	gbf.rank = 1;
+	gbf.shape[0].sym = -1;
+	gbf.shape[0].val = elems;
+	int w = tinyc_gpu_add_buf(gm, &gbf);
+	if (w < 0)
+		return -1;
+	out->buf = w;
+	/* the copy: x = the operand's view, y = the workspace; the source's alignment is its
+	 * view offset's (buffers themselves are 256-byte aligned) */
+	tinyc_tensor_desc x = {op->dtype, 3, shape, xs}, y = {op->dtype, 3, shape, ys};
+	tinyc_rearrange_opts o;
+	tinyc_rearrange_opts_default(&o);
+	o.no_copy = 1;
+	int64_t ob = off * tinyc_dtype_size(op->dtype);
+	o.base_align = 256;
+	while (ob % o.base_align)
+		o.base_align /= 2;
+	tinyc_rearrange_plan plan;
+	if (tinyc_rearrange_plan_build(ctx, &y, &x, &o, &plan) != TINYC_REARRANGE_SUCCESS)
+		return -1;
+	char kname[160], comment[400];
+	snprintf(kname, sizeof(kname), "%s_pack%c", name, is_b ? 'B' : 'A');
+	snprintf(comment, sizeof(comment), "%s: pack %s of matmul %s into %s (rows padded to 16 "
+		 "bytes for TMA), rearrange %s", kname, gm->bufs[op->buf].name, name, wname,
+		 tinyc_rearrange_kind_name(plan.kind));
+	return tinyc_rearrange_gpuir_emit(ctx, gm, &plan, op->buf, off, w, 0, kname, comment);
+}
+
 int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 		      const tinyc_mm_tiles *t, const char *name)
 {
@@ -958,11 +1028,19 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	if (t->variant == TINYC_MM_MMA && gm->arch_major < 8)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: the mma template needs sm_80, the "
 				   "module targets %s", name, gm->target);
+	/* packed operands: their rearrange kernels first, then the matmul reads the workspaces */
+	tinyc_mm_problem packed = *prob;	/* shallow: the evt stays prob's */
+	if (t->variant == TINYC_MM_WGMMA && t->pack_a &&
+	    pack_operand(ctx, gm, prob, t, 0, name, &packed.a) < 0)
+		return -1;
+	if (t->variant == TINYC_MM_WGMMA && t->pack_b &&
+	    pack_operand(ctx, gm, prob, t, 1, name, &packed.b) < 0)
+		return -1;
 	tinyc_mmk b;
 	memset(&b, 0, sizeof(b));
 	b.ctx = ctx;
 	b.gm = gm;
-	b.prob = prob;
+	b.prob = &packed;
 	b.t = t;
 	b.it = t->index_dtype == TINYC_INT ? TINYC_INT : TINYC_LONG;
 	b.nparam_cap = gm->nbuf;

@@ -201,10 +201,11 @@ static int wgmma_instr_n(int bn)
 }
 
 /* The tiles of the Hopper template (see tinyc_matmul_tiles); pingpong: the consumers
- * alternate whole tiles. */
+ * alternate whole tiles; pack: the operands TMA cannot load are packed first (-1 when
+ * there is none). */
 static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 		       const int64_t *sym, int bm, int bn, int bk, int stages, int pingpong,
-		       tinyc_mm_tiles *t)
+		       int pack, tinyc_mm_tiles *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->variant = TINYC_MM_WGMMA;
@@ -228,6 +229,12 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 			!tinyc_evt_poly_is_const(&prob->b.stride[0], 1));
 	t->a_tma = (prob->tma_ok & TINYC_MM_TMA_A) != 0;
 	t->b_tma = (prob->tma_ok & TINYC_MM_TMA_B) != 0;
+	if (pack) {
+		if (t->a_tma && t->b_tma)
+			return -1;
+		t->pack_a = !t->a_tma, t->pack_b = !t->b_tma;
+		t->a_tma = t->b_tma = 1;
+	}
 	t->pingpong = pingpong;
 	/* cooperative: a consumer per 64 rows; pingpong: two consumers, each a whole tile
 	 * of at most 128 accumulators per thread */
@@ -267,12 +274,40 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	return 0;
 }
 
+int64_t tinyc_matmul_packed_operand(const tinyc_mm_problem *prob, const tinyc_mm_tiles *t,
+				    const int64_t *sym, int is_b, tinyc_mm_operand *out)
+{
+	const tinyc_mm_operand *op = is_b ? &prob->b : &prob->a;
+	const tinyc_dim *d[2] = {is_b ? &prob->k : &prob->m, is_b ? &prob->n : &prob->k};
+	int64_t ext[2], L = prob->l.sym < 0 ? prob->l.val : sym ? sym[prob->l.sym] : -1;
+	for (int i = 0; i < 2; i++)
+		if ((ext[i] = d[i]->sym < 0 ? d[i]->val : sym ? sym[d[i]->sym] : -1) < 1)
+			return -1;
+	if (L < 1)
+		return -1;
+	/* the contiguous axis of the tile layout: k for a K-major operand */
+	int kmajor = is_b ? t->b_kmajor : t->a_kmajor;
+	int c = is_b ? (kmajor ? 0 : 1) : (kmajor ? 1 : 0), o = 1 - c;
+	int64_t padded = (ext[c] + 7) / 8 * 8;
+	int batch = prob->evt && prob->evt->batched && !tinyc_evt_poly_is_zero(&op->stride[2]);
+	memset(out, 0, sizeof(*out));
+	out->node = op->node;
+	out->buf = -1;
+	out->dtype = op->dtype;
+	out->stride[c] = tinyc_evt_poly_const(1);
+	out->stride[o] = tinyc_evt_poly_const(padded);
+	out->stride[2] = tinyc_evt_poly_const(batch ? padded * ext[o] : 0);
+	out->offset = tinyc_evt_poly_const(0);
+	return padded * ext[o] * (batch ? L : 1);
+}
+
 void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 {
 	static const char *const names[] = {"simt", "mma", "wgmma"};
 	if (t->variant == TINYC_MM_WGMMA)
-		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s", t->bm, t->bn, t->bk, t->stages,
-			 t->consumers, t->wgn, t->pingpong ? " pp" : "");
+		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s", t->bm, t->bn, t->bk, t->stages,
+			 t->consumers, t->wgn, t->pingpong ? " pp" : "",
+			 t->pack_a && t->pack_b ? " packAB" : t->pack_a ? " packA" : t->pack_b ? " packB" : "");
 	else
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
 }
@@ -287,7 +322,7 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	int sa = tinyc_dtype_size(prob->a.dtype), sb = tinyc_dtype_size(prob->b.dtype);
 	int warps;
 	if (v == TINYC_MM_WGMMA)
-		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, 0, t);
+		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, 0, 0, t);
 	if (v == TINYC_MM_SIMT) {
 		if (stages != 1 || bm % 16 || bn % 16)
 			return -1;
@@ -518,6 +553,16 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	}
 	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
 	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + LAUNCH_US * (1 + reduction_count(prob));
+	/* packing: each packed operand is read and written once more by its rearrange kernel
+	 * (2-byte units: about 60% of the bandwidth) */
+	for (int i = 0; i < 2; i++) {
+		if (!(i ? t->pack_b : t->pack_a))
+			continue;
+		tinyc_mm_operand po;
+		int64_t n = tinyc_matmul_packed_operand(prob, t, s->bind ? s->bind->val : NULL, i, &po);
+		double bytes = 2.0 * (n > 0 ? (double)n : 0) * tinyc_dtype_size(po.dtype);
+		p->est_us += bytes / (0.6 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + LAUNCH_US;
+	}
 }
 
 /* The variant forced by TINYC_MATMUL, or -1. */
@@ -584,13 +629,16 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 {
 	const int64_t *sym = s->bind ? s->bind->val : NULL;
 	tinyc_mm_tiles t;
-	if (v == TINYC_MM_WGMMA ? wgmma_tiles(prob, &s->dev, sym, bm, bn, bk, st, pp, &t) < 0
+	if (v == TINYC_MM_WGMMA ? wgmma_tiles(prob, &s->dev, sym, bm, bn, bk, st, pp % 2, pp / 2, &t) < 0
 				: tinyc_matmul_tiles(prob, &s->dev, sym, v, bm, bn, bk, st, &t) < 0)
 		return 0;
 	if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] || (ft[3] && t.stages != ft[3])))
 		return 0;
 	const char *pe = getenv("TINYC_WGMMA_PP");	/* pins the wgmma schedule (tests) */
 	if (have_ft && pe && t.variant == TINYC_MM_WGMMA && t.pingpong != atoi(pe))
+		return 0;
+	const char *pk = getenv("TINYC_WGMMA_PACK");	/* pins packing or copying (tests) */
+	if (have_ft && pk && t.variant == TINYC_MM_WGMMA && (t.pack_a || t.pack_b) != atoi(pk))
 		return 0;
 	t.index_dtype = idx;
 	tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
@@ -629,7 +677,9 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%dk16, "
 			 "smem %" PRId64 " B, persistent %d CTAs",
 			 t.bm, t.bn, t.bk, t.stages,
-			 t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
+			 t.pack_a && t.pack_b ? "tma, A B packed" : t.pack_a ? "tma, A packed"
+			 : t.pack_b ? "tma, B packed"
+			 : t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
 			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.smem, t.grid);
 	if (tinyc_plan_add(ctx, k, &p) < 0) {
 		tinyc_mm_plan_free(mp);
@@ -654,7 +704,8 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			continue;
 		if (v == TINYC_MM_WGMMA) {
 			static const int wbm[] = {128, 64}, wbn[] = {256, 128, 64}, wst[] = {4, 5, 6, 3};
-			for (int pp = 0; pp < 2; pp++)
+			/* pp: pingpong (bit 0), packing (bit 1) */
+			for (int pp = 0; pp < 4; pp++)
 				for (int i = 0; i < 2; i++)
 					for (int j = 0; j < 3; j++)
 						for (int q = 0; q < 4; q++) {
@@ -835,7 +886,8 @@ static void keep_matmul_only(tinyc_skernel *k)
 	k->ncand = n;
 }
 
-/* Analyse the graph of s and take over the kernels of every fusable contraction. */
+/* Analyse the graph of s (or take the module's Poly-View and epilogue graphs when the
+ * schedule pass gave them) and take over the kernels of every fusable contraction. */
 static int analyse(tinyc_ctx *ctx, tinyc_schedule *s)
 {
 	int any = 0;
@@ -843,12 +895,18 @@ static int analyse(tinyc_ctx *ctx, tinyc_schedule *s)
 		any = s->g->nodes[i].op == TINYC_OP_REDUCE && s->g->nodes[i].redop == TINYC_RED_ADD;
 	if (!any)
 		return 0;
+	int rc = 0;
+	if (s->pv && s->evts) {	/* the module's stages */
+		for (int i = 0; rc == 0 && i < s->evts->n; i++)
+			rc = tinyc_matmul_fuse(ctx, s, s->pv, &s->evts->e[i]);
+		return rc;
+	}
 	tinyc_indexbook *ib = tinyc_indexbook_build(ctx, s->g, s->bind);
 	if (!ib)
 		return -1;
 	tinyc_polyview *pv = tinyc_polyview_build(ctx, ib, NULL);
 	tinyc_evt_set *set = pv ? tinyc_evt_extract(ctx, pv) : NULL;
-	int rc = set ? 0 : -1;
+	rc = set ? 0 : -1;
 	for (int i = 0; set && rc == 0 && i < set->n; i++)
 		rc = tinyc_matmul_fuse(ctx, s, pv, &set->e[i]);
 	tinyc_evt_set_free(set);
@@ -951,6 +1009,20 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 				 t->b_tma ? "TMA " : "",
 				 !t->b_tma ? copy : t->b_kmajor ? "box [64 k x BN n] (k-major)"
 						: "boxes [64 n x 64 k] (n-major, transposed in the descriptor)");
+		for (int i = 0; i < 2; i++) {
+			tinyc_mm_operand po;
+			if (!(i ? t->pack_b : t->pack_a) ||
+			    tinyc_matmul_packed_operand(pr, t, s->bind ? s->bind->val : NULL, i, &po) < 0)
+				continue;
+			tinyc_buf_printf(out, "  pack: %s (rows not 16-byte aligned) copied first by a "
+					 "rearrange kernel into a workspace of strides (", i ? "B" : "A");
+			for (int a = 0; a < 3; a++) {
+				if (a)
+					tinyc_buf_puts(out, ", ");
+				tinyc_evt_poly_print(&po.stride[a], s->g->syms, s->g->nsym, out);
+			}
+			tinyc_buf_puts(out, "), rows padded to 16 bytes; TMA reads it\n");
+		}
 	} else if (t->variant == TINYC_MM_SIMT)
 		tinyc_buf_puts(out, " (synchronous: load, barrier, compute, barrier)\n");
 	else

@@ -18,8 +18,12 @@
  *         matrix descriptors, fp32 accumulators in registers, one wgmma group in flight,
  *         the epilogue graph on the accumulator fragments); setmaxnreg moves registers
  *         from the producer to the consumers; tiles visited in groups of `raster` m tiles
- *         (L2 reuse).  Proposed when every size is bound and the operands' strides and
- *         origins are 16-byte aligned (TMA), and the epilogue has no reductions;
+ *         (L2 reuse).  Proposed when every size is bound and the epilogue has no
+ *         reductions.  An operand whose strides or origin are not 16-byte aligned (odd
+ *         row lengths: 4097, 333) is either copied by the producer's threads (element
+ *         loads) or packed: a rearrange kernel (sched/rearrange.h) launched before the
+ *         matmul copies it into a workspace whose rows are padded to 16 bytes, which TMA
+ *         then loads (the pad is never read: the tensor map's extents are the operand's);
  *
  * over the seed's candidate set BM, BN in {64, 128}, BK in {16, 32, 64}, stages in {2, 3}
  * (mma with cp.async; 1 otherwise), keeping those whose shared memory stays under 80% of a
@@ -103,6 +107,9 @@ typedef struct tinyc_mm_tiles {
 					 * overlaps the other's main loop); else they split a tile */
 	int a_tma, b_tma;		/* operand loaded by TMA; else by the producer warpgroup's
 					 * threads (element loads into the swizzled layout) */
+	int pack_a, pack_b;		/* operand whose rows TMA cannot load (not 16-byte
+					 * aligned) first copied by a rearrange kernel into a
+					 * workspace with rows padded to 16 bytes, then TMA */
 	int grid;			/* persistent CTAs (<= SMs) */
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
 } tinyc_mm_tiles;
@@ -143,6 +150,14 @@ int tinyc_matmul_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skern
 int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 		       const int64_t *sym, tinyc_mm_variant v, int bm, int bn, int bk, int stages,
 		       tinyc_mm_tiles *t);
+
+/* The packed layout of operand A (is_b 0) or B (is_b 1) of prob for tiles t (t->pack_a /
+ * pack_b): the contiguous axis of the tile layout (k for a K-major operand, else m or n)
+ * stride 1, the other padded to a multiple of 8 elements, the batch (when the operand
+ * has one) after them; buf -1, offset 0.  sym: the bound sizes.  Returns the workspace's
+ * elements, or -1 when a size is unbound. */
+int64_t tinyc_matmul_packed_operand(const tinyc_mm_problem *prob, const tinyc_mm_tiles *t,
+				    const int64_t *sym, int is_b, tinyc_mm_operand *out);
 
 /* The configuration key of a candidate ("wgmma 128x256x64 s4 c2 n256"), for tuning. */
 void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size);

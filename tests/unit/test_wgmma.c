@@ -5,8 +5,9 @@
  *
  *  - wgmma_plan: the schedule of relu(X @ W + bias) at 4096^3 on sm_90a chooses the wgmma
  *    template (128x256x64, 4 stages, 1 + 2 warpgroups, persistent over 132 SMs) and says so
- *    in the dump; it is not proposed for unbound sizes, unaligned rows (K = 333), epilogues
- *    with reductions, or sm_80;
+ *    in the dump; it is not proposed for unbound sizes, epilogues with reductions, or sm_80;
+ *    unaligned rows (K = 333, 4097^3) are copied by the producer or packed by a rearrange
+ *    kernel into a padded workspace first (the model's choice), batch strides kept;
  *  - wgmma_gpuir: the GPU IR verifies and holds the ring (TMA loads, full/empty mbarriers,
  *    parity waits), setmaxnreg and m64n256k16 wgmma with the layouts; the tensor maps
  *    describe X (k contiguous, box 64 x 128) and W (n contiguous, boxes 64 x 64); a weight
@@ -151,19 +152,24 @@ Test(wgmma_plan, not_proposed_where_it_cannot_run)
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", NULL, "schedule"), 0);
 	cr_assert(!has_wgmma(&c));
 	compiled_free(&c);
-	/* K = 333: the rows of X are 666 bytes apart, not a multiple of 16: TMA cannot load X,
-	 * the producer's threads copy it; W (2000-byte rows) still comes by TMA */
+	/* K = 333: the rows of X are 666 bytes apart, not a multiple of 16: TMA cannot load X;
+	 * the producer's threads copy it, or a rearrange kernel packs it first; W (2000-byte
+	 * rows) comes by TMA either way */
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=127,N=1000,K=333", "schedule"), 0);
 	const tinyc_schedule *s = tinyc_module_schedule(c.m);
-	int copies = 0;
+	int copies = 0, packs = 0;
 	for (int i = 0; i < s->kerns[0].ncand; i++) {
 		const tinyc_mm_plan *mp = s->kerns[0].cands[i].ext;
-		if (mp->t.variant == TINYC_MM_WGMMA) {
-			cr_assert(!mp->t.a_tma && mp->t.b_tma);
-			copies++;
-		}
+		if (mp->t.variant != TINYC_MM_WGMMA)
+			continue;
+		cr_assert(mp->t.b_tma && !mp->t.pack_b);
+		if (mp->t.pack_a)
+			packs += mp->t.a_tma;
+		else
+			copies += !mp->t.a_tma;
 	}
 	cr_assert_gt(copies, 0);
+	cr_assert_eq(packs, copies, "every copying candidate has its packed twin");
 	compiled_free(&c);
 	/* epilogue reductions need block barriers: mma runs them */
 	cr_assert_eq(compile_to(&c, EPI_DIR "/reductions.uop", NULL, "sm_90a", "M=256,N=256,K=256",
@@ -180,6 +186,67 @@ Test(wgmma_plan, not_proposed_where_it_cannot_run)
 	cr_assert_neq(chosen(&c)->t.variant, TINYC_MM_WGMMA);
 	compiled_free(&c);
 	unsetenv("TINYC_MATMUL");
+}
+
+/* Rows that TMA cannot load are packed: a rearrange kernel before the matmul copies the
+ * operand into a TEMP workspace with rows padded to 8 elements, the tensor map reads the
+ * workspace with the operand's extents (the pad is never read); the model prefers it to
+ * the copying producer; a batched operand keeps its batch stride. */
+Test(wgmma_plan, unaligned_rows_are_packed)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_WGMMA_N");
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4097,N=4097,K=4097", "gpuir"), 0,
+		     "%s", first_kind(c.ctx));
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert_eq(mp->t.variant, TINYC_MM_WGMMA);
+	cr_assert(mp->t.pack_a && mp->t.pack_b && mp->t.a_tma && mp->t.b_tma);
+	tinyc_mm_operand po;
+	cr_assert_eq(tinyc_matmul_packed_operand(&mp->prob, &mp->t, tinyc_module_schedule(c.m)->bind->val,
+						 0, &po), 4097 * 4104);
+	cr_assert(tinyc_evt_poly_is_const(&po.stride[0], 4104) && tinyc_evt_poly_is_const(&po.stride[1], 1));
+	cr_assert_eq(tinyc_matmul_packed_operand(&mp->prob, &mp->t, tinyc_module_schedule(c.m)->bind->val,
+						 1, &po), 4097 * 4104);
+	cr_assert(tinyc_evt_poly_is_const(&po.stride[0], 4104) && tinyc_evt_poly_is_const(&po.stride[1], 1),
+		  "W stays n-contiguous");
+	const tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
+	cr_assert_eq(gm->nkernel, 3);
+	cr_assert_str_eq(gm->kernels[0]->name, "k0_Y_packA");
+	cr_assert_str_eq(gm->kernels[1]->name, "k0_Y_packB");
+	cr_assert_str_eq(gm->kernels[2]->name, "k0_Y");
+	int ws = 0;
+	for (int i = 0; i < gm->nbuf; i++)
+		if (gm->bufs[i].role == TINYC_GB_TEMP && !strncmp(gm->bufs[i].name, "pk", 2)) {
+			cr_assert_eq(gm->bufs[i].rank, 1);
+			cr_assert_eq(gm->bufs[i].shape[0].val, 4097 * 4104);
+			ws++;
+		}
+	cr_assert_eq(ws, 2);
+	char *d = dump(&c, "schedule");
+	cr_assert(strstr(d, "pack: A (rows not 16-byte aligned) copied first by a rearrange kernel "
+			    "into a workspace of strides (4104, 1, 0)"), "%s", d);
+	free(d);
+	compiled_free(&c);
+	/* batched, odd K and N: both packed, each with its batch stride */
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	cr_assert_eq(compile_to(&c, EPI_DIR "/batched.uop", NULL, "sm_90a", "B=3,M=130,N=77,K=75",
+				"gpuir"), 0, "%s", first_kind(c.ctx));
+	unsetenv("TINYC_MATMUL");
+	mp = chosen(&c);
+	cr_assert(mp->t.variant == TINYC_MM_WGMMA && mp->t.pack_a && mp->t.pack_b);
+	const int64_t *sym = tinyc_module_schedule(c.m)->bind->val;
+	cr_assert_eq(tinyc_matmul_packed_operand(&mp->prob, &mp->t, sym, 0, &po), 3 * 130 * 80);
+	cr_assert(tinyc_evt_poly_is_const(&po.stride[2], 130 * 80));
+	cr_assert_eq(tinyc_matmul_packed_operand(&mp->prob, &mp->t, sym, 1, &po), 3 * 75 * 80);
+	cr_assert(tinyc_evt_poly_is_const(&po.stride[0], 80) && tinyc_evt_poly_is_const(&po.stride[2], 75 * 80));
+	cr_assert_eq(tinyc_module_gpuir(c.m)->nkernel, 3);
+	compiled_free(&c);
+	/* aligned rows need no packing */
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "schedule"), 0);
+	cr_assert(!chosen(&c)->t.pack_a && !chosen(&c)->t.pack_b);
+	compiled_free(&c);
 }
 
 Test(wgmma_plan, ampere_big_tiles_in_dynamic_shared_memory)
@@ -380,10 +447,19 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 		compiled_free(&c);
 	}
 	unsetenv("TINYC_MATMUL");
-	/* the benchmark's kernel: 128x256 tiles, 128 accumulators per consumer thread */
+	/* the benchmark's kernel: 128x256 tiles, 128 accumulators per consumer thread; its
+	 * odd-sized tails with packed operands (the packing kernels in the same text) */
 	compiled c;
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "cuda"), 0);
 	nvrtc_ok(&c, "sm_90a", "bias_relu 4096^3");
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4097,N=4097,K=4097", "cuda"), 0);
+	cr_assert(chosen(&c)->t.pack_a && chosen(&c)->t.pack_b);
+	nvrtc_ok(&c, "sm_90a", "bias_relu 4097^3 packed");
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=127,N=1000,K=333", "cuda"), 0);
+	cr_assert(chosen(&c)->t.pack_a && !chosen(&c)->t.pack_b);
+	nvrtc_ok(&c, "sm_90a", "bias_relu 127x1000x333 packed");
 	compiled_free(&c);
 }
 

@@ -7,7 +7,8 @@
 # The schedule must pick the matmul template (not a generic fallback).  Tolerances: 2e-3
 # absolute and relative (K up to 256 products summed in float in another order than the
 # reference's: near-zero results carry the rounding of their large partial sums).
-# On sm_90 also the wgmma template (TINYC_MATMUL=wgmma) at bound sizes with aligned rows.
+# On sm_90 also the wgmma template (TINYC_MATMUL=wgmma) at bound sizes, aligned rows and
+# rows TMA cannot load (packed first).
 # Exit 77 with a SKIP line where no GPU is present; 1 on the first failure.
 tinyc="$1"
 file="$2"
@@ -44,7 +45,9 @@ done
 # reduces stay on mma (the plan does not propose wgmma for them).
 if TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "${batch}M=200,N=136,K=72" 2>/dev/null |
 	grep -q 'matmul wgmma'; then
-	for mnk in 8,8,8 200,136,72 509,504,120 768,768,256; do
+	# odd row lengths (130x77x75, 509x506x121): TMA cannot load X (and W where N is odd):
+	# the plan packs them into padded workspaces first (rearrange kernels)
+	for mnk in 8,8,8 200,136,72 509,504,120 768,768,256 130,77,75 509,506,121; do
 		m=${mnk%%,*}; rest=${mnk#*,}; n=${rest%%,*}; k=${rest#*,}
 		bind="${batch}M=$m,N=$n,K=$k"
 		if ! TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "$bind" | grep -q 'choice: .*(matmul)' ||
@@ -52,6 +55,13 @@ if TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "${batch}M=2
 			echo "FAIL: $file [$bind]: the schedule does not use the wgmma template"
 			exit 1
 		fi
+		case $mnk in
+		130,77,75|509,506,121)
+			if ! TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "$bind" | grep -q '^  pack: A'; then
+				echo "FAIL: $file [$bind]: the wgmma plan does not pack X (rows not 16-byte aligned)"
+				exit 1
+			fi ;;
+		esac
 		echo "+ TINYC_MATMUL=wgmma tinyc run $file --device=cuda --random-inputs 1 --bind $bind --check --atol=2e-3 --rtol=2e-3"
 		if ! TINYC_MATMUL=wgmma "$tinyc" run "$file" --device=cuda --random-inputs 1 --bind "$bind" --check --atol=2e-3 --rtol=2e-3; then
 			echo "FAIL: $file [$bind] wgmma"
