@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "ir/pass.h"
+#include "lower/lower.h"
+#include "poly/poly.h"
 #include "sched/matmul.h"
 #include "sched/rearrange.h"
 #include "sched/schedule.h"
@@ -568,7 +570,11 @@ int tinyc_schedule_pass_run(tinyc_module *m)
 	m->stage[st] = s;
 	if (tinyc_schedule_set_device(m->ctx, s, m->opt.target) < 0)
 		return -1;
-	return tinyc_schedule_plan(m->ctx, s);
+	s->pv = tinyc_module_polyview(m);
+	s->evts = tinyc_module_evt(m);
+	int rc = tinyc_schedule_plan(m->ctx, s);
+	s->pv = NULL, s->evts = NULL;	/* the stages may be freed before the schedule */
+	return rc;
 }
 
 int tinyc_schedule_pass_verify(tinyc_module *m)

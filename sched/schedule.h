@@ -107,6 +107,10 @@ typedef struct tinyc_schedule {
 	tinyc_sbuf *bufs;		/* buffers: inputs (by slot), outputs, temporaries (owned) */
 	int nkern;			/* kernels */
 	tinyc_skernel *kerns;		/* kernels in launch order (owned) */
+	/* while planning inside a module: its earlier stages (kept), so that the providers
+	 * reuse them instead of analysing the graph again; NULL otherwise */
+	const struct tinyc_polyview *pv;	/* the "polyview" stage */
+	const struct tinyc_evt_set *evts;	/* the "evt" stage (contractions, epilogues) */
 } tinyc_schedule;
 
 /* A source of candidate plans for a kernel. */
