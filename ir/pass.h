@@ -21,6 +21,8 @@ typedef struct tinyc_options {
 	int verify_each;	/* run every verifier, not only the last stage's */
 	int verbose;		/* print timings to stderr */
 	const char *bind;	/* compile-time symbol values, "M=64,N=32", or NULL */
+	int kernels_only;	/* skip the leaf stages (tinyc_pass.leaf) before the last one:
+				 * a compilation that only needs the kernels (run on a GPU) */
 } tinyc_options;
 
 /* Everything one compilation produces, one field per stage. */
@@ -41,6 +43,7 @@ typedef struct tinyc_pass {
 	int (*verify)(tinyc_module *m);	/* check this stage's IR; 0 or -1 */
 	int (*print)(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);	/* 0, or -1 if fmt unsupported */
 	void (*free)(void *ir);		/* free this stage's IR (NULL for "uop") */
+	int leaf;			/* no later stage reads this stage's IR (an analysis) */
 } tinyc_pass;
 
 /* The pipeline, in order.  *n receives its length. */
@@ -51,8 +54,9 @@ int tinyc_pass_find(const char *name);
 __tinyc_give tinyc_module *tinyc_module_alloc(tinyc_ctx *ctx, const tinyc_source *src,
 					      const tinyc_options *opt);
 void tinyc_module_free(__tinyc_take tinyc_module *m);
-/* Run the pipeline up to and including pass `last`.  If print_after_all, each stage's
- * dump is appended to *dumps.  Returns 0 or -1 (diagnostics on m->ctx). */
+/* Run the pipeline up to and including pass `last` (without the leaf stages before it
+ * when m->opt.kernels_only).  If print_after_all, each stage's dump is appended to *dumps.
+ * Returns 0 or -1 (diagnostics on m->ctx). */
 int tinyc_module_run_until(tinyc_module *m, int last, int print_after_all, tinyc_buf *dumps);
 
 #endif

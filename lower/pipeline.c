@@ -47,10 +47,10 @@ static const tinyc_pass passes[] = {
 	 tinyc_polyview_pass_free},
 	{"rbssa", "Region-Buffer SSA: read/reshape/transpose/broadcast_in_dim/ewise/reduce/yield",
 	 tinyc_rbssa_pass_run, tinyc_rbssa_pass_verify, tinyc_rbssa_pass_print,
-	 tinyc_rbssa_pass_free},
+	 tinyc_rbssa_pass_free, 1},
 	{"polycore", "parallel/reduce/tail axes, isl dependences, buffer estimates, barriers",
 	 tinyc_polycore_pass_run, tinyc_polycore_pass_verify, tinyc_polycore_pass_print,
-	 tinyc_polycore_pass_free},
+	 tinyc_polycore_pass_free, 1},
 	{"evt", "epilogue graphs: nodes, kinds, dtypes, edges (seed 000), visit order",
 	 tinyc_evt_pass_run, tinyc_evt_pass_verify, tinyc_evt_pass_print, tinyc_evt_pass_free},
 	{"schedule", "kernels, buffers, plan candidates with estimates, the choice",
@@ -114,7 +114,8 @@ static double now_ms(void)
 }
 
 /* Run passes 0..last, verifying the uop stage always, every stage with verify_each,
- * and the last stage always. */
+ * and the last stage always; with opt.kernels_only the leaf stages before `last` are
+ * skipped (unless every stage is printed). */
 int tinyc_module_run_until(tinyc_module *m, int last, int print_after_all, tinyc_buf *dumps)
 {
 	int n;
@@ -122,6 +123,12 @@ int tinyc_module_run_until(tinyc_module *m, int last, int print_after_all, tinyc
 	if (last < 0 || last >= n)
 		return tinyc_error(m->ctx, "UnknownStage", "no stage number %d", last);
 	for (int i = 0; i <= last; i++) {
+		if (m->opt.kernels_only && p[i].leaf && i != last && !print_after_all) {
+			if (m->opt.verbose)
+				fprintf(stderr, "tinyc: pass %-10s skipped (an analysis no later stage "
+					"reads)\n", p[i].name);
+			continue;
+		}
 		double t0 = now_ms();
 		if (p[i].run(m) < 0)
 			return -1;

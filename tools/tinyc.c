@@ -380,10 +380,16 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 		double us = k->median_ms * 1e3;
 		total += us;
 		double flops = 0, bytes = 0, peak_tf = s ? s->fp32_tflops : 0;
-		if (s && i < s->nkern) {
-			const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[i]);
-			flops = s->kerns[i].flops;
-			bytes = s->kerns[i].bytes;
+		/* the schedule kernel of the same name (a template's extra kernels, such as
+		 * packing or final passes, have none: no work figures) */
+		int sk = -1;
+		for (int j = 0; s && j < s->nkern && sk < 0; j++)
+			if (!strcmp(s->kerns[j].name, k->name))
+				sk = j;
+		if (sk >= 0) {
+			const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[sk]);
+			flops = s->kerns[sk].flops;
+			bytes = s->kerns[sk].bytes;
 			if (p && p->kind == TINYC_PLAN_MATMUL)
 				flops *= 2, peak_tf = dev->peak_fp16_tflops;	/* MUL+ADD per MAC */
 		}
@@ -401,6 +407,8 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 		if (p)
 			printf("  plan %s: %s\n", s->kerns[i].name, p->desc);
 	}
+	double compile_ms = 0, load_ms = 0;
+	int hits = 0;
 	for (int i = 0; i < st->nkernel; i++) {
 		const tinyc_gpu_kernel_stat *k = &st->k[i];
 		printf("  jit %s: passes %.1f ms + %s %.1f ms + load %.1f ms = %.1f ms; %d regs, %d B smem, "
@@ -408,7 +416,12 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 		       k->cache_hit ? "cache hit" : "nvrtc (cold)", k->compile_ms, k->load_ms,
 		       c->passes_ms + k->compile_ms + k->load_ms, k->regs, k->smem_bytes, k->local_bytes,
 		       c->driver_ms);
+		compile_ms += k->compile_ms, load_ms += k->load_ms, hits += k->cache_hit;
 	}
+	/* the whole module: what a user waits for before the first launch */
+	printf("  jit total: passes %.1f ms + %s %.1f ms + load %.1f ms = %.1f ms (%d kernels, %d "
+	       "cache hits)\n", c->passes_ms, hits == st->nkernel ? "cache hit" : "nvrtc (cold)",
+	       compile_ms, load_ms, c->passes_ms + compile_ms + load_ms, st->nkernel, hits);
 }
 
 /* The device run: the RB-SSA interpreter (cpu), the reference evaluator (ref), the GPU IR
@@ -475,8 +488,11 @@ static int cmd_run_body(tinyc_ctx *ctx, cli *c, tinyc_module *m);
 static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 {
 	int rc = EXIT_DIAG;
-	const char *stage = !strcmp(c->device, "cpu") ? "rbssa" : !strcmp(c->device, "cuda") ? "cuda"
-			    : !strcmp(c->device, "gpuir") ? "gpuir" : "uop";
+	/* the GPU runs need the GPU IR only (the runtime prints each kernel's CUDA itself) and
+	 * none of the analyses no later stage reads */
+	const char *stage = !strcmp(c->device, "cpu") ? "rbssa"
+			    : !strcmp(c->device, "cuda") || !strcmp(c->device, "gpuir") ? "gpuir" : "uop";
+	m->opt.kernels_only = !strcmp(stage, "gpuir");
 	int last = tinyc_pass_find(stage);
 	if (last < 0) {
 		tinyc_error(ctx, "UnknownStage", "the pipeline has no %s stage", stage);

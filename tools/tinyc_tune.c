@@ -304,6 +304,7 @@ static int tune_run(tinyc_ctx *ctx, const tune_cli *c)
 	opt.bind = c->bind;
 	opt.target = c->target;
 	opt.verbose = 0;
+	opt.kernels_only = 1;	/* the schedule and the kernels only */
 	tinyc_source *src = tinyc_source_read(ctx, c->file);
 	tinyc_module *m = src ? tinyc_module_alloc(ctx, src, &opt) : NULL;
 	tinyc_cuda *cu = NULL;
