@@ -357,18 +357,29 @@ static int buf_reserve(tinyc_buf *b, size_t extra)
 	return 0;
 }
 
-/* Append formatted text to a buffer. */
+/* Append formatted text to a buffer: formatted straight into the free space, and once more
+ * after growing the buffer when it did not fit. */
 void tinyc_buf_printf(tinyc_buf *b, const char *fmt, ...)
 {
 	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || buf_reserve(b, (size_t)n) < 0)
+	if (buf_reserve(b, 64) < 0)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	int n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
 	va_end(ap);
+	if (n < 0) {
+		b->data[b->len] = '\0';
+		return;
+	}
+	if ((size_t)n >= b->cap - b->len) {
+		if (buf_reserve(b, (size_t)n) < 0) {
+			b->data[b->len] = '\0';
+			return;
+		}
+		va_start(ap, fmt);
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
 	b->len += (size_t)n;
 }
 
