@@ -10,6 +10,8 @@
 
 #include "ir/tensor.h"
 
+#include "test_graphs.h"
+
 /* The state of one test (each Criterion test runs in its own process). */
 static tinyc_ctx *ctx;
 static tinyc_source *src;
@@ -784,21 +786,7 @@ Test(eval, matmul_bias_relu)
 		mk(TINYC_HALF, SHAPE(3, 2), V(1, 0, 0, 1, 1, -1)),
 		mk(TINYC_HALF, SHAPE(2), V(0.5, 0.25)),
 	};
-	run_ok("%0  = BUFFER(slot=0, name=\"X\") : half[M,K]\n"
-	       "%1  = BUFFER(slot=1, name=\"W\") : half[K,N]\n"
-	       "%2  = BUFFER(slot=2, name=\"bias\") : half[N]\n"
-	       "%3  = RESHAPE(%0, shape=[M,1,K]) : half[M,1,K]\n"
-	       "%4  = RESHAPE(%1, shape=[1,K,N]) : half[1,K,N]\n"
-	       "%5  = PERMUTE(%4, perm=[0,2,1]) : half[1,N,K]\n"
-	       "%6  = MUL(%3, %5) : half[M,N,K]\n"
-	       "%7  = CAST(%6) : float[M,N,K]\n"
-	       "%8  = REDUCE(%7, op=ADD, axes=[2]) : float[M,N,1]\n"
-	       "%9  = RESHAPE(%8, shape=[M,N]) : float[M,N]\n"
-	       "%10 = CAST(%2) : float[N]\n"
-	       "%11 = ADD(%9, %10) : float[M,N]\n"
-	       "%12 = RELU(%11) : float[M,N]\n"
-	       "%13 = CAST(%12) : half[M,N]\n"
-	       "%14 = OUTPUT(%13, name=\"Y\") : half[M,N]\n",
+	run_ok(TEST_MATMUL_BIAS_RELU,
 	       NULL, 3, in);
 	/* X@W = [[1+3, 2-3], [4+6, 5-6]] = [[4,-1],[10,-1]]; + bias; relu */
 	expect_f(0, TINYC_HALF, SHAPE(2, 2), V(4.5, 0, 10.5, 0));

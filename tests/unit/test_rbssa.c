@@ -20,6 +20,8 @@
 #include "ir/tensor.h"
 #include "lower/lower.h"
 
+#include "test_graphs.h"
+
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 /* A parsed and verified graph with its context. */
@@ -425,22 +427,7 @@ static void expect_values(const tinyc_tensor *t, int n, const double *want, cons
 			     tinyc_tensor_get(t, i), want[i]);
 }
 
-static const char *matmul_text =
-	"%0  = BUFFER(slot=0, name=\"X\") : half[M,K]\n"
-	"%1  = BUFFER(slot=1, name=\"W\") : half[K,N]\n"
-	"%2  = BUFFER(slot=2, name=\"bias\") : half[N]\n"
-	"%3  = RESHAPE(%0, shape=[M,1,K]) : half[M,1,K]\n"
-	"%4  = RESHAPE(%1, shape=[1,K,N]) : half[1,K,N]\n"
-	"%5  = PERMUTE(%4, perm=[0,2,1]) : half[1,N,K]\n"
-	"%6  = MUL(%3, %5) : half[M,N,K]\n"
-	"%7  = CAST(%6) : float[M,N,K]\n"
-	"%8  = REDUCE(%7, op=ADD, axes=[2]) : float[M,N,1]\n"
-	"%9  = RESHAPE(%8, shape=[M,N]) : float[M,N]\n"
-	"%10 = CAST(%2) : float[N]\n"
-	"%11 = ADD(%9, %10) : float[M,N]\n"
-	"%12 = RELU(%11) : float[M,N]\n"
-	"%13 = CAST(%12) : half[M,N]\n"
-	"%14 = OUTPUT(%13, name=\"Y\") : half[M,N]\n";
+static const char *matmul_text = TEST_MATMUL_BIAS_RELU;
 
 Test(rbssa_interp, matmul_bias_relu_by_hand)
 {
@@ -664,7 +651,7 @@ Test(rbssa_verify, both_sides_of_an_elementwise_op_have_the_result_shape)
 	cr_expect_eq(tinyc_rbssa_verify(fx.ctx, f), -1);
 	cr_expect(has_diag(fx.ctx, "BroadcastMismatch"));
 	const tinyc_diag *d = tinyc_ctx_diag(fx.ctx, 0);
-	cr_expect_eq(d->loc.line, 7, "reported at the MUL's line, got %d", d->loc.line);
+	cr_expect_eq(d->loc.line, 9, "reported at the MUL's line (after two comment lines), got %d", d->loc.line);
 	tinyc_rbssa_free(f);
 	unload(&fx);
 }

@@ -7,6 +7,8 @@
 
 #include "ir/uop.h"
 
+#include "test_graphs.h"
+
 /* One parsed test graph with its context, source and bindings. */
 typedef struct fixture {
 	tinyc_ctx *ctx;		/* diagnostics */
@@ -89,23 +91,7 @@ static void expect_err(const char *text, const char *bind, const char *kind, int
 
 /* ---- valid graphs ---- */
 
-static const char *matmul =
-	"# Y = relu(X @ W + bias)\n"
-	"%0  = BUFFER(slot=0, name=\"X\") : half[M,K]\n"
-	"%1  = BUFFER(slot=1, name=\"W\") : half[K,N]\n"
-	"%2  = BUFFER(slot=2, name=\"bias\") : half[N]\n"
-	"%3  = RESHAPE(%0, shape=[M,1,K]) : half[M,1,K]\n"
-	"%4  = RESHAPE(%1, shape=[1,K,N]) : half[1,K,N]\n"
-	"%5  = PERMUTE(%4, perm=[0,2,1]) : half[1,N,K]\n"
-	"%6  = MUL(%3, %5) : half[M,N,K]\n"
-	"%7  = CAST(%6) : float[M,N,K]\n"
-	"%8  = REDUCE(%7, op=ADD, axes=[2]) : float[M,N,1]\n"
-	"%9  = RESHAPE(%8, shape=[M,N]) : float[M,N]\n"
-	"%10 = CAST(%2) : float[N]\n"
-	"%11 = ADD(%9, %10) : float[M,N]\n"
-	"%12 = RELU(%11) : float[M,N]\n"
-	"%13 = CAST(%12) : half[M,N]\n"
-	"%14 = OUTPUT(%13, name=\"Y\") : half[M,N]\n";
+static const char *matmul = TEST_MATMUL_BIAS_RELU;
 
 Test(verify, matmul_bias_relu_symbolic)
 {
