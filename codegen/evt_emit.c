@@ -205,6 +205,8 @@ typedef struct epi {
 				 * odd column's store (declared in `outer`), or -1 */
 	tinyc_gstmt *outer;	/* the epilogue's block (around the per-value blocks) */
 	int stage_node;		/* the AUX_STORE written through shared memory, or -1 */
+	int stage_unit;		/* bytes each lane writes from the staging buffer: 16 (aligned
+				 * runs of 8 columns), 4 (column pairs), 2 (odd row strides) */
 	int stg;		/* its per-warp staging buffer (SHARED uint) */
 	int cur_q;		/* the 64-column chunk being staged */
 } epi;
@@ -286,11 +288,10 @@ static int64_t bound_poly(const tinyc_mmk *b, const tinyc_evt_poly *p)
 	return v;
 }
 
-/* Whether the 16-bit AUX_STORE nd can write columns (2j, 2j+1) of the fragment as one
- * 4-byte store: pairs of consecutive columns in the fragment, contiguous along n, every
- * pair 4-byte aligned (offset, row and batch strides even under the bindings) and, with
- * a tail along n, N even (a pair is wholly inside or outside). */
-static int pairable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt_node *nd)
+/* Whether the thread holds the 16-bit output node nd in column pairs (2j, 2j + 1) of a
+ * row-contiguous layout: its values can be joined into 32-bit words (for a global store
+ * or for the staging buffer). */
+static int pair_layout(const tinyc_mm_frag *f, const tinyc_evt_node *nd)
 {
 	if (nd->kind != TINYC_EVT_AUX_STORE || tinyc_dtype_size(nd->t.dtype) != 2 || f->col_run < 2 ||
 	    f->tc % 2 || !tinyc_evt_poly_is_const(&nd->t.lay.stride[1], 1))
@@ -298,6 +299,17 @@ static int pairable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt_
 	for (int c = 0; c < f->tc; c += 2)
 		if (f->col_off[c] % 2 || f->col_off[c + 1] != f->col_off[c] + 1)
 			return 0;
+	return 1;
+}
+
+/* Whether the 16-bit AUX_STORE nd can write columns (2j, 2j+1) of the fragment as one
+ * 4-byte store: pairs of consecutive columns in the fragment, contiguous along n, every
+ * pair 4-byte aligned (offset, row and batch strides even under the bindings) and, with
+ * a tail along n, N even (a pair is wholly inside or outside). */
+static int pairable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt_node *nd)
+{
+	if (!pair_layout(f, nd))
+		return 0;
 	int64_t off = bound_poly(b, &nd->t.lay.offset), rs = bound_poly(b, &nd->t.lay.stride[0]);
 	int64_t ls = b->prob->evt->batched ? bound_poly(b, &nd->t.lay.stride[2]) : 0;
 	tinyc_evt_poly pn = tinyc_evt_poly_dim(&b->prob->n);
@@ -318,6 +330,21 @@ static int stageable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt
 	tinyc_evt_poly pn = tinyc_evt_poly_dim(&b->prob->n);
 	int64_t n = bound_poly(b, &pn);
 	return off % 8 == 0 && rs % 8 == 0 && ls % 8 == 0 && (!b->t->pred_n || n % 8 == 0);
+}
+
+/* The 32-bit view of output node i's buffer (column pairs), created on first use. */
+static int pair_param(epi *E, int i)
+{
+	tinyc_mmk *b = E->b;
+	const tinyc_evt_node *nd = &E->g->nodes[i];
+	if (E->pair_param[i] < 0) {
+		char pn[64];
+		snprintf(pn, sizeof(pn), "%s_x2", b->gm->bufs[nd->t.buf].name);
+		E->pair_param[i] = tinyc_gk_param_ptr(b->k, pn, TINYC_UINT, 0, nd->t.buf);
+		if (E->pair_param[i] < 0)
+			b->error = 1;
+	}
+	return E->pair_param[i];
 }
 
 /* The value of node i at element (a, b); appended code goes to body. */
@@ -372,15 +399,8 @@ static tinyc_gexpr *node_value(epi *E, tinyc_gstmt *body, int i, int a, int bb,
 			return x[0];
 		}
 		if (E->pair[i]) {	/* both halves as one 4-byte store */
-			if (E->pair_param[i] < 0) {
-				char pn[64];
-				snprintf(pn, sizeof(pn), "%s_x2", b->gm->bufs[nd->t.buf].name);
-				E->pair_param[i] = tinyc_gk_param_ptr(k, pn, TINYC_UINT, 0, nd->t.buf);
-				if (E->pair_param[i] < 0) {
-					b->error = 1;
-					return NULL;
-				}
-			}
+			if (i != E->stage_node && pair_param(E, i) < 0)
+				return NULL;
 			tinyc_gexpr *lo = tinyc_gx_cast(k, TINYC_UINT,
 							tinyc_gx_bitcast(k, TINYC_USHORT,
 									 tinyc_gx_var(k, E->pair_lo[i])));
@@ -625,6 +645,61 @@ static void value_block(epi *E, tinyc_gstmt *body, const int *order, int nord, i
 	tinyc_mmk_append(b, body, blk);
 }
 
+/* The copy-out of slab s, chunk q of the staging buffer row by row where the output's rows
+ * are not 16-byte aligned: unit 4, lane l writes columns 2l, 2l + 1 of a row as one word
+ * (128 contiguous bytes per instruction); unit 2, lanes write columns l and l + 32 one
+ * half each (64 contiguous bytes per instruction), instead of the fragment's scattered
+ * 2-byte stores. */
+static void staged_rows(epi *E, tinyc_gstmt *body, int s, int q, tinyc_gexpr *lane)
+{
+	tinyc_mmk *b = E->b;
+	tinyc_gkernel *k = b->k;
+	const tinyc_mm_frag *f = E->f;
+	const tinyc_evt_node *nd = &E->g->nodes[E->stage_node];
+	tinyc_dtype it = b->it;
+	int wide = E->stage_unit == 4;
+	int param = wide ? pair_param(E, E->stage_node) : tinyc_mmk_param(b, nd->t.buf, 1);
+	if (param < 0) {
+		b->error = 1;
+		return;
+	}
+	tinyc_gexpr *wbase = tinyc_gx_binary(k, TINYC_GX_MUL, f->stage_warp,
+					     tinyc_gx_int(k, it, 16 * STAGE_ROW_WORDS));
+	for (int r = 0; r < 16; r++)
+		for (int h = 0; h < (wide ? 1 : 2); h++) {
+			/* the lane's column in the 64-column chunk, and its word in the row */
+			tinyc_gexpr *col = wide ? tinyc_gx_binary(k, TINYC_GX_MUL, lane, tinyc_gx_int(k, it, 2))
+						: tinyc_gx_binary(k, TINYC_GX_ADD, lane, tinyc_gx_int(k, it, 32 * h));
+			tinyc_gexpr *word = tinyc_gx_binary(k, TINYC_GX_DIV, col, tinyc_gx_int(k, it, 2));
+			tinyc_gexpr *gm = tinyc_gx_binary(k, TINYC_GX_ADD, b->m0,
+				tinyc_gx_binary(k, TINYC_GX_ADD, f->warp_row0,
+						tinyc_gx_int(k, it, (int64_t)s * f->stage_stride + r)));
+			tinyc_gexpr *gn = tinyc_gx_binary(k, TINYC_GX_ADD, b->n0,
+				tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_int(k, it, 64 * q), col));
+			tinyc_gexpr *in = both(k, b->t->pred_m ? tinyc_gx_binary(k, TINYC_GX_LT, gm, b->M) : NULL,
+					       b->t->pred_n ? tinyc_gx_binary(k, TINYC_GX_LT, gn, b->N) : NULL);
+			tinyc_gexpr *w = tinyc_gx_load(k, E->stg, tinyc_gx_binary(k, TINYC_GX_ADD, wbase,
+				tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_int(k, it, (int64_t)r * STAGE_ROW_WORDS),
+						word)), NULL);
+			tinyc_gexpr *addr = address(b, &nd->t.lay, gm, gn);
+			tinyc_gstmt *st;
+			if (wide) {
+				st = tinyc_gs_store(k, param, tinyc_gx_binary(k, TINYC_GX_DIV, addr,
+									      tinyc_gx_int(k, it, 2)), w, in);
+			} else {
+				/* the lane's half of the word: low for even columns (lane parity) */
+				tinyc_gexpr *sh = tinyc_gx_binary(k, TINYC_GX_MUL,
+					tinyc_gx_cast(k, TINYC_UINT, tinyc_gx_binary(k, TINYC_GX_MOD, lane,
+										   tinyc_gx_int(k, it, 2))),
+					tinyc_gx_int(k, TINYC_UINT, 16));
+				tinyc_gexpr *v = tinyc_gx_bitcast(k, nd->t.dtype, tinyc_gx_cast(k, TINYC_USHORT,
+					tinyc_gx_binary(k, TINYC_GX_SHR, w, sh)));
+				st = tinyc_gs_store(k, param, addr, v, in);
+			}
+			tinyc_mmk_append(b, body, st);
+		}
+}
+
 /* The values slab by slab and 64 columns at a time: the staged output's pairs go to the
  * warp's buffer (16 rows x 64 columns), then each lane writes 16 bytes of a row: four rows
  * per instruction, whole 128-byte lines, predicated by the tails (a run of 8 columns is
@@ -648,6 +723,11 @@ static void staged_values(epi *E, tinyc_gstmt *body, const int *order, int nord)
 			tinyc_mmk_append(b, body, tinyc_gs_comment(k, text));
 			tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
 			tinyc_gexpr *lane = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_LANE));
+			if (E->stage_unit != 16) {
+				staged_rows(E, body, s, q, lane);
+				tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
+				continue;
+			}
 			for (int r4 = 0; r4 < 4; r4++) {
 				tinyc_gexpr *row = tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_int(k, it, 4 * r4),
 					tinyc_gx_binary(k, TINYC_GX_DIV, lane, tinyc_gx_int(k, it, 8)));
@@ -670,7 +750,7 @@ static void staged_values(epi *E, tinyc_gstmt *body, const int *order, int nord)
 							tinyc_gx_binary(k, TINYC_GX_MUL, ch, tinyc_gx_int(k, it, 4))));
 				tinyc_gexpr *dst = tinyc_gx_binary(k, TINYC_GX_DIV, address(b, &nd->t.lay, gm, gn),
 								   tinyc_gx_int(k, it, 2));
-				tinyc_gstmt *cp = tinyc_gs_copy(k, E->pair_param[E->stage_node], dst, E->stg, src, 4,
+				tinyc_gstmt *cp = tinyc_gs_copy(k, pair_param(E, E->stage_node), dst, E->stg, src, 4,
 								NULL, 0);
 				if (in) {
 					tinyc_gstmt *blk = tinyc_gs_block(k);
@@ -774,9 +854,19 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 	}
 	/* every value of the thread, each node once per value */
 	E.stage_node = -1;
+	E.stage_unit = 16;
 	for (int i = 0; i < g->n && E.stage_node < 0; i++)
 		if (E.pair[i] && stageable(b, f, &g->nodes[i]))
 			E.stage_node = i;
+	/* rows not 16-byte aligned (odd N, N = 2 mod 8...): staged all the same, written out
+	 * row by row in words or halves */
+	for (int i = 0; i < g->n && E.stage_node < 0; i++)
+		if (f->stage && f->tc % 16 == 0 && f->tr % 2 == 0 && f->pair_stores &&
+		    !getenv("TINYC_NO_PAIR") && pair_layout(f, &g->nodes[i])) {
+			E.stage_node = i;
+			E.stage_unit = E.pair[i] ? 4 : 2;
+			E.pair[i] = 1;	/* the staging buffer holds column pairs */
+		}
 	if (E.stage_node >= 0) {
 		E.stg = tinyc_gk_shared(k, "stage", TINYC_UINT,
 					(int64_t)f->stage_warps * 16 * STAGE_ROW_WORDS, 16, 0);
