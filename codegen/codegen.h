@@ -45,7 +45,7 @@ void tinyc_rearrange_launch_dims(const tinyc_rearrange_plan *plan, unsigned grid
 int tinyc_rearrange_gpuir_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
 				const tinyc_indexbook *ib, int kernel);
 
-/* The same for plan p alone (also the packing kernels of the matmul template): copy buffer
+/* The same for plan p alone, into any module: copy buffer
  * x_buf of gm, view starting x_offset elements in, into y_buf at y_offset, as kernel `name`
  * (appended to gm in launch order) with `comment`.  0, or -1 with a diagnostic. */
 int tinyc_rearrange_gpuir_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_rearrange_plan *p,

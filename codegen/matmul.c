@@ -26,13 +26,12 @@
  * 16-byte chunks aligned at run time, is copied element by element into the same layout.
  * With S = 1 the loop is load, barrier, compute, barrier.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
 #include "codegen/matmul.h"
-#include "sched/rearrange.h"
 
 /* ------------------------------------------------------------------ helpers ---- */
 
@@ -956,27 +955,33 @@ static int64_t bound_poly(const tinyc_gpu_module *gm, const tinyc_evt_poly *p)
 	return tinyc_evt_poly_eval(p, gm->sym_bound, gm->nsym, &v) < 0 ? -1 : v;
 }
 
-/* Packing (tiles t->pack_a / pack_b): a TEMP workspace for operand A (is_b 0) or B of prob,
- * the rearrange kernel "NAME_packA" (B) that copies the operand into it with rows padded
- * to 16 bytes (sched/matmul.h), appended to gm before the matmul kernel; *out is the packed
- * operand (buf: the workspace).  0, or -1 with a diagnostic. */
+/* Packing (tiles t->pack_a / pack_b): a TEMP workspace for operand A (is_b 0) or B of prob
+ * in the packed layout (sched/matmul.h: the tile layout's contiguous axis c, rows along
+ * the other axis o padded to 8 elements, then the batch), and the kernel "NAME_packA" (B),
+ * appended to gm before the matmul kernel, that fills it: each of 256 threads writes 4
+ * words (column pairs) of a row, consecutive threads consecutive words (128-byte stores
+ * per warp), from two 2-byte loads each (consecutive threads consecutive elements); the
+ * pad is written as zeros.  *out is the packed operand (buf: the workspace).  0, or -1
+ * with a diagnostic. */
 static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 			const tinyc_mm_tiles *t, int is_b, const char *name, tinyc_mm_operand *out)
 {
 	const tinyc_mm_operand *op = is_b ? &prob->b : &prob->a;
 	int64_t elems = tinyc_matmul_packed_operand(prob, t, gm->sym_bound, is_b, out);
-	const tinyc_dim *rd = is_b ? &prob->k : &prob->m, *cd = is_b ? &prob->n : &prob->k;
-	int64_t shape[3], xs[3], ys[3], off = bound_poly(gm, &op->offset);
-	shape[1] = bound_dim(gm, rd), shape[2] = bound_dim(gm, cd), shape[0] = bound_dim(gm, &prob->l);
-	for (int a = 0; a < 3; a++) {
-		xs[(a + 1) % 3] = bound_poly(gm, &op->stride[a]);
-		ys[(a + 1) % 3] = bound_poly(gm, &out->stride[a]);
-	}
-	if (tinyc_evt_poly_is_zero(&out->stride[2]))
-		shape[0] = 1;	/* one copy of an operand shared by the batch */
-	if (elems < 1 || off < 0 || shape[0] < 1 || shape[1] < 1 || shape[2] < 1)
+	int kmajor = is_b ? t->b_kmajor : t->a_kmajor;
+	int c = is_b ? (kmajor ? 0 : 1) : (kmajor ? 1 : 0), o = 1 - c;	/* operand axes */
+	const tinyc_dim *d[2] = {is_b ? &prob->k : &prob->m, is_b ? &prob->n : &prob->k};
+	int64_t C = bound_dim(gm, d[c]), O = bound_dim(gm, d[o]);
+	int64_t sc = bound_poly(gm, &op->stride[c]), so = bound_poly(gm, &op->stride[o]);
+	int64_t sl = bound_poly(gm, &op->stride[2]), off = bound_poly(gm, &op->offset);
+	int64_t padded = bound_poly(gm, &out->stride[o]);
+	int batch = !tinyc_evt_poly_is_zero(&out->stride[2]);
+	int64_t L = batch ? bound_dim(gm, &prob->l) : 1;
+	if (elems < 1 || C < 1 || O < 1 || L < 1 || sc < 0 || so < 0 || sl < 0 || off < 0 ||
+	    padded < C || tinyc_dtype_size(op->dtype) != 2)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: packing operand %c needs its "
-				   "sizes bound", name, is_b ? 'B' : 'A');
+				   "sizes bound, non-negative strides and 16-bit elements", name,
+				   is_b ? 'B' : 'A');
 	/* the workspace */
 	char wname[160];
 	snprintf(wname, sizeof(wname), "pk%c_%s", is_b ? 'B' : 'A', name);
@@ -995,25 +1000,60 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	if (w < 0)
 		return -1;
 	out->buf = w;
-	/* the copy: x = the operand's view, y = the workspace; the source's alignment is its
-	 * view offset's (buffers themselves are 256-byte aligned) */
-	tinyc_tensor_desc x = {op->dtype, 3, shape, xs}, y = {op->dtype, 3, shape, ys};
-	tinyc_rearrange_opts o;
-	tinyc_rearrange_opts_default(&o);
-	o.no_copy = 1;
-	int64_t ob = off * tinyc_dtype_size(op->dtype);
-	o.base_align = 256;
-	while (ob % o.base_align)
-		o.base_align /= 2;
-	tinyc_rearrange_plan plan;
-	if (tinyc_rearrange_plan_build(ctx, &y, &x, &o, &plan) != TINYC_REARRANGE_SUCCESS)
-		return -1;
-	char kname[160], comment[400];
+	/* the kernel: block b covers words [1024 q, 1024 q + 1024) of row (l, r) */
+	char kname[160], comment[640];
 	snprintf(kname, sizeof(kname), "%s_pack%c", name, is_b ? 'B' : 'A');
-	snprintf(comment, sizeof(comment), "%s: pack %s of matmul %s into %s (rows padded to 16 "
-		 "bytes for TMA), rearrange %s", kname, gm->bufs[op->buf].name, name, wname,
-		 tinyc_rearrange_kind_name(plan.kind));
-	return tinyc_rearrange_gpuir_emit(ctx, gm, &plan, op->buf, off, w, 0, kname, comment);
+	tinyc_gkernel *k = tinyc_gk_alloc(gm, kname);
+	if (!k)
+		return -1;
+	int64_t W = padded / 2, chunks = (W + 1023) / 1024, blocks = chunks * O * L;
+	int64_t reach = off + (O - 1) * so + (C - 1) * sc + (L - 1) * sl;
+	tinyc_dtype it = reach < INT32_MAX && elems < INT32_MAX && blocks < INT32_MAX / 1024
+			 ? TINYC_INT : TINYC_LONG;
+	k->index_dtype = it;
+	k->block[0] = 256, k->block[1] = k->block[2] = 1;
+	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, blocks);
+	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
+	snprintf(comment, sizeof(comment), "%s: pack %s of matmul %s into %s (rows of %" PRId64
+		 " padded to %" PRId64 " elements for TMA, zeros in the pad)", kname,
+		 gm->bufs[op->buf].name, name, wname, C, padded);
+	k->comment = tinyc_gpu_strdup(gm, comment);
+	char pn[200];
+	snprintf(pn, sizeof(pn), "%s_u16", gm->bufs[op->buf].name);
+	int src = tinyc_gk_param_ptr(k, pn, TINYC_USHORT, 1, op->buf);
+	snprintf(pn, sizeof(pn), "%s_x2", wname);
+	int dst = tinyc_gk_param_ptr(k, pn, TINYC_UINT, 0, w);
+	int jv = tinyc_gk_reg(k, "j", it);
+	if (src < 0 || dst < 0 || jv < 0)
+		return -1;
+#define PK_I(v) tinyc_gx_int(k, it, (v))
+#define PK_B(op_, x, y) tinyc_gx_binary(k, (op_), (x), (y))
+	tinyc_gexpr *bid = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_BID_X));
+	tinyc_gexpr *tid = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_TID_X));
+	tinyc_gexpr *q = PK_B(TINYC_GX_MOD, bid, PK_I(chunks));
+	tinyc_gexpr *row = PK_B(TINYC_GX_DIV, bid, PK_I(chunks));	/* l * O + r */
+	tinyc_gexpr *r = PK_B(TINYC_GX_MOD, row, PK_I(O)), *l = PK_B(TINYC_GX_DIV, row, PK_I(O));
+	tinyc_gexpr *base = PK_B(TINYC_GX_ADD, PK_I(off), PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, r, PK_I(so)),
+								  PK_B(TINYC_GX_MUL, l, PK_I(sl))));
+	tinyc_gstmt *body = tinyc_gs_block(k);
+	tinyc_gexpr *wd = PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, q, PK_I(1024)),
+			       PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, tinyc_gx_var(k, jv), PK_I(256)), tid));
+	tinyc_gexpr *half[2];
+	for (int h = 0; h < 2; h++) {
+		tinyc_gexpr *col = PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, wd, PK_I(2)), PK_I(h));
+		tinyc_gexpr *v = tinyc_gx_load(k, src, PK_B(TINYC_GX_ADD, base, PK_B(TINYC_GX_MUL, col, PK_I(sc))),
+					       PK_B(TINYC_GX_LT, col, PK_I(C)));
+		half[h] = tinyc_gx_cast(k, TINYC_UINT, v);
+	}
+	tinyc_gexpr *word = PK_B(TINYC_GX_OR, half[0], PK_B(TINYC_GX_SHL, half[1], tinyc_gx_int(k, TINYC_UINT, 16)));
+	tinyc_gs_append(k, body, tinyc_gs_store(k, dst, PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, row, PK_I(W)), wd),
+						word, PK_B(TINYC_GX_LT, wd, PK_I(W))));
+	if (tinyc_gs_append(k, k->body, tinyc_gs_for_range(k, jv, PK_I(0), PK_I(4), PK_I(1), 4, body)) < 0)
+		return -1;
+#undef PK_I
+#undef PK_B
+	tinyc_gk_sort_params(k);
+	return 0;
 }
 
 int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
@@ -1028,7 +1068,7 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	if (t->variant == TINYC_MM_MMA && gm->arch_major < 8)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: the mma template needs sm_80, the "
 				   "module targets %s", name, gm->target);
-	/* packed operands: their rearrange kernels first, then the matmul reads the workspaces */
+	/* packed operands: their packing kernels first, then the matmul reads the workspaces */
 	tinyc_mm_problem packed = *prob;	/* shallow: the evt stays prob's */
 	if (t->variant == TINYC_MM_WGMMA && t->pack_a &&
 	    pack_operand(ctx, gm, prob, t, 0, name, &packed.a) < 0)

@@ -553,8 +553,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	}
 	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
 	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + LAUNCH_US * (1 + reduction_count(prob));
-	/* packing: each packed operand is read and written once more by its rearrange kernel
-	 * (2-byte units: about 60% of the bandwidth) */
+	/* packing: each packed operand is read and written once more by its packing kernel
+	 * (2-byte loads, 4-byte stores: about 60% of the bandwidth) */
 	for (int i = 0; i < 2; i++) {
 		if (!(i ? t->pack_b : t->pack_a))
 			continue;
@@ -1015,7 +1015,7 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 			    tinyc_matmul_packed_operand(pr, t, s->bind ? s->bind->val : NULL, i, &po) < 0)
 				continue;
 			tinyc_buf_printf(out, "  pack: %s (rows not 16-byte aligned) copied first by a "
-					 "rearrange kernel into a workspace of strides (", i ? "B" : "A");
+					 "packing kernel into a workspace of strides (", i ? "B" : "A");
 			for (int a = 0; a < 3; a++) {
 				if (a)
 					tinyc_buf_puts(out, ", ");

@@ -21,9 +21,9 @@
  *         (L2 reuse).  Proposed when every size is bound and the epilogue has no
  *         reductions.  An operand whose strides or origin are not 16-byte aligned (odd
  *         row lengths: 4097, 333) is either copied by the producer's threads (element
- *         loads) or packed: a rearrange kernel (sched/rearrange.h) launched before the
- *         matmul copies it into a workspace whose rows are padded to 16 bytes, which TMA
- *         then loads (the pad is never read: the tensor map's extents are the operand's);
+ *         loads) or packed: a packing kernel launched before the matmul copies it into a
+ *         workspace whose rows are padded to 16 bytes (zeros in the pad), which TMA then
+ *         loads (the tensor map's extents are the operand's);
  *
  * over the seed's candidate set BM, BN in {64, 128}, BK in {16, 32, 64}, stages in {2, 3}
  * (mma with cp.async; 1 otherwise), keeping those whose shared memory stays under 80% of a
@@ -108,7 +108,7 @@ typedef struct tinyc_mm_tiles {
 	int a_tma, b_tma;		/* operand loaded by TMA; else by the producer warpgroup's
 					 * threads (element loads into the swizzled layout) */
 	int pack_a, pack_b;		/* operand whose rows TMA cannot load (not 16-byte
-					 * aligned) first copied by a rearrange kernel into a
+					 * aligned) first copied by a packing kernel into a
 					 * workspace with rows padded to 16 bytes, then TMA */
 	int grid;			/* persistent CTAs (<= SMs) */
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */

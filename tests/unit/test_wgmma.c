@@ -6,8 +6,9 @@
  *  - wgmma_plan: the schedule of relu(X @ W + bias) at 4096^3 on sm_90a chooses the wgmma
  *    template (128x256x64, 4 stages, 1 + 2 warpgroups, persistent over 132 SMs) and says so
  *    in the dump; it is not proposed for unbound sizes, epilogues with reductions, or sm_80;
- *    unaligned rows (K = 333, 4097^3) are copied by the producer or packed by a rearrange
- *    kernel into a padded workspace first (the model's choice), batch strides kept;
+ *    unaligned rows (K = 333, 4097^3) are copied by the producer or packed by a packing
+ *    kernel into a padded workspace first (the model's choice), batch strides kept; the
+ *    packing kernels, run on the GPU IR interpreter, give the layout computed by hand;
  *  - wgmma_gpuir: the GPU IR verifies and holds the ring (TMA loads, full/empty mbarriers,
  *    parity waits), setmaxnreg and m64n256k16 wgmma with the layouts; the tensor maps
  *    describe X (k contiguous, box 64 x 128) and W (n contiguous, boxes 64 x 64); a weight
@@ -28,6 +29,7 @@
 #include "codegen/gpu.h"
 #include "ir/ctx.h"
 #include "ir/pass.h"
+#include "ir/tensor.h"
 #include "lower/lower.h"
 #include "runtime/runtime.h"
 #include "sched/matmul.h"
@@ -153,7 +155,7 @@ Test(wgmma_plan, not_proposed_where_it_cannot_run)
 	cr_assert(!has_wgmma(&c));
 	compiled_free(&c);
 	/* K = 333: the rows of X are 666 bytes apart, not a multiple of 16: TMA cannot load X;
-	 * the producer's threads copy it, or a rearrange kernel packs it first; W (2000-byte
+	 * the producer's threads copy it, or a packing kernel packs it first; W (2000-byte
 	 * rows) comes by TMA either way */
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=127,N=1000,K=333", "schedule"), 0);
 	const tinyc_schedule *s = tinyc_module_schedule(c.m);
@@ -188,9 +190,9 @@ Test(wgmma_plan, not_proposed_where_it_cannot_run)
 	unsetenv("TINYC_MATMUL");
 }
 
-/* Rows that TMA cannot load are packed: a rearrange kernel before the matmul copies the
+/* Rows that TMA cannot load are packed: a packing kernel before the matmul copies the
  * operand into a TEMP workspace with rows padded to 8 elements, the tensor map reads the
- * workspace with the operand's extents (the pad is never read); the model prefers it to
+ * workspace with the operand's extents (the pad, zeros, is never read); the model prefers it to
  * the copying producer; a batched operand keeps its batch stride. */
 Test(wgmma_plan, unaligned_rows_are_packed)
 {
@@ -225,7 +227,7 @@ Test(wgmma_plan, unaligned_rows_are_packed)
 		}
 	cr_assert_eq(ws, 2);
 	char *d = dump(&c, "schedule");
-	cr_assert(strstr(d, "pack: A (rows not 16-byte aligned) copied first by a rearrange kernel "
+	cr_assert(strstr(d, "pack: A (rows not 16-byte aligned) copied first by a packing kernel "
 			    "into a workspace of strides (4104, 1, 0)"), "%s", d);
 	free(d);
 	compiled_free(&c);
@@ -246,6 +248,61 @@ Test(wgmma_plan, unaligned_rows_are_packed)
 	/* aligned rows need no packing */
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "schedule"), 0);
 	cr_assert(!chosen(&c)->t.pack_a && !chosen(&c)->t.pack_b);
+	compiled_free(&c);
+}
+
+/* The packing kernels, run alone on the GPU IR interpreter with their workspaces read back
+ * as outputs, against the layout computed here: X[13, 9] into rows of 16 (k contiguous),
+ * W[9, 11] into rows of 16 (n contiguous), zeros in the pads. */
+Test(wgmma_plan, packing_kernels_on_the_interpreter)
+{
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=13,N=11,K=9", "gpuir"), 0, "%s",
+		     first_kind(c.ctx));
+	unsetenv("TINYC_MATMUL");
+	cr_assert(chosen(&c)->t.pack_a && chosen(&c)->t.pack_b);
+	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
+	cr_assert_eq(gm->nkernel, 3);
+	int ws[2] = {-1, -1};
+	for (int i = 0; i < gm->nbuf; i++) {
+		if (!strcmp(gm->bufs[i].name, "pkA_k0_Y"))
+			ws[0] = i;
+		if (!strcmp(gm->bufs[i].name, "pkB_k0_Y"))
+			ws[1] = i;
+	}
+	cr_assert(ws[0] >= 0 && ws[1] >= 0);
+	for (int w = 0; w < 2; w++) {
+		gm->bufs[ws[w]].role = TINYC_GB_OUTPUT;
+		gm->bufs[ws[w]].index = 1 + w;
+	}
+	int64_t xs[2] = {13, 9}, wsh[2] = {9, 11}, bs[1] = {11};
+	tinyc_tensor *in[3] = {tinyc_tensor_alloc(c.ctx, TINYC_HALF, 2, xs),
+			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 2, wsh),
+			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 1, bs)};
+	for (int t = 0; t < 3; t++)
+		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
+			tinyc_tensor_set(in[t], i, (double)(t * 200 + i + 1));	/* exact in half */
+	tinyc_io io = {3, in, 0, NULL};
+	int saved = gm->nkernel;
+	gm->nkernel = 2;	/* the packing kernels only */
+	int rc = tinyc_gpu_run_interp(c.ctx, gm, tinyc_module_schedule(c.m)->bind->val, &io);
+	gm->nkernel = saved;
+	if (rc < 0)
+		tinyc_ctx_print_diags(c.ctx, stderr);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(io.nout, 3);
+	for (int64_t r = 0; r < 13; r++)
+		for (int64_t k = 0; k < 16; k++)
+			cr_assert_eq(tinyc_tensor_get(io.out[1], r * 16 + k), k < 9 ? (double)(r * 9 + k + 1) : 0.0,
+				     "A packed (%d, %d)", (int)r, (int)k);
+	for (int64_t k = 0; k < 9; k++)
+		for (int64_t n = 0; n < 16; n++)
+			cr_assert_eq(tinyc_tensor_get(io.out[2], k * 16 + n),
+				     n < 11 ? (double)(200 + k * 11 + n + 1) : 0.0, "B packed (%d, %d)", (int)k, (int)n);
+	tinyc_io_clear_outputs(&io);
+	for (int t = 0; t < 3; t++)
+		tinyc_tensor_free(in[t]);
 	compiled_free(&c);
 }
 
@@ -460,6 +517,14 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=127,N=1000,K=333", "cuda"), 0);
 	cr_assert(chosen(&c)->t.pack_a && !chosen(&c)->t.pack_b);
 	nvrtc_ok(&c, "sm_90a", "bias_relu 127x1000x333 packed");
+	compiled_free(&c);
+	/* rows of Y 1012 bytes apart (N = 506): staged, written out a word per lane; N = 4097
+	 * above: a half per lane */
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=509,N=506,K=121", "cuda"), 0);
+	char *cu = dump(&c, "cuda");
+	cr_assert(strstr(cu, "Y_x2[") && strstr(cu, "= stage["), "the staged rows as words");
+	free(cu);
+	nvrtc_ok(&c, "sm_90a", "bias_relu 509x506x121 staged words");
 	compiled_free(&c);
 }
 

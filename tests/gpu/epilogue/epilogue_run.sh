@@ -46,7 +46,7 @@ done
 if TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "${batch}M=200,N=136,K=72" 2>/dev/null |
 	grep -q 'matmul wgmma'; then
 	# odd row lengths (130x77x75, 509x506x121): TMA cannot load X (and W where N is odd):
-	# the plan packs them into padded workspaces first (rearrange kernels)
+	# the plan packs them into padded workspaces first (packing kernels)
 	for mnk in 8,8,8 200,136,72 509,504,120 768,768,256 130,77,75 509,506,121; do
 		m=${mnk%%,*}; rest=${mnk#*,}; n=${rest%%,*}; k=${rest#*,}
 		bind="${batch}M=$m,N=$n,K=$k"
