@@ -142,6 +142,11 @@ Test(wgmma_plan, chosen_on_sm90a_for_aligned_bound_sizes)
 	cr_assert(strstr(d, "loads: A TMA box [64 k x BM m] (k-major), B TMA boxes [64 n x 64 k] "
 			    "(n-major, transposed in the descriptor)"), "%s", d);
 	free(d);
+	cr_assert_eq(mp->t.raster, 8, "the k panels of 8 x 16.5 tiles (43 MB) fit the 50 MB L2");
+	compiled_free(&c);
+	/* at 8192^3 they do not (86 MB): groups of 32 m tiles */
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=8192,N=8192,K=8192", "schedule"), 0);
+	cr_assert_eq(chosen(&c)->t.raster, 32);
 	compiled_free(&c);
 }
 
