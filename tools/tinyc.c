@@ -390,8 +390,8 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 			const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[sk]);
 			flops = s->kerns[sk].flops;
 			bytes = s->kerns[sk].bytes;
-			if (p && p->kind == TINYC_PLAN_MATMUL)
-				flops *= 2, peak_tf = dev->peak_fp16_tflops;	/* MUL+ADD per MAC */
+			if (p && p->kind == TINYC_PLAN_MATMUL)	/* flops count MUL and ADD already */
+				peak_tf = dev->peak_fp16_tflops;
 		}
 		double gbs = us > 0 ? bytes / (us * 1e3) : 0, tfs = us > 0 ? flops / (us * 1e6) : 0;
 		double fb = dev->peak_bandwidth_gbs > 0 ? gbs / dev->peak_bandwidth_gbs : 0;
