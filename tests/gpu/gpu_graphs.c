@@ -27,80 +27,11 @@
 #include "runtime/runtime.h"
 #include "sched/schedule.h"
 
+#include "../common/graph_harness.h"
+
 #ifndef TINYC_SOURCE_DIR
 #define TINYC_SOURCE_DIR "."
 #endif
-
-/* One graph compiled down to GPU IR through the library API. */
-typedef struct compiled {
-	tinyc_source *src;
-	tinyc_graph *g;
-	tinyc_bindings *b;
-	tinyc_indexbook *ib;
-	tinyc_schedule *s;
-	tinyc_gpu_module *gm;
-} compiled;
-
-static void compiled_free(compiled *c)
-{
-	tinyc_gpu_module_free(c->gm);
-	tinyc_schedule_free(c->s);
-	tinyc_indexbook_free(c->ib);
-	tinyc_bindings_free(c->b);
-	tinyc_graph_free(c->g);
-	tinyc_source_free(c->src);
-	memset(c, 0, sizeof(*c));
-}
-
-/* Compile path for the device's target; 0, 1 (not a valid graph/binding), -1 (failure). */
-static int compile(tinyc_ctx *ctx, const char *path, const char *bind, const char *target,
-		   compiled *c)
-{
-	memset(c, 0, sizeof(*c));
-	if (!(c->src = tinyc_source_read(ctx, path)) || !(c->g = tinyc_parse(ctx, c->src)))
-		return 1;
-	if (!(c->b = tinyc_bindings_alloc(ctx, c->g)))
-		return -1;
-	if (bind && tinyc_bindings_parse(ctx, c->g, bind, c->b) < 0)
-		return 1;
-	if (tinyc_verify(ctx, c->g, c->b) < 0)
-		return 1;
-	if (!(c->ib = tinyc_indexbook_build(ctx, c->g, c->b)) || tinyc_indexbook_verify(ctx, c->ib) < 0)
-		return 1;
-	if (!(c->s = tinyc_partition(ctx, c->g, c->b)) ||
-	    tinyc_schedule_set_device(ctx, c->s, target) < 0 || tinyc_schedule_plan(ctx, c->s) < 0 ||
-	    tinyc_schedule_verify(ctx, c->s) < 0 || !(c->gm = tinyc_gpuir_build(ctx, c->s, c->ib)) ||
-	    tinyc_gpu_verify(ctx, c->gm, c->s->dev.smem_per_block_optin) < 0)
-		return -1;
-	return 0;
-}
-
-/* Append the .uop files of dir (and of its sub-folders when depth > 0). */
-static void add_dir(char ***v, int *n, const char *dir, int depth)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		char path[1200];
-		if (e->d_name[0] == '.' || !strcmp(e->d_name, "Inputs") || !strcmp(e->d_name, "Output"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		size_t l = strlen(e->d_name);
-		if (l > 4 && !strcmp(e->d_name + l - 4, ".uop")) {
-			*v = realloc(*v, sizeof(char *) * (size_t)(*n + 1));
-			(*v)[(*n)++] = strdup(path);
-		} else if (depth > 0) {
-			add_dir(v, n, path, depth - 1);
-		}
-	}
-	if (d)
-		closedir(d);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 /* Tolerances for an output of dtype dt after reductions of extent up to r. */
 static void tolerance(tinyc_dtype dt, double r, double *atol, double *rtol)
@@ -266,14 +197,7 @@ int main(int argc, char **argv)
 	}
 	if (!n) {	/* $TINYC_SOURCE_DIR overrides the checkout the test was built in */
 		const char *root = getenv("TINYC_SOURCE_DIR") ? getenv("TINYC_SOURCE_DIR") : TINYC_SOURCE_DIR;
-		char dir[1024];
-		snprintf(dir, sizeof(dir), "%s/examples", root);
-		add_dir(&files, &n, dir, 0);
-		snprintf(dir, sizeof(dir), "%s/tests/lit", root);
-		add_dir(&files, &n, dir, 1);
-		snprintf(dir, sizeof(dir), "%s/tests/gpu", root);
-		add_dir(&files, &n, dir, 1);
-		qsort(files, (size_t)n, sizeof(char *), cmp_str);
+		n = graph_files(root, &files);
 	}
 	if (!tinyc_cuda_available()) {
 		printf("SKIP: no CUDA GPU here (no libcuda.so.1 or no device): the GPU tests did not run\n");

@@ -24,58 +24,9 @@
 #include "runtime/runtime.h"
 #include "sched/schedule.h"
 
+#include "../common/graph_harness.h"
+
 /* ------------------------------------------------------------- harness ---- */
-
-/* One graph compiled down to GPU IR through the library API. */
-typedef struct compiled {
-	tinyc_source *src;
-	tinyc_graph *g;
-	tinyc_bindings *b;	/* compile-time bindings */
-	tinyc_indexbook *ib;
-	tinyc_schedule *s;
-	tinyc_gpu_module *gm;
-} compiled;
-
-static void compiled_free(compiled *c)
-{
-	tinyc_gpu_module_free(c->gm);
-	tinyc_schedule_free(c->s);
-	tinyc_indexbook_free(c->ib);
-	tinyc_bindings_free(c->b);
-	tinyc_graph_free(c->g);
-	tinyc_source_free(c->src);
-	memset(c, 0, sizeof(*c));
-}
-
-/* Compile path (with compile-time bindings `bind`, may be NULL) for target.
- * Returns 0, 1 when the graph (or the binding) is not valid, -1 when the back end failed. */
-static int compile(tinyc_ctx *ctx, const char *path, const char *bind, const char *target,
-		   compiled *c)
-{
-	memset(c, 0, sizeof(*c));
-	if (!(c->src = tinyc_source_read(ctx, path)))
-		return 1;
-	if (!(c->g = tinyc_parse(ctx, c->src)))
-		return 1;
-	if (!(c->b = tinyc_bindings_alloc(ctx, c->g)))
-		return -1;
-	if (bind && tinyc_bindings_parse(ctx, c->g, bind, c->b) < 0)
-		return 1;
-	if (tinyc_verify(ctx, c->g, c->b) < 0)
-		return 1;
-	if (!(c->ib = tinyc_indexbook_build(ctx, c->g, c->b)) || tinyc_indexbook_verify(ctx, c->ib) < 0)
-		return 1;
-	if (!(c->s = tinyc_partition(ctx, c->g, c->b)))
-		return -1;
-	if (tinyc_schedule_set_device(ctx, c->s, target) < 0 || tinyc_schedule_plan(ctx, c->s) < 0 ||
-	    tinyc_schedule_verify(ctx, c->s) < 0)
-		return -1;
-	if (!(c->gm = tinyc_gpuir_build(ctx, c->s, c->ib)))
-		return -1;
-	if (tinyc_gpu_verify(ctx, c->gm, c->s->dev.smem_per_block_optin) < 0)
-		return -1;
-	return 0;
-}
 
 /* Print the diagnostics of ctx (for a failing test) and clear them. */
 static void dump_diags(tinyc_ctx *ctx)
@@ -84,57 +35,6 @@ static void dump_diags(tinyc_ctx *ctx)
 	tinyc_ctx_clear_diags(ctx);
 }
 
-/* Every graph file: examples/NAME.uop, tests/lit/DIR/NAME.uop, tests/gpu/DIR/NAME.uop. */
-static int list_graphs(char ***out)
-{
-	char **v = NULL;
-	int n = 0;
-	const char *roots[] = {TINYC_SOURCE_DIR "/examples", TINYC_SOURCE_DIR "/tests/lit",
-			       TINYC_SOURCE_DIR "/tests/gpu"};
-	for (int r = 0; r < 3; r++) {
-		DIR *d = opendir(roots[r]);
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			char path[1024];
-			snprintf(path, sizeof(path), "%s/%s", roots[r], e->d_name);
-			size_t l = strlen(e->d_name);
-			if (l > 4 && !strcmp(e->d_name + l - 4, ".uop")) {
-				v = realloc(v, sizeof(char *) * (size_t)(n + 1));
-				v[n++] = strdup(path);
-			} else if (r >= 1 && e->d_name[0] != '.' && strcmp(e->d_name, "Inputs") &&
-				   strcmp(e->d_name, "Output")) {
-				DIR *sd = opendir(path);
-				struct dirent *f;
-				while (sd && (f = readdir(sd))) {
-					size_t fl = strlen(f->d_name);
-					if (fl > 4 && !strcmp(f->d_name + fl - 4, ".uop")) {
-						char fp[1400];
-						snprintf(fp, sizeof(fp), "%s/%s", path, f->d_name);
-						v = realloc(v, sizeof(char *) * (size_t)(n + 1));
-						v[n++] = strdup(fp);
-					}
-				}
-				if (sd)
-					closedir(sd);
-			}
-		}
-		if (d)
-			closedir(d);
-	}
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
-			char *t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
-		}
-	*out = v;
-	return n;
-}
-
-static void free_list(char **v, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
 
 /* ------------------------------------------------------------------ nvrtc ---- */
 
@@ -143,7 +43,7 @@ Test(codegen, nvrtc_compiles_every_graph_for_sm80_and_sm90, .timeout = 900)
 	if (tinyc_nvrtc_version() < 0)
 		cr_skip_test("nvrtc is not available");
 	char **files;
-	int n = list_graphs(&files), compiled_ok = 0, examples = 0;
+	int n = graph_files(TINYC_SOURCE_DIR, &files), compiled_ok = 0, examples = 0;
 	const char *targets[] = {"sm_80", "sm_90"};
 	for (int i = 0; i < n; i++) {
 		for (int t = 0; t < 2; t++) {
@@ -177,7 +77,7 @@ Test(codegen, nvrtc_compiles_every_graph_for_sm80_and_sm90, .timeout = 900)
 			tinyc_ctx_free(ctx);
 		}
 	}
-	free_list(files, n);
+	graph_files_free(files, n);
 	/* every example, and a good share of the lit graphs, must have been compiled */
 	cr_expect_geq(examples, 2 * 4, "only %d example compilations", examples);
 	cr_expect_geq(compiled_ok, 2 * 30, "only %d graphs compiled", compiled_ok);
@@ -328,7 +228,7 @@ static int bind_string(const char *path, const int64_t *vals, int nv, char *out,
 Test(codegen, interpreter_matches_reference_on_every_graph, .timeout = 1800)
 {
 	char **files;
-	int n = list_graphs(&files), checked = 0, failed = 0, graphs = 0;
+	int n = graph_files(TINYC_SOURCE_DIR, &files), checked = 0, failed = 0, graphs = 0;
 	/* binding sets: tails (1, 7, 127) on the first symbols, mixed sizes */
 	static const int64_t sets[][4] = {
 		{1, 1, 1, 1}, {7, 7, 7, 7}, {127, 5, 3, 2}, {3, 127, 5, 2}, {16, 9, 33, 4},
@@ -352,7 +252,7 @@ Test(codegen, interpreter_matches_reference_on_every_graph, .timeout = 1800)
 		}
 		graphs += any;
 	}
-	free_list(files, n);
+	graph_files_free(files, n);
 	fprintf(stderr, "interpreter: %d runs checked on %d graphs, %d failed\n", checked, graphs, failed);
 	cr_expect_geq(graphs, 25, "only %d graphs checked", graphs);
 }

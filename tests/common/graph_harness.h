@@ -1,0 +1,120 @@
+/* Shared by the test programs that compile every graph of the checkout through the library
+ * API (tests/unit/test_codegen.c, tests/gpu/gpu_graphs.c): one graph compiled down to GPU
+ * IR, and the list of graph files.  Header-only: each program is one translation unit. */
+#ifndef TINYC_TESTS_GRAPH_HARNESS_H
+#define TINYC_TESTS_GRAPH_HARNESS_H
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/gpu.h"
+#include "ir/gpuir.h"
+#include "lower/lower.h"
+#include "sched/schedule.h"
+
+/* One graph compiled down to GPU IR through the library API. */
+typedef struct compiled {
+	tinyc_source *src;	/* the file */
+	tinyc_graph *g;		/* its graph */
+	tinyc_bindings *b;	/* compile-time bindings */
+	tinyc_indexbook *ib;	/* AxisMaps */
+	tinyc_schedule *s;	/* kernels and plans */
+	tinyc_gpu_module *gm;	/* the GPU IR */
+} compiled;
+
+/* Free everything c holds (c may be partly filled). */
+static inline void compiled_free(compiled *c)
+{
+	tinyc_gpu_module_free(c->gm);
+	tinyc_schedule_free(c->s);
+	tinyc_indexbook_free(c->ib);
+	tinyc_bindings_free(c->b);
+	tinyc_graph_free(c->g);
+	tinyc_source_free(c->src);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Compile path (with compile-time bindings `bind`, may be NULL) for target (NULL: the
+ * device's).  Returns 0, 1 when the graph (or the binding) is not valid, -1 when the back
+ * end failed; diagnostics on ctx. */
+static inline int compile(tinyc_ctx *ctx, const char *path, const char *bind, const char *target,
+			  compiled *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (!(c->src = tinyc_source_read(ctx, path)) || !(c->g = tinyc_parse(ctx, c->src)))
+		return 1;
+	if (!(c->b = tinyc_bindings_alloc(ctx, c->g)))
+		return -1;
+	if (bind && tinyc_bindings_parse(ctx, c->g, bind, c->b) < 0)
+		return 1;
+	if (tinyc_verify(ctx, c->g, c->b) < 0)
+		return 1;
+	if (!(c->ib = tinyc_indexbook_build(ctx, c->g, c->b)) || tinyc_indexbook_verify(ctx, c->ib) < 0)
+		return 1;
+	if (!(c->s = tinyc_partition(ctx, c->g, c->b)) ||
+	    tinyc_schedule_set_device(ctx, c->s, target) < 0 || tinyc_schedule_plan(ctx, c->s) < 0 ||
+	    tinyc_schedule_verify(ctx, c->s) < 0 || !(c->gm = tinyc_gpuir_build(ctx, c->s, c->ib)) ||
+	    tinyc_gpu_verify(ctx, c->gm, c->s->dev.smem_per_block_optin) < 0)
+		return -1;
+	return 0;
+}
+
+/* Append the .uop files of dir (and of its sub-folders when depth > 0; not Inputs/, Output/
+ * or hidden ones) to (*v, *n). */
+static inline void graph_files_add(char ***v, int *n, const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[1200];
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, "Inputs") || !strcmp(e->d_name, "Output"))
+			continue;
+		int w = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (w < 0 || w >= (int)sizeof(path))
+			continue;	/* too long for a test path */
+		size_t l = strlen(e->d_name);
+		if (l > 4 && !strcmp(e->d_name + l - 4, ".uop")) {
+			*v = realloc(*v, sizeof(char *) * (size_t)(*n + 1));
+			(*v)[(*n)++] = strdup(path);
+		} else if (depth > 0) {
+			graph_files_add(v, n, path, depth - 1);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+/* qsort comparison of two file names. */
+static inline int graph_files_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every graph file of the checkout at root, sorted: examples/NAME.uop, tests/lit/[DIR/]NAME.uop,
+ * tests/gpu/[DIR/]NAME.uop.  Returns their number; free with graph_files_free. */
+static inline int graph_files(const char *root, char ***out)
+{
+	char **v = NULL, dir[1024];
+	int n = 0;
+	snprintf(dir, sizeof(dir), "%s/examples", root);
+	graph_files_add(&v, &n, dir, 0);
+	snprintf(dir, sizeof(dir), "%s/tests/lit", root);
+	graph_files_add(&v, &n, dir, 1);
+	snprintf(dir, sizeof(dir), "%s/tests/gpu", root);
+	graph_files_add(&v, &n, dir, 1);
+	if (n > 1)
+		qsort(v, (size_t)n, sizeof(char *), graph_files_cmp);
+	*out = v;
+	return n;
+}
+
+static inline void graph_files_free(char **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+#endif
