@@ -18,9 +18,8 @@
 #include "ir/htree.h"
 #include "ir/tensor.h"
 
-#ifndef TINYC_GOLDEN_DIR
-#error "TINYC_GOLDEN_DIR must name the htree golden directory"
-#endif
+#include "../common/htree_golden.h"
+
 
 /* A new float tensor of the given shape filled from vals (numel floats), or zeros. */
 static tinyc_tensor *make_f32(tinyc_ctx *ctx, int rank, const int64_t *shape, const float *vals)
@@ -421,81 +420,6 @@ Test(htree_e2e, invalid_inputs_are_diagnostics)
 
 /* ------------------------------------------------------------------ golden vectors */
 
-/* Read a whole text file into a new string; fails the test when it cannot. */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	cr_assert_not_null(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	cr_assert(s && fread(s, 1, (size_t)n, f) == (size_t)n);
-	s[n] = 0;
-	fclose(f);
-	return s;
-}
-
-/* The manifest text of one case: from its "name" to the next case's (a new string). */
-static char *manifest_case(const char *name)
-{
-	char path[1024], pat[256];
-	snprintf(path, sizeof path, "%s/manifest.json", TINYC_GOLDEN_DIR);
-	char *text = slurp(path);
-	snprintf(pat, sizeof pat, "\"name\": \"%s\"", name);
-	char *start = strstr(text, pat);
-	cr_assert_not_null(start, "case %s is not in %s", name, path);
-	char *end = strstr(start + 1, "\"name\": \"");
-	size_t len = end ? (size_t)(end - start) : strlen(start);
-	char *c = malloc(len + 1);
-	memcpy(c, start, len);
-	c[len] = 0;
-	free(text);
-	return c;
-}
-
-/* The number after "key": in the case text (fails when missing). */
-static double json_num(const char *text, const char *key)
-{
-	char pat[128];
-	snprintf(pat, sizeof pat, "\"%s\":", key);
-	const char *p = strstr(text, pat);
-	cr_assert_not_null(p, "manifest: no %s", key);
-	return strtod(p + strlen(pat), NULL);
-}
-
-/* The string after "key": in the case text, copied into buf; 0 when missing. */
-static int json_str(const char *text, const char *key, char *buf, size_t size)
-{
-	char pat[128];
-	snprintf(pat, sizeof pat, "\"%s\": \"", key);
-	const char *p = strstr(text, pat);
-	if (!p)
-		return 0;
-	p += strlen(pat);
-	const char *e = strchr(p, '"');
-	cr_assert(e && (size_t)(e - p) < size);
-	memcpy(buf, p, (size_t)(e - p));
-	buf[e - p] = 0;
-	return 1;
-}
-
-/* Load a golden .npy named by the case's files entry `key` (NULL when optional and absent). */
-static tinyc_tensor *load_golden(tinyc_ctx *ctx, const char *cas, const char *key, int required)
-{
-	char file[256], path[1024];
-	if (!json_str(cas, key, file, sizeof file)) {
-		cr_assert(!required, "manifest: case has no file %s", key);
-		return NULL;
-	}
-	snprintf(path, sizeof path, "%s/%s", TINYC_GOLDEN_DIR, file);
-	tinyc_tensor *t = tinyc_npy_read(ctx, path);
-	if (!t)
-		tinyc_ctx_print_diags(ctx, stderr);
-	cr_assert_not_null(t, "cannot read %s", path);
-	return t;
-}
-
 /* Copy an int32 (or int64) index tensor into a new int64 array. */
 static int64_t *to_i64(const tinyc_tensor *t)
 {
@@ -516,28 +440,28 @@ static void golden_case(const char *name, int use_stored_table)
 		  "htree golden vectors not found at %s: clone the shared/ folder beside the repo",
 		  TINYC_GOLDEN_DIR);
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
-	char *cas = manifest_case(name);
+	char *cas = golden_case_text(name);
 	tinyc_htree_config cfg;
 	tinyc_htree_config_default(&cfg);
-	cfg.compression_rate = (int)json_num(cas, "compression_rate");
-	cfg.top_k = (int)json_num(cas, "top_k_per_layer");
-	cfg.max_top_nodes = (int64_t)json_num(cas, "max_top_nodes");
+	cfg.compression_rate = (int)golden_num(cas, "compression_rate");
+	cfg.top_k = (int)golden_num(cas, "top_k_per_layer");
+	cfg.max_top_nodes = (int64_t)golden_num(cas, "max_top_nodes");
 	/* the stored-table run passes the manifest's scale; the other one uses the default
 	 * (scale <= 0: float32(K^-1/2)), which must be the same number */
 	if (use_stored_table)
-		cfg.scale = (float)json_num(cas, "scale_fp32");
-	cfg.rope_base = (float)json_num(cas, "rope_base");
-	double atol = json_num(cas, "atol");
-	int64_t allowed = (int64_t)json_num(cas, "max_groups_over_atol");
-	int num_layers = (int)json_num(cas, "num_layers");
+		cfg.scale = (float)golden_num(cas, "scale_fp32");
+	cfg.rope_base = (float)golden_num(cas, "rope_base");
+	double atol = golden_num(cas, "atol");
+	int64_t allowed = (int64_t)golden_num(cas, "max_groups_over_atol");
+	int num_layers = (int)golden_num(cas, "num_layers");
 
-	tinyc_tensor *q = load_golden(ctx, cas, "q", 1), *k = load_golden(ctx, cas, "k", 1);
-	tinyc_tensor *v = load_golden(ctx, cas, "v", 1), *og = load_golden(ctx, cas, "o", 1);
-	tinyc_tensor *rc = load_golden(ctx, cas, "rope_cos", 1);
-	tinyc_tensor *rs = load_golden(ctx, cas, "rope_sin", 1);
-	tinyc_tensor *qp = load_golden(ctx, cas, "query_positions", 0);
-	tinyc_tensor *sp = load_golden(ctx, cas, "sel_positions", 0);
-	tinyc_tensor *sn = load_golden(ctx, cas, "sel_nodes", 0);
+	tinyc_tensor *q = golden_file(ctx, cas, "q", 1), *k = golden_file(ctx, cas, "k", 1);
+	tinyc_tensor *v = golden_file(ctx, cas, "v", 1), *og = golden_file(ctx, cas, "o", 1);
+	tinyc_tensor *rc = golden_file(ctx, cas, "rope_cos", 1);
+	tinyc_tensor *rs = golden_file(ctx, cas, "rope_sin", 1);
+	tinyc_tensor *qp = golden_file(ctx, cas, "query_positions", 0);
+	tinyc_tensor *sp = golden_file(ctx, cas, "sel_positions", 0);
+	tinyc_tensor *sn = golden_file(ctx, cas, "sel_nodes", 0);
 	cr_assert(q->dtype == TINYC_FLOAT && og->dtype == TINYC_FLOAT);
 	if (use_stored_table) {
 		cfg.rope_cos = rc;
@@ -629,7 +553,7 @@ Test(htree_golden, manifest_lists_the_four_cases)
 	cr_assert(access(TINYC_GOLDEN_DIR "/manifest.json", R_OK) == 0,
 		  "htree golden vectors not found at %s: clone the shared/ folder beside the repo",
 		  TINYC_GOLDEN_DIR);
-	char *text = slurp(TINYC_GOLDEN_DIR "/manifest.json");
+	char *text = golden_slurp(TINYC_GOLDEN_DIR "/manifest.json");
 	int n = 0;
 	for (const char *p = text; (p = strstr(p, "\"name\": \"")); p++)
 		n++;

@@ -30,9 +30,7 @@
 #include "runtime/runtime.h"
 #include "sched/schedule.h"
 
-#ifndef TINYC_GOLDEN_DIR
-#error "TINYC_GOLDEN_DIR must name the htree golden directory"
-#endif
+#include "../common/htree_golden.h"
 
 /* The kind of the first diagnostic on ctx ("" when there is none). */
 static const char *first_kind(tinyc_ctx *ctx)
@@ -446,67 +444,6 @@ static tinyc_cuda *device_or_skip(tinyc_ctx *ctx)
 		tinyc_ctx_print_diags(ctx, stderr);
 	cr_assert_not_null(cu);
 	return cu;
-}
-
-/* Read a whole text file into a new string. */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	cr_assert_not_null(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	cr_assert(s && fread(s, 1, (size_t)n, f) == (size_t)n);
-	s[n] = 0;
-	fclose(f);
-	return s;
-}
-
-/* The manifest text of one golden case (a new string). */
-static char *golden_case_text(const char *name)
-{
-	char *text = slurp(TINYC_GOLDEN_DIR "/manifest.json");
-	char pat[256];
-	snprintf(pat, sizeof pat, "\"name\": \"%s\"", name);
-	char *start = strstr(text, pat);
-	cr_assert_not_null(start, "case %s is not in the manifest", name);
-	char *end = strstr(start + 1, "\"name\": \"");
-	size_t len = end ? (size_t)(end - start) : strlen(start);
-	char *c = malloc(len + 1);
-	memcpy(c, start, len);
-	c[len] = 0;
-	free(text);
-	return c;
-}
-
-/* The number after "key": in text. */
-static double golden_num(const char *text, const char *key)
-{
-	char pat[128];
-	snprintf(pat, sizeof pat, "\"%s\":", key);
-	const char *p = strstr(text, pat);
-	cr_assert_not_null(p, "manifest: no %s", key);
-	return strtod(p + strlen(pat), NULL);
-}
-
-/* The golden file of `key` in the case text, loaded (NULL when absent and optional). */
-static tinyc_tensor *golden_file(tinyc_ctx *ctx, const char *text, const char *key, int required)
-{
-	char pat[128], path[1024];
-	snprintf(pat, sizeof pat, "\"%s\": \"", key);
-	const char *p = strstr(text, pat);
-	if (!p) {
-		cr_assert(!required, "manifest: no file %s", key);
-		return NULL;
-	}
-	p += strlen(pat);
-	const char *e = strchr(p, '"');
-	cr_assert_not_null(e);
-	snprintf(path, sizeof path, "%s/%.*s", TINYC_GOLDEN_DIR, (int)(e - p), p);
-	tinyc_tensor *t = tinyc_npy_read(ctx, path);
-	cr_assert_not_null(t, "cannot read %s", path);
-	return t;
 }
 
 /* Element i of an int32/int64 tensor. */
