@@ -332,6 +332,18 @@ static int stageable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt
 	return off % 8 == 0 && rs % 8 == 0 && ls % 8 == 0 && (!b->t->pred_n || n % 8 == 0);
 }
 
+/* The index of word `word` of row `row` (0..15) in the warp's staging buffer. */
+static tinyc_gexpr *stage_index(epi *E, tinyc_gexpr *row, tinyc_gexpr *word)
+{
+	tinyc_gkernel *k = E->b->k;
+	tinyc_dtype it = E->b->it;
+	return tinyc_gx_binary(k, TINYC_GX_ADD,
+		tinyc_gx_binary(k, TINYC_GX_MUL, E->f->stage_warp, tinyc_gx_int(k, it, 16 * STAGE_ROW_WORDS)),
+		tinyc_gx_binary(k, TINYC_GX_ADD,
+				tinyc_gx_binary(k, TINYC_GX_MUL, row, tinyc_gx_int(k, it, STAGE_ROW_WORDS)),
+				word));
+}
+
 /* The 32-bit view of output node i's buffer (column pairs), created on first use. */
 static int pair_param(epi *E, int i)
 {
@@ -417,14 +429,8 @@ static tinyc_gexpr *node_value(epi *E, tinyc_gstmt *body, int i, int a, int bb,
 				tinyc_gexpr *col2 = tinyc_gx_binary(k, TINYC_GX_ADD,
 					tinyc_gx_binary(k, TINYC_GX_DIV, f->col_base, tinyc_gx_int(k, it, 2)),
 					tinyc_gx_int(k, it, (f->col_off[bb - 1] - 64 * E->cur_q) / 2));
-				tinyc_gexpr *six = tinyc_gx_binary(k, TINYC_GX_ADD,
-					tinyc_gx_binary(k, TINYC_GX_MUL, f->stage_warp,
-							tinyc_gx_int(k, it, 16 * STAGE_ROW_WORDS)),
-					tinyc_gx_binary(k, TINYC_GX_ADD,
-							tinyc_gx_binary(k, TINYC_GX_MUL, row,
-									tinyc_gx_int(k, it, STAGE_ROW_WORDS)),
-							col2));
-				tinyc_mmk_append(b, body, tinyc_gs_store(k, E->stg, six, word, NULL));
+				tinyc_mmk_append(b, body, tinyc_gs_store(k, E->stg, stage_index(E, row, col2),
+									 word, NULL));
 				return x[0];
 			}
 			tinyc_gexpr *addr = address(b, &nd->t.lay, E->row[a], E->col[bb - 1]);
@@ -663,8 +669,6 @@ static void staged_rows(epi *E, tinyc_gstmt *body, int s, int q, tinyc_gexpr *la
 		b->error = 1;
 		return;
 	}
-	tinyc_gexpr *wbase = tinyc_gx_binary(k, TINYC_GX_MUL, f->stage_warp,
-					     tinyc_gx_int(k, it, 16 * STAGE_ROW_WORDS));
 	for (int r = 0; r < 16; r++)
 		for (int h = 0; h < (wide ? 1 : 2); h++) {
 			/* the lane's column in the 64-column chunk, and its word in the row */
@@ -678,9 +682,8 @@ static void staged_rows(epi *E, tinyc_gstmt *body, int s, int q, tinyc_gexpr *la
 				tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_int(k, it, 64 * q), col));
 			tinyc_gexpr *in = both(k, b->t->pred_m ? tinyc_gx_binary(k, TINYC_GX_LT, gm, b->M) : NULL,
 					       b->t->pred_n ? tinyc_gx_binary(k, TINYC_GX_LT, gn, b->N) : NULL);
-			tinyc_gexpr *w = tinyc_gx_load(k, E->stg, tinyc_gx_binary(k, TINYC_GX_ADD, wbase,
-				tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_int(k, it, (int64_t)r * STAGE_ROW_WORDS),
-						word)), NULL);
+			tinyc_gexpr *w = tinyc_gx_load(k, E->stg, stage_index(E, tinyc_gx_int(k, it, r), word),
+						       NULL);
 			tinyc_gexpr *addr = address(b, &nd->t.lay, gm, gn);
 			tinyc_gstmt *st;
 			if (wide) {
@@ -741,13 +744,8 @@ static void staged_values(epi *E, tinyc_gstmt *body, const int *order, int nord)
 							tinyc_gx_binary(k, TINYC_GX_MUL, ch, tinyc_gx_int(k, it, 8))));
 				tinyc_gexpr *in = both(k, b->t->pred_m ? tinyc_gx_binary(k, TINYC_GX_LT, gm, b->M) : NULL,
 						       b->t->pred_n ? tinyc_gx_binary(k, TINYC_GX_LT, gn, b->N) : NULL);
-				tinyc_gexpr *src = tinyc_gx_binary(k, TINYC_GX_ADD,
-					tinyc_gx_binary(k, TINYC_GX_MUL, f->stage_warp,
-							tinyc_gx_int(k, it, 16 * STAGE_ROW_WORDS)),
-					tinyc_gx_binary(k, TINYC_GX_ADD,
-							tinyc_gx_binary(k, TINYC_GX_MUL, row,
-									tinyc_gx_int(k, it, STAGE_ROW_WORDS)),
-							tinyc_gx_binary(k, TINYC_GX_MUL, ch, tinyc_gx_int(k, it, 4))));
+				tinyc_gexpr *src = stage_index(E, row, tinyc_gx_binary(k, TINYC_GX_MUL, ch,
+										tinyc_gx_int(k, it, 4)));
 				tinyc_gexpr *dst = tinyc_gx_binary(k, TINYC_GX_DIV, address(b, &nd->t.lay, gm, gn),
 								   tinyc_gx_int(k, it, 2));
 				tinyc_gstmt *cp = tinyc_gs_copy(k, pair_param(E, E->stage_node), dst, E->stg, src, 4,

@@ -904,22 +904,23 @@ static int analyse(tinyc_ctx *ctx, tinyc_schedule *s)
 		any = s->g->nodes[i].op == TINYC_OP_REDUCE && s->g->nodes[i].redop == TINYC_RED_ADD;
 	if (!any)
 		return 0;
-	int rc = 0;
-	if (s->pv && s->evts) {	/* the module's stages */
-		for (int i = 0; rc == 0 && i < s->evts->n; i++)
-			rc = tinyc_matmul_fuse(ctx, s, s->pv, &s->evts->e[i]);
-		return rc;
+	/* the module's stages, or an analysis of our own */
+	const tinyc_polyview *pv = s->pv;
+	const tinyc_evt_set *set = s->evts;
+	tinyc_indexbook *ib = NULL;
+	tinyc_polyview *own_pv = NULL;
+	tinyc_evt_set *own_set = NULL;
+	if (!pv || !set) {
+		ib = tinyc_indexbook_build(ctx, s->g, s->bind);
+		own_pv = ib ? tinyc_polyview_build(ctx, ib, NULL) : NULL;
+		own_set = own_pv ? tinyc_evt_extract(ctx, own_pv) : NULL;
+		pv = own_pv, set = own_set;
 	}
-	tinyc_indexbook *ib = tinyc_indexbook_build(ctx, s->g, s->bind);
-	if (!ib)
-		return -1;
-	tinyc_polyview *pv = tinyc_polyview_build(ctx, ib, NULL);
-	tinyc_evt_set *set = pv ? tinyc_evt_extract(ctx, pv) : NULL;
-	rc = set ? 0 : -1;
+	int rc = set ? 0 : -1;
 	for (int i = 0; set && rc == 0 && i < set->n; i++)
 		rc = tinyc_matmul_fuse(ctx, s, pv, &set->e[i]);
-	tinyc_evt_set_free(set);
-	tinyc_polyview_free(pv);
+	tinyc_evt_set_free(own_set);
+	tinyc_polyview_free(own_pv);
 	tinyc_indexbook_free(ib);
 	return rc;
 }
