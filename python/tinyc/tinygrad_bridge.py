@@ -346,14 +346,18 @@ class _Bridge:
             x = srcs[0]
             if b.dtype(x) == dt and op is Ops.CAST:
                 return x
+            if op is Ops.BITCAST and b.dtype(x).itemsize != dt.itemsize:
+                raise BridgeError(f"unsupported op BITCAST between sizes ({b.dtype(x)} to {dt})")
             return b.add(op.name, [x], [], dt, b.shape(x))
-        srcs = [b.cast(s, dt) for s in srcs] if op not in _COMPARE and op is not Ops.WHERE else srcs
+        if op in _COMPARE:
+            cdt = self.compare_dtype(u.src[0], u.src[1])
+            return b.binary(_COMPARE[op], b.cast(srcs[0], cdt), b.cast(srcs[1], cdt))
+        if op is not Ops.WHERE:
+            srcs = [b.cast(s, dt) for s in srcs]
         if op in _UNARY:
             return b.unary(_UNARY[op], srcs[0])
         if op in _BINARY:
             return b.binary(_BINARY[op], srcs[0], srcs[1])
-        if op in _COMPARE:
-            return b.binary(_COMPARE[op], srcs[0], srcs[1])
         if op is Ops.WHERE:
             return b.where(srcs[0], b.cast(srcs[1], dt), b.cast(srcs[2], dt))
         if op is Ops.MULACC:
