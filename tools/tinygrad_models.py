@@ -57,6 +57,7 @@ class _GptBlock:
         self.c_fc, self.c_mlp = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
 
     def attn(self, x):
+        """Causal multi-head self-attention: c_attn -> q, k, v per head -> SDPA -> c_proj."""
         b, t, d = x.shape
         q, k, v = [y.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
                    for y in self.c_attn(x).split(d, dim=2)]

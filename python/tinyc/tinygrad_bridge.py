@@ -17,12 +17,16 @@ Buffers become BUFFER inputs: first the tensors given as `inputs`, then those na
 """
 
 import math
+import re
 
 from tinygrad import Tensor, dtypes
 from tinygrad.dtype import least_upper_dtype, strong_dtype
 from tinygrad.uop.ops import Ops, UOp
 
 __all__ = ["from_tinygrad", "BridgeError"]
+
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")	# tensor names (they are --in/--out NAME=)
 
 
 class BridgeError(Exception):
@@ -142,46 +146,56 @@ class _Builder:
         return len(self.nodes) - 1
 
     def dtype(self, i):
+        """The dtype of line i."""
         return self.nodes[i].dtype
 
     def shape(self, i):
+        """The shape of line i."""
         return self.nodes[i].shape
 
     # small helpers that compute the result shape tinyc expects
 
     def const(self, value, dt):
+        """A scalar CONST of dtype dt."""
         return self.add("CONST", [], [], dt, (), _format_literal(value, dt))
 
     def cast(self, x, dt):
+        """x in dtype dt (x itself when it has it)."""
         if self.dtype(x) == dt:
             return x
         return self.add("CAST", [x], [], dt, self.shape(x))
 
     def unary(self, op, x):
+        """An elementwise op of one operand."""
         return self.add(op, [x], [], self.dtype(x), self.shape(x))
 
     def binary(self, op, a, b):
+        """An elementwise op of two operands (broadcast); comparisons give bool."""
         shape = _broadcast(self.shape(a), self.shape(b))
         dt = dtypes.bool if op in ("CMPLT", "CMPNE", "CMPEQ") else self.dtype(a)
         return self.add(op, [a, b], [], dt, shape)
 
     def where(self, c, t, f):
+        """WHERE(c, t, f), broadcast."""
         shape = _broadcast(self.shape(c), self.shape(t), self.shape(f))
         return self.add("WHERE", [c, t, f], [], self.dtype(t), shape)
 
     def reshape(self, x, shape):
+        """x reshaped (x itself when the shape is the same)."""
         shape = tuple(shape)
         if self.shape(x) == shape:
             return x
         return self.add("RESHAPE", [x], [f"shape={_list(shape)}"], self.dtype(x), shape)
 
     def expand(self, x, shape):
+        """x broadcast to shape, same rank (x itself when the shape is the same)."""
         shape = tuple(shape)
         if self.shape(x) == shape:
             return x
         return self.add("EXPAND", [x], [f"shape={_list(shape)}"], self.dtype(x), shape)
 
     def pad(self, x, pads):
+        """x zero-padded by (before, after) pairs (x itself when all are 0)."""
         if all(a == 0 and b == 0 for a, b in pads):
             return x
         shape = tuple(s + a + b for s, (a, b) in zip(self.shape(x), pads))
@@ -513,7 +527,7 @@ def _named(tensors, prefix):
     else:
         items = [(f"{prefix}{i}", t) for i, t in enumerate(tensors)]
     for name, t in items:
-        if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_.-" for c in name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise BridgeError(f"bad tensor name {name!r} (letters, digits, '_', '.', '-')")
         if not isinstance(t, Tensor):
             raise BridgeError(f"{name}: expected a tinygrad Tensor, got {type(t).__name__}")

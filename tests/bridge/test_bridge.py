@@ -38,6 +38,15 @@ def pow_ops(leaf, n=12):
     return {"p": x ** y, "q": x ** 3 + x.abs() ** -1.5 + 2 ** x}, {"x": x, "y": y}, {}
 
 
+def movement(leaf, n=4, m=6):
+    """flip, pad, shrink (slicing), permute, expand, max and min reductions, stack of bools."""
+    x = leaf("x", (n, m), dtypes.float)
+    y = x.flip(1).pad(((1, 0), (0, 2)))[1:, 2:].permute(1, 0)
+    z = y.max(axis=0, keepdim=True).expand(m, n) - y.min(axis=1).reshape(m, 1)
+    b = Tensor.stack(x > 0, x < 0.25).any(0).where(x, -x)
+    return {"y": y + z.exp2(), "b": b}, {"x": x}, {}
+
+
 # case name -> (builder, keyword arguments, devices, tolerance (rtol, atol))
 CASES = {
     "mlp_fp32": (M.mlp, dict(rows=6, d=16, h=40, dtype=dtypes.float), "cpu,gpuir", (1e-4, 1e-5)),
@@ -53,6 +62,7 @@ CASES = {
     "embedding": (M.embedding, dict(vocab=11, d=6, b=2, t=5), "cpu,gpuir", (0, 0)),
     "cumsum": (M.cumsum, dict(rows=3, n=17, axis=1), "cpu,gpuir", (1e-5, 1e-5)),
     "cumsum_two_stage": (M.cumsum, dict(rows=2, n=600, axis=1), "cpu", (1e-5, 1e-5)),
+    "movement": (movement, dict(n=4, m=6), "cpu,gpuir", (1e-5, 1e-6)),
     "pow": (pow_ops, dict(n=12), "cpu,gpuir", (1e-5, 1e-6)),
     "cat_full": (M.cat_full, dict(rows=3, n=4), "cpu,gpuir", (1e-6, 1e-6)),
 }
@@ -72,6 +82,7 @@ def make_leaf(rng, arrays):
     """A leaf function for the model builders: a realized tinygrad tensor of random data,
     its array kept in `arrays` for tinyc's --in."""
     def leaf(name, shape, dtype):
+        """Random data for one leaf, kept under its name."""
         if dtype == dtypes.int32:
             hi = 11 if name == "idx" else 100
             a = rng.integers(0, hi, size=shape).astype(np.int32)
@@ -134,6 +145,7 @@ def run_case(tinyc_bin, name, devices):
 
 
 def main(argv):
+    """Run the cases named on the command line (all by default); the exit status."""
     if len(argv) < 2:
         print(__doc__)
         return 2
