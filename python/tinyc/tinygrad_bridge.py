@@ -68,11 +68,13 @@ def _is_weak(dt):
 
 
 def _int_shape(shape, what):
-    """The shape as a tuple of ints; symbolic (Variable) sizes are not supported yet."""
+    """The shape as a tuple of ints >= 1; symbolic (Variable) sizes are not supported yet."""
     out = []
     for s in shape:
         if not isinstance(s, int):
             raise BridgeError(f"{what}: symbolic size {s} is not supported")
+        if s < 1:
+            raise BridgeError(f"{what}: a size-0 axis cannot be written in tinyc-uop v0")
         out.append(s)
     return tuple(out)
 
