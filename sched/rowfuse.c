@@ -246,13 +246,16 @@ static int rowfuse_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	k->ncand = 0;
 	int maxthr = s->dev.max_threads_per_block > 0 ? s->dev.max_threads_per_block : 1024;
 	static const int shapes[][2] = {{32, 4}, {128, 1}, {256, 1}, {512, 1}, {1024, 1}};
+	/* TINYC_ROWFUSE_THREADS=TX keeps only that row width (tests, measurements) */
+	const char *only = getenv("TINYC_ROWFUSE_THREADS");
+	int pin = only ? atoi(only) : 0;
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(*shapes); i++) {
 		tinyc_plan p = {0};
 		p.kind = TINYC_PLAN_ROWFUSE;
 		p.block[0] = shapes[i][0];
 		p.block[1] = shapes[i][1];
 		p.block[2] = 1;
-		if (p.block[0] * p.block[1] > maxthr)
+		if (p.block[0] * p.block[1] > maxthr || (pin > 0 && p.block[0] != pin))
 			continue;
 		p.ntile = 1;
 		p.bind_dim[0] = ro - 1;
@@ -416,7 +419,8 @@ tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const
 	if (!(fuse = tinyc_calloc(ctx, (size_t)g->n + 1, 1)) ||
 	    !(rf = tinyc_calloc(ctx, 1, sizeof(*rf))))
 		goto fail;
-	for (int i = 0; i < s0->nkern; i++) {
+	const char *off = getenv("TINYC_ROWFUSE");	/* 0: the plain partition (comparisons) */
+	for (int i = 0; i < s0->nkern && !(off && !strcmp(off, "0")); i++) {
 		const tinyc_skernel *k = &s0->kerns[i];
 		const tinyc_plan *p = tinyc_skernel_plan(k);
 		int ro, a;

@@ -6,7 +6,8 @@
  *     sizes 1, 7, 127, ...), compiled both with symbolic sizes and with the sizes bound,
  *     run kernel by kernel through the GPU IR interpreter, matches the reference evaluator
  *     (ir/eval.c, an independent implementation) within tolerance;
- *   - partition rules (softmax gets three kernels, matmul+bias+relu one), the GPU IR
+ *   - partition rules (softmax gets three kernels in the plain partition and one row-group
+ *     kernel in the schedule, matmul+bias+relu one), the GPU IR
  *     builder's folding, the verifier's checks, and the interpreter's warp collectives
  *     (shuffles, ldmatrix, mma.m16n8k16 against a plain matrix product).
  */
@@ -292,23 +293,48 @@ static int compile_text(tinyc_ctx *ctx, const char *text, const char *bind, comp
 	return rc;
 }
 
-Test(codegen, softmax_gets_three_kernels_and_two_temporaries)
+Test(codegen, softmax_plain_partition_gets_three_kernels_and_two_temporaries)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	compiled c;
 	cr_assert_eq(compile(ctx, TINYC_SOURCE_DIR "/examples/softmax.uop", NULL, "sm_80", &c), 0);
-	cr_assert_eq(c.s->nkern, 3);
+	tinyc_schedule *s = tinyc_partition(ctx, c.g, c.b);
+	cr_assert(s);
+	cr_assert_eq(tinyc_schedule_set_device(ctx, s, "sm_80"), 0);
+	cr_assert_eq(tinyc_schedule_plan(ctx, s), 0);
+	cr_assert_eq(s->nkern, 3);
 	int temps = 0;
-	for (int i = 0; i < c.s->nbuf; i++)
-		temps += c.s->bufs[i].role == TINYC_SB_TEMP;
+	for (int i = 0; i < s->nbuf; i++)
+		temps += s->bufs[i].role == TINYC_SB_TEMP;
 	cr_expect_eq(temps, 2);
 	/* max, then sum (reads the max), then normalise (reads both) */
-	cr_expect_eq(c.g->nodes[c.s->kerns[0].root].redop, TINYC_RED_MAX);
-	cr_expect_eq(c.g->nodes[c.s->kerns[1].root].redop, TINYC_RED_ADD);
-	cr_expect_eq(c.s->kerns[1].nin, 2);
-	cr_expect_eq(c.s->kerns[2].nin, 3);
+	cr_expect_eq(c.g->nodes[s->kerns[0].root].redop, TINYC_RED_MAX);
+	cr_expect_eq(c.g->nodes[s->kerns[1].root].redop, TINYC_RED_ADD);
+	cr_expect_eq(s->kerns[1].nin, 2);
+	cr_expect_eq(s->kerns[2].nin, 3);
 	/* a row reduction over a contiguous axis of 1024 is planned block-cooperative */
-	cr_expect_eq(tinyc_skernel_plan(&c.s->kerns[0])->kind, TINYC_PLAN_ROWRED);
+	cr_expect_eq(tinyc_skernel_plan(&s->kerns[0])->kind, TINYC_PLAN_ROWRED);
+	tinyc_schedule_free(s);
+	compiled_free(&c);
+	tinyc_ctx_free(ctx);
+}
+
+/* The schedule keeps softmax as one row group: one ROWFUSE kernel reading X once, no
+ * temporaries, both reductions in it. */
+Test(codegen, softmax_row_group_is_one_kernel)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	compiled c;
+	cr_assert_eq(compile(ctx, TINYC_SOURCE_DIR "/examples/softmax.uop", NULL, "sm_80", &c), 0);
+	cr_assert_eq(c.s->nkern, 1);
+	cr_expect_eq(c.s->nbuf, 2);
+	cr_expect_eq(c.s->kerns[0].nin, 1);
+	cr_expect_eq(c.s->kerns[0].nred, 2);
+	cr_expect_eq(tinyc_skernel_plan(&c.s->kerns[0])->kind, TINYC_PLAN_ROWFUSE);
+	cr_assert(c.s->rowfuse);
+	cr_assert_eq(c.s->rowfuse->ngroup, 1);
+	cr_expect(c.s->rowfuse->groups[0].fused);
+	cr_expect_lt(c.s->rowfuse->groups[0].fused_us, c.s->rowfuse->groups[0].split_us);
 	compiled_free(&c);
 	tinyc_ctx_free(ctx);
 }
