@@ -15,6 +15,10 @@
  * (tinyc_plan_provider) proposes.  The generic provider proposes MAP and ROWRED plans; the
  * tiled contraction template adds TINYC_PLAN_MATMUL candidates through its own provider
  * (listed in plan.c) and its own GPU IR builder, without changing the generic ones.
+ *
+ *   rowfuse.c    row groups: the schedule pass builds the schedule with
+ *                tinyc_schedule_build (sched/rowfuse.h), which partitions with and without
+ *                the broadcast row reductions inline and keeps, per group, the cheaper.
  */
 #ifndef TINYC_SCHED_SCHEDULE_H
 #define TINYC_SCHED_SCHEDULE_H

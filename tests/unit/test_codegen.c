@@ -339,6 +339,46 @@ Test(codegen, softmax_row_group_is_one_kernel)
 	tinyc_ctx_free(ctx);
 }
 
+/* Row-group kernels compile with nvrtc for sm_80 and sm_90a: softmax (rows in registers,
+ * and re-read with symbolic sizes), LayerNorm+softmax (four reductions), and the half
+ * LayerNorm+softmax with float sums. */
+Test(codegen, rowfuse_kernels_compile_for_sm80_and_sm90a, .timeout = 300)
+{
+	if (tinyc_nvrtc_version() < 0)
+		cr_skip_test("nvrtc is not available");
+	const char *cases[][2] = {
+		{TINYC_SOURCE_DIR "/examples/softmax.uop", "N=64,C=1000"},
+		{TINYC_SOURCE_DIR "/examples/softmax.uop", NULL},
+		{TINYC_SOURCE_DIR "/examples/layernorm_softmax.uop", "N=16384"},
+		{TINYC_SOURCE_DIR "/tests/lit/run/rowfuse-layernorm-softmax-half.uop", "N=9"},
+	};
+	const char *targets[] = {"sm_80", "sm_90a"};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		for (int t = 0; t < 2; t++) {
+			tinyc_ctx *ctx = tinyc_ctx_alloc();
+			compiled c;
+			int rc = compile(ctx, cases[i][0], cases[i][1], targets[t], &c);
+			if (rc)
+				dump_diags(ctx);
+			cr_assert_eq(rc, 0, "%s [%s]", cases[i][0], targets[t]);
+			cr_assert_eq(c.s->nkern, 1, "%s: one row-group kernel", cases[i][0]);
+			cr_expect_eq(tinyc_skernel_plan(&c.s->kerns[0])->kind, TINYC_PLAN_ROWFUSE);
+			tinyc_buf text = {0};
+			cr_assert_eq(tinyc_cuda_print(ctx, c.gm, &text), 0);
+			tinyc_blob blob = {0};
+			int nrc = tinyc_nvrtc_compile(ctx, text.data, "rowfuse.cu", targets[t], 1, &blob);
+			if (nrc < 0) {
+				dump_diags(ctx);
+				fprintf(stderr, "%s\n", text.data);
+			}
+			cr_expect_eq(nrc, 0, "%s: nvrtc failed for %s", cases[i][0], targets[t]);
+			tinyc_blob_clear(&blob);
+			tinyc_buf_free(&text);
+			compiled_free(&c);
+			tinyc_ctx_free(ctx);
+		}
+}
+
 Test(codegen, matmul_bias_relu_is_one_fused_kernel)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
