@@ -326,10 +326,24 @@ fail:
 	return NULL;
 }
 
-/* Check the kernels of the fused partition s: a kernel's fused reductions must share one
- * row space, its value must be a row or a per-row value of that space, and no other kernel
- * may compute them.  Clears the flags of a group that fails and records why.  Returns the
- * number of groups cleared, or -1. */
+/* Whether row reductions a and b run over the same rows of the same length. */
+static int same_rows(const tinyc_schedule *s, int a, int b)
+{
+	int ra, rb, x;
+	tinyc_dim oa[TINYC_MAX_RANK], ca, ob[TINYC_MAX_RANK], cb;
+	tinyc_rowfuse_row_space(s, a, &ra, oa, &ca, &x);
+	tinyc_rowfuse_row_space(s, b, &rb, ob, &cb, &x);
+	int same = ra == rb && same_dim(s, &ca, &cb);
+	for (int d = 0; d < ra - 1 && same; d++)
+		same = same_dim(s, &oa[d], &ob[d]);
+	return same;
+}
+
+/* Check the kernels of the fused partition s.  A kernel's group is its last row reduction
+ * (the nearest to the output) and those over the same rows; its value must be a row or one
+ * value per row of them; no other kernel may compute them.  The flags of the reductions
+ * that fail are cleared (they are materialised again) and recorded with the reason.
+ * Returns how many were cleared, or -1. */
 static int check_groups(tinyc_ctx *ctx, const tinyc_schedule *s, unsigned char *fuse,
 			tinyc_rowfuse *rf)
 {
@@ -337,49 +351,81 @@ static int check_groups(tinyc_ctx *ctx, const tinyc_schedule *s, unsigned char *
 	int cleared = 0;
 	for (int i = 0; i < s->nkern; i++) {
 		const tinyc_skernel *k = &s->kerns[i];
-		int reds[k->nred + 1];
+		int reds[k->nred + 1], drop[k->nred + 1];
 		int nf = kernel_reds(s, fuse, k, reds);
 		if (!nf)
 			continue;
 		const char *why = NULL;
-		int ro, ro2, a;
-		tinyc_dim o[TINYC_MAX_RANK], c, o2[TINYC_MAX_RANK], c2;
-		tinyc_rowfuse_row_space(s, reds[0], &ro, o, &c, &a);
-		for (int j = 1; j < nf && !why; j++) {
-			tinyc_rowfuse_row_space(s, reds[j], &ro2, o2, &c2, &a);
-			int same = ro2 == ro && same_dim(s, &c, &c2);
-			for (int d = 0; d < ro - 1 && same; d++)
-				same = same_dim(s, &o[d], &o2[d]);
-			if (!same)
-				why = "its reductions run over different rows";
-		}
+		int last = reds[nf - 1], ndrop = 0;
+		for (int j = 0; j < nf; j++)
+			if (!same_rows(s, reds[j], last)) {
+				drop[ndrop++] = reds[j];
+				why = "runs over other rows than the group's last reduction";
+			}
+		int ro, a;
+		tinyc_dim o[TINYC_MAX_RANK], c;
+		tinyc_rowfuse_row_space(s, last, &ro, o, &c, &a);
 		const tinyc_uop *v = &g->nodes[k->value];
 		int vok = v->rank == ro || v->rank == ro - 1;
 		for (int d = 0; d < ro - 1 && vok; d++)
 			vok = same_dim(s, &v->shape[d], &o[d]);
 		if (vok && v->rank == ro)
 			vok = same_dim(s, &v->shape[ro - 1], &c) || tinyc_sched_dim(s, &v->shape[ro - 1]) == 1;
-		if (!why && !vok)
+		if (!vok) {
 			why = "the kernel's value is neither a row nor one value per row";
-		for (int j = 0; j < nf && !why; j++) {
-			int users = 0;
+			memcpy(drop, reds, sizeof(int) * (size_t)nf);
+			ndrop = nf;
+		}
+		for (int j = 0; j < nf && vok; j++) {
+			int users = 0, listed = 0;
 			for (int e = 0; e < s->nkern; e++)
 				for (int r = 0; r < s->kerns[e].nred; r++)
 					users += s->kerns[e].reds[r] == reds[j];
-			if (users > 1)
-				why = "a reduction would be computed by more than one kernel";
+			for (int d = 0; d < ndrop; d++)
+				listed |= drop[d] == reds[j];
+			if (users > 1 && !listed) {
+				drop[ndrop++] = reds[j];
+				why = "would be computed by more than one kernel";
+			}
 		}
-		if (!why)
+		if (!ndrop)
 			continue;
-		tinyc_rowgroup *gr = add_group(ctx, rf, k->root, reds, nf);
+		tinyc_rowgroup *gr = add_group(ctx, rf, k->root, drop, ndrop);
 		if (!gr)
 			return -1;
 		snprintf(gr->why, sizeof(gr->why), "not fused: %s", why);
-		for (int j = 0; j < nf; j++)
-			fuse[reds[j]] = 0;
-		cleared++;
+		for (int j = 0; j < ndrop; j++)
+			fuse[drop[j]] = 0;
+		cleared += ndrop;
 	}
 	return cleared;
+}
+
+/* Whether REDUCE r is a contraction (a MUL under a REDUCE ADD, through movement and
+ * casts, whose two operands are both broadcast): the matmul template's, never a row
+ * reduction. */
+static int is_contraction(const tinyc_schedule *s, int r)
+{
+	const tinyc_graph *g = s->g;
+	if (g->nodes[r].redop != TINYC_RED_ADD)
+		return 0;
+	int m = g->nodes[r].src[0];
+	while (g->nodes[m].op == TINYC_OP_PERMUTE || g->nodes[m].op == TINYC_OP_RESHAPE ||
+	       g->nodes[m].op == TINYC_OP_CAST)
+		m = g->nodes[m].src[0];
+	if (g->nodes[m].op != TINYC_OP_MUL)
+		return 0;
+	int broadcast = 0;
+	for (int i = 0; i < 2; i++) {
+		int o = g->nodes[m].src[i], b = !tinyc_operand_injective(g, s->bind, m, i);
+		while (!b && (g->nodes[o].op == TINYC_OP_PERMUTE || g->nodes[o].op == TINYC_OP_RESHAPE ||
+			      g->nodes[o].op == TINYC_OP_CAST))
+			o = g->nodes[o].src[0];
+		if (!b && g->nodes[o].op == TINYC_OP_EXPAND)
+			b = !tinyc_operand_injective(g, s->bind, o, 0);
+		broadcast += b;
+	}
+	return broadcast == 2;
 }
 
 /* Sum the estimates of the kernels of the plain partition s0 that compute what kernel k
@@ -427,7 +473,7 @@ tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const
 		tinyc_dim o[TINYC_MAX_RANK], c;
 		if (k->root != k->value || !p ||
 		    (p->kind != TINYC_PLAN_MAP && p->kind != TINYC_PLAN_ROWRED) ||
-		    !tinyc_rowfuse_row_space(s0, k->root, &ro, o, &c, &a) ||
+		    !tinyc_rowfuse_row_space(s0, k->root, &ro, o, &c, &a) || is_contraction(s0, k->root) ||
 		    tinyc_sched_dim(s0, &c) == 1)
 			continue;
 		fuse[k->root] = 1;
