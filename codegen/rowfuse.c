@@ -17,7 +17,9 @@
  * Register mode (the plan's tile[0] = columns per thread, C known): everything is emitted
  * unrolled into one scope, so the emitter's memo keeps every value it computed (the row's
  * loads included) in registers for the later phases: the row is read once.  Otherwise each
- * phase is a strided loop over the row that re-reads it from global memory.
+ * phase is a strided loop over the row; in shared mode (tile[1] > 1: the bytes staged) a
+ * first loop copies the row's inputs into shared memory and the phases read them there,
+ * else the phases re-read the row from global memory.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -36,12 +38,28 @@ typedef struct rfb {
 	int nf;			/* fused reductions */
 	int *reds;		/* their nodes */
 	tinyc_gexpr **result;	/* per reduction: the row's value once reduced, else NULL */
+	int nstage;		/* shared mode: row inputs staged in shared memory */
+	int stage_node[8];	/* their nodes (what the emitter would load) */
+	int stage_var[8];	/* their shared arrays, C elements each */
+	int staged;		/* the staging loop is emitted: loads come from shared */
+	tinyc_gexpr *curcol;	/* the column of the loop being emitted, or NULL */
 } rfb;
 
-/* Leaf hook: a fused reduction at this kernel's row is the value its phase computed. */
+/* Leaf hook: a fused reduction at this kernel's row is the value its phase computed; a
+ * staged row input at this row and the loop's column is its shared-memory copy. */
 static tinyc_gexpr *row_leaf(tinyc_emit *em, int node, tinyc_gexpr *const *idx, void *user)
 {
 	rfb *b = user;
+	for (int i = 0; b->staged && b->curcol && i < b->nstage; i++) {
+		if (b->stage_node[i] != node)
+			continue;
+		for (int d = 0; d < b->ro - 1; d++)
+			if (!tinyc_gx_equal(idx[d], b->ridx[d]))
+				return NULL;
+		if (!tinyc_gx_equal(idx[b->ro - 1], b->curcol))
+			return NULL;
+		return tinyc_gx_load(b->k, b->stage_var[i], b->curcol, NULL);
+	}
 	for (int i = 0; i < b->nf; i++) {
 		if (b->reds[i] != node || !b->result[i])
 			continue;
@@ -198,7 +216,55 @@ static int store_at(rfb *b, const tinyc_skernel *sk, tinyc_gstmt *block, tinyc_g
 }
 
 /* A strided loop over the row's columns from lane; *colv receives its variable. */
-static tinyc_gstmt *row_loop(rfb *b, const cols *cs, tinyc_gstmt *body, tinyc_gexpr **colv)
+static tinyc_gstmt *row_loop(rfb *b, const struct cols *cs, tinyc_gstmt *body, tinyc_gexpr **colv);
+
+/* Shared mode: copy the row's inputs (buffers of shape [O..., C]) into shared arrays, each
+ * thread the columns it owns in every later loop, so it reads back only what it wrote and
+ * no barrier is needed; later loads of them at this row are shared-memory loads. */
+static int stage_inputs(rfb *b, const tinyc_schedule *s, const tinyc_skernel *sk,
+			const struct cols *cs, const tinyc_dim *o, const tinyc_dim *c)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_emit *em = b->em;
+	tinyc_gstmt *lb = tinyc_gs_block(k);
+	tinyc_gexpr *col;
+	tinyc_gstmt *loop = row_loop(b, cs, lb, &col);
+	if (!loop)
+		return -1;
+	tinyc_gs_append(k, k->body, tinyc_gs_comment(k, "the row's inputs into shared memory"));
+	tinyc_emit_scope_enter(em);
+	for (int j = 0; j < sk->nin && b->nstage < 8; j++) {
+		const tinyc_sbuf *sb = &s->bufs[sk->in_bufs[j]];
+		int same = sb->rank == b->ro && !sb->has_strides;
+		for (int d = 0; d < b->ro && same; d++) {
+			const tinyc_dim *want = d < b->ro - 1 ? &o[d] : c;
+			int64_t v = tinyc_sched_dim(s, want);
+			same = (want->sym >= 0 && want->sym == sb->shape[d].sym) ||
+			       (v >= 0 && v == tinyc_sched_dim(s, &sb->shape[d]));
+		}
+		if (!same)
+			continue;
+		tinyc_gexpr *idx[TINYC_MAX_RANK];
+		for (int d = 0; d < b->ro - 1; d++)
+			idx[d] = b->ridx[d];
+		idx[b->ro - 1] = col;
+		tinyc_gexpr *v = tinyc_emit_value(em, lb, sb->node, idx, cs->rowok);
+		char name[64];
+		snprintf(name, sizeof(name), "row_%s", sb->name);
+		int var = v ? tinyc_gk_shared(k, name, v->dtype, cs->Cknown, 16, 1) : -1;
+		if (var < 0 || tinyc_gs_append(k, lb, tinyc_gs_store(k, var, col, v, NULL)) < 0) {
+			tinyc_emit_scope_leave(em);
+			return -1;
+		}
+		b->stage_node[b->nstage] = sb->node;
+		b->stage_var[b->nstage++] = var;
+	}
+	tinyc_emit_scope_leave(em);
+	b->staged = 1;
+	return tinyc_gs_append(k, k->body, loop);
+}
+
+static tinyc_gstmt *row_loop(rfb *b, const struct cols *cs, tinyc_gstmt *body, tinyc_gexpr **colv)
 {
 	tinyc_gkernel *k = b->k;
 	int v = tinyc_gk_reg(k, "col", k->index_dtype);
@@ -296,6 +362,8 @@ int tinyc_rowfuse_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedu
 	}
 	em->leaf = row_leaf;
 	em->leaf_user = &b;
+	if (!cs.slots && p->tile[1] > 1 && stage_inputs(&b, s, sk, &cs, o, &cdim) < 0)
+		goto done;
 	/* one phase per fused reduction */
 	for (int i = 0; i < b.nf; i++) {
 		const tinyc_uop *r = &g->nodes[reds[i]];
@@ -318,7 +386,9 @@ int tinyc_rowfuse_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedu
 			tinyc_gexpr *col;
 			tinyc_gstmt *loop = row_loop(&b, &cs, lb, &col);
 			tinyc_emit_scope_enter(em);
+			b.curcol = col;
 			int e = reduce_at(&b, lb, i, acc, col, NULL, cs.rowok);
+			b.curcol = NULL;
 			tinyc_emit_scope_leave(em);
 			if (e < 0 || tinyc_gs_append(k, body, loop) < 0)
 				goto done;
@@ -357,7 +427,9 @@ int tinyc_rowfuse_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedu
 		tinyc_gexpr *col;
 		tinyc_gstmt *loop = row_loop(&b, &cs, lb, &col);
 		tinyc_emit_scope_enter(em);
+		b.curcol = col;
 		int e = store_at(&b, sk, lb, col, cs.rowok);
+		b.curcol = NULL;
 		tinyc_emit_scope_leave(em);
 		if (e < 0 || tinyc_gs_append(k, body, loop) < 0)
 			goto done;

@@ -11,9 +11,11 @@
  *   - compute: every elementwise node once per element;
  *   - reductions: each wave of resident blocks waits, per row reduction, for the shuffles
  *     (a warp, 0.15 us) or the shuffles, a barrier and the second level (a block, 0.4 us).
- * The estimate is the largest of the three, plus one launch.  Residency is limited by
- * threads, 32 blocks and registers per SM (about 32 + ceil(C/TX) * (inputs + 2) per
- * thread in register mode).
+ *   - shared mode (the row does not fit in registers but its inputs fit in shared memory):
+ *     each phase reads the staged row back at 128 bytes per clock per SM, added on top.
+ * The estimate is the largest of the first three, plus the shared-memory time, plus one
+ * launch.  Residency is limited by threads, 32 blocks, registers (about 32 + ceil(C/TX) *
+ * (inputs + 2) per thread in register mode) and shared memory per SM.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -160,12 +162,13 @@ static double ops_per_element(const tinyc_schedule *s, const tinyc_skernel *k)
 }
 
 /* Fill the estimate and description of a ROWFUSE candidate with TX threads per row, RY
- * rows per block and `slots` row elements per thread in registers (0: re-read). */
+ * rows per block and `slots` row elements per thread in registers (0: re-read), or the row
+ * inputs staged in `smem` bytes of shared memory. */
 static void estimate(const tinyc_schedule *s, const tinyc_skernel *k, int nf, double rows,
 		     double C, double ops, tinyc_plan *p)
 {
 	int TX = p->block[0], RY = p->block[1];
-	int64_t slots = p->tile[0];
+	int64_t slots = p->tile[0], smem = p->tile[1] > 1 ? p->tile[1] : 0;
 	double tpb = (double)TX * RY;
 	double regs = slots ? 32.0 + (double)slots * (k->nin + 2) : 40.0;
 	double per_sm = floor(s->dev.max_threads_per_sm / tpb);
@@ -174,6 +177,8 @@ static void estimate(const tinyc_schedule *s, const tinyc_skernel *k, int nf, do
 		per_sm = by_regs;
 	if (per_sm > MAX_BLOCKS_PER_SM)
 		per_sm = MAX_BLOCKS_PER_SM;
+	if (smem && s->dev.smem_per_sm > 0 && floor((double)s->dev.smem_per_sm / (smem + 1024)) < per_sm)
+		per_sm = floor((double)s->dev.smem_per_sm / (smem + 1024));
 	if (per_sm < 1)
 		per_sm = 1;
 	double blocks = ceil(rows / RY);
@@ -183,7 +188,7 @@ static void estimate(const tinyc_schedule *s, const tinyc_skernel *k, int nf, do
 	const tinyc_sbuf *ob = &s->bufs[k->out_buf];
 	double out_bytes = k->out_elems * tinyc_dtype_size(ob->dtype);
 	double in_bytes = k->bytes - out_bytes;
-	double bytes = slots ? k->bytes : k->bytes + in_bytes * nf;
+	double bytes = slots || smem ? k->bytes : k->bytes + in_bytes * nf;
 	double elem = rows * C > 0 ? in_bytes / (rows * C) : 4;	/* input bytes per element */
 	double inflight = (slots ? (double)slots : 4.0) * (elem > 1 ? elem : 1);
 	double lanes = C / (ceil(C / TX) * TX);
@@ -194,8 +199,16 @@ static void estimate(const tinyc_schedule *s, const tinyc_skernel *k, int nf, do
 	double t_red = waves * nf * (TX > 32 ? BLOCK_REDUCE_US : WARP_REDUCE_US) * 1e-6;
 	double t = t_mem > t_fl ? t_mem : t_fl;
 	t = t > t_red ? t : t_red;
+	/* shared mode: every phase reads the staged row back (128 bytes per clock per SM),
+	 * counted on top (conservatively: not overlapped with the DRAM traffic) */
+	if (smem)
+		t += (nf + 1) * (double)smem * rows / (128.0 * s->dev.sm_count * s->dev.clock_khz * 1e3);
 	p->est_us = t * 1e6 + ROWFUSE_LAUNCH_US;
-	if (slots)
+	if (smem)
+		snprintf(p->desc, sizeof(p->desc),
+			 "rowfuse block per row, %d threads x %d rows, row in shared memory (%" PRId64 " B)",
+			 TX, RY, smem);
+	else if (slots)
 		snprintf(p->desc, sizeof(p->desc),
 			 "rowfuse %s per row, %d threads x %d rows, row in registers (%" PRId64 " per thread)",
 			 TX > 32 ? "block" : "warp", TX, RY, slots);
@@ -203,6 +216,23 @@ static void estimate(const tinyc_schedule *s, const tinyc_skernel *k, int nf, do
 		snprintf(p->desc, sizeof(p->desc),
 			 "rowfuse %s per row, %d threads x %d rows, row re-read per reduction",
 			 TX > 32 ? "block" : "warp", TX, RY);
+}
+
+/* Bytes per column of the kernel's row inputs (buffers of shape [O..., C], unstrided) as the
+ * kernel computes on them (16-bit floats widened to float). */
+static int64_t row_input_bytes(const tinyc_schedule *s, const tinyc_skernel *k, int ro,
+			       const tinyc_dim *o, const tinyc_dim *c)
+{
+	int64_t n = 0;
+	for (int j = 0; j < k->nin; j++) {
+		const tinyc_sbuf *b = &s->bufs[k->in_bufs[j]];
+		int same = b->rank == ro && !b->has_strides && same_dim(s, &b->shape[ro - 1], c);
+		for (int d = 0; d < ro - 1 && same; d++)
+			same = same_dim(s, &b->shape[d], &o[d]);
+		if (same)
+			n += tinyc_dtype_is_16bit_float(b->dtype) ? 4 : tinyc_dtype_size(b->dtype);
+	}
+	return n;
 }
 
 /* The provider: warp-per-row and block-per-row candidates for a kernel with fused row
@@ -262,6 +292,12 @@ static int rowfuse_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 		p.tile[1] = p.tile[2] = 1;
 		int64_t slots = Cknown > 0 ? (Cknown + p.block[0] - 1) / p.block[0] : 0;
 		p.tile[0] = slots <= MAX_ROW_SLOTS ? slots : 0;
+		/* too long for registers: a block stages the row's inputs in shared memory when
+		 * they fit (the partials of the reductions take the rest) */
+		int64_t staged = Cknown > 0 ? row_input_bytes(s, k, ro, o, &c) * Cknown : 0;
+		if (!p.tile[0] && p.block[0] > 32 && staged > 0 &&
+		    staged + 32 * 8 * (nf + 1) <= s->dev.smem_per_block_optin)
+			p.tile[1] = staged;
 		p.red_axis = ro - 1;
 		p.index_dtype = idx;
 		estimate(s, k, nf, rows, C, ops, &p);

@@ -67,6 +67,11 @@ int tinyc_rowfuse_kernel_reds(const tinyc_schedule *s, const tinyc_skernel *k, i
 int tinyc_rowfuse_row_space(const tinyc_schedule *s, int r, int *ro, tinyc_dim *o,
 			    tinyc_dim *c, int *axis);
 
+/* A ROWFUSE plan: block[0] threads per row (TX), block[1] rows per block (RY), tile[0] row
+ * elements each thread keeps in registers (0: none), tile[1] bytes of shared memory that
+ * stage the row's inputs when the row does not fit in registers (1: none); with neither,
+ * every phase re-reads the row from global memory. */
+
 /* The provider of ROWFUSE plans (listed in plan.c): for a kernel that computes fused row
  * reductions, the warp- and block-per-row candidates, replacing the others (which would
  * recompute every reduction once per element). */

@@ -102,8 +102,17 @@ static void tolerance(tinyc_dtype dt, double *atol, double *rtol)
 static double work(const tinyc_schedule *s)
 {
 	double w = 0;
-	for (int i = 0; i < s->nkern; i++)
-		w += s->kerns[i].out_elems * s->kerns[i].red_elems;
+	for (int i = 0; i < s->nkern; i++) {
+		const tinyc_skernel *k = &s->kerns[i];
+		const tinyc_plan *p = tinyc_skernel_plan(k);
+		/* a row group: each reduction once per row element (a row output has them all, one
+		 * value per row has rows x C) */
+		if (p && p->kind == TINYC_PLAN_ROWFUSE)
+			w += (k->out_elems > k->red_elems ? k->out_elems : k->out_elems * k->red_elems) *
+			     (k->nred + 1);
+		else
+			w += k->out_elems * k->red_elems;
+	}
 	return w;
 }
 
