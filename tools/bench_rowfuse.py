@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The PyTorch side of the row-group measurements (docs/rowfuse-results.md).
 
-  tools/bench_rowfuse.py [--rows 16384] [--cols 4096] [--iters 200] [--no-compile]
+  tools/bench_rowfuse.py [--rows 16384] [--cols 4096] [--vocab 0] [--iters 200] [--no-compile]
 
 Times, on the GPU, in fp32 over [rows, cols]:
   softmax            torch.softmax(x, -1)
   layernorm_softmax  torch.softmax(F.layer_norm(x, (cols,), w, b, 1e-5), -1)
+  softmax_vocab      torch.softmax(v, -1) over [rows, vocab] when --vocab > 0
 for torch eager and torch.compile (default mode), each two ways: CUDA-graph replay (the
 function captured once, the graph replayed --iters times between two events, divided by
 --iters) and --iters back-to-back calls between two events divided by --iters.  Prints
@@ -48,6 +49,7 @@ def main():
     ap.add_argument("--rows", type=int, default=16384)
     ap.add_argument("--cols", type=int, default=4096)
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--vocab", type=int, default=0)
     ap.add_argument("--no-compile", action="store_true")
     a = ap.parse_args()
     import torch
@@ -64,15 +66,19 @@ def main():
         return torch.softmax(F.layer_norm(t, (a.cols,), w, b, 1e-5), -1)
 
     print("torch", torch.__version__, torch.cuda.get_device_name(), flush=True)
-    for case, f in (("softmax", softmax), ("layernorm_softmax", ln_softmax)):
+    cases = [("softmax", softmax, x), ("layernorm_softmax", ln_softmax, x)]
+    if a.vocab > 0:
+        cases.append(("softmax_vocab", softmax,
+                      torch.randn(a.rows, a.vocab, device="cuda", dtype=torch.float32)))
+    for case, f, inp in cases:
         modes = [("eager", f)]
         if not a.no_compile:
             modes.append(("compile", torch.compile(f)))
         for mode, fn in modes:
-            call = lambda: fn(x)  # noqa: E731
+            call = lambda: fn(inp)  # noqa: E731
             loop = timed(call, a.iters)
             graph = graph_timed(call, a.iters)
-            print(f"BENCH torch case={case} mode={mode} rows={a.rows} cols={a.cols} "
+            print(f"BENCH torch case={case} mode={mode} rows={a.rows} cols={inp.shape[1]} "
                   f"graph_us={graph:.1f} loop_us={loop:.1f}", flush=True)
     return 0
 
