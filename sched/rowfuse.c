@@ -254,6 +254,9 @@ static int rowfuse_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	double C = tinyc_sched_dim_est(s, &c);
 	int64_t Cknown = tinyc_sched_dim(s, &c);
 	double ops = ops_per_element(s, k);
+	/* the partition counted each inline reduction's operand once per output element; a row
+	 * kernel computes every node once per row element */
+	k->flops = rows * C * ops;
 	/* every extent known and small: int index arithmetic */
 	tinyc_dtype idx = TINYC_INT;
 	for (int j = 0; j <= k->nin; j++) {
