@@ -8,6 +8,8 @@
  *   isl_kernel.c  MAP and ROWRED kernels: an isl domain per kernel (symbols as parameters),
  *                 a schedule tree tiled and bound to blocks and threads PPCG-style, isl's
  *                 AST generator, and the walk of the AST into GPU IR.
+ *   rowfuse.c     ROWFUSE kernels: a row group (row reductions and the ops between them)
+ *                 as one kernel, a warp or block per row (sched/rowfuse.h).
  *   gpuir_pass.c  the "gpuir" pass: buffers, and one builder call per planned kernel
  *                 (dispatched on the plan kind: a new template registers its builder there).
  *   cuda.c        GPU IR -> CUDA C text (the "cuda" pass).
@@ -102,6 +104,14 @@ void tinyc_emit_scope_leave(tinyc_emit *em);
 /* Build kernel `kernel` of s (a MAP or ROWRED plan) into gm.  0 or -1. */
 int tinyc_isl_kernel_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
 			   const tinyc_indexbook *ib, int kernel);
+
+/* ---- rowfuse.c ---- */
+
+/* Build kernel `kernel` of s (a ROWFUSE plan: a row group, sched/rowfuse.h) into gm: a warp
+ * or block per row, one phase per row reduction, the row kept in registers when the plan
+ * says so.  0 or -1. */
+int tinyc_rowfuse_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
+			const tinyc_indexbook *ib, int kernel);
 
 /* ---- gpuir_pass.c ---- */
 

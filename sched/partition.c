@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/rowfuse.h"
 #include "sched/schedule.h"
 
 int64_t tinyc_sched_dim(const tinyc_schedule *s, const tinyc_dim *d)
@@ -123,6 +124,7 @@ void tinyc_schedule_free(tinyc_schedule *s)
 	free(s->kerns);
 	free(s->node_buf);
 	free(s->node_kernel);
+	tinyc_rowfuse_free(s->rowfuse);
 	free(s);
 }
 
@@ -300,6 +302,12 @@ static int add_kernel(part *p, int root)
 
 tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b)
 {
+	return tinyc_partition_fused(ctx, g, b, NULL);
+}
+
+tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
+				      const tinyc_bindings *b, const unsigned char *fuse)
+{
 	tinyc_schedule *s = tinyc_calloc(ctx, 1, sizeof(*s));
 	if (!s)
 		return NULL;
@@ -356,8 +364,8 @@ tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tiny
 			continue;
 		if (u->op == TINYC_OP_CONTIGUOUS)
 			p.mat[i] = !(p.nusers[i] == 1 && g->nodes[p.user[i]].op == TINYC_OP_OUTPUT);
-		else if (u->op == TINYC_OP_REDUCE)
-			p.mat[i] = (unsigned char)reduce_needs_buffer(&p, i);
+		else if (u->op == TINYC_OP_REDUCE)	/* row groups (rowfuse.c) stay inline */
+			p.mat[i] = (unsigned char)(reduce_needs_buffer(&p, i) && !(fuse && fuse[i]));
 	}
 
 	/* outputs and temporaries, in graph order */

@@ -27,6 +27,7 @@
 #include "poly/poly.h"
 #include "sched/matmul.h"
 #include "sched/rearrange.h"
+#include "sched/rowfuse.h"
 #include "sched/schedule.h"
 
 #define LAUNCH_US 2.0		/* one kernel launch */
@@ -43,11 +44,12 @@ static const tinyc_plan_provider *const providers[] = {
 	&tinyc_plan_generic,
 	&tinyc_plan_matmul,	/* contractions: replaces generic candidates (sched/matmul.c) */
 	&tinyc_plan_rearrange,	/* after the others: replaces generic candidates */
+	&tinyc_plan_rowfuse,	/* row groups: replaces every other candidate (sched/rowfuse.c) */
 };
 
 const char *tinyc_plan_kind_name(tinyc_plan_kind k)
 {
-	static const char *const n[] = {"map", "rowred", "matmul", "rearrange"};
+	static const char *const n[] = {"map", "rowred", "matmul", "rearrange", "rowfuse"};
 	return k >= 0 && k < TINYC_PLAN_KIND_COUNT ? n[k] : "?";
 }
 
@@ -514,6 +516,7 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 		}
 		tinyc_buf_printf(out, " (%%%s)\n", g->nodes[b->node].id);
 	}
+	tinyc_rowfuse_print(s, out);	/* row groups and their decisions */
 	for (int i = 0; i < s->nkern; i++) {
 		const tinyc_skernel *k = &s->kerns[i];
 		tinyc_buf_printf(out, "kernel %s: stores %%%s into %s, reads", k->name,
@@ -530,6 +533,7 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 		tinyc_buf_printf(out, "\n  work: %.4g elements, reduce extent %.4g, %.4g flop, %.4g bytes%s\n",
 				 k->out_elems, k->red_elems, k->flops, k->bytes,
 				 k->contig_red ? ", reduces along the contiguous axis" : "");
+		tinyc_rowfuse_print_kernel(s, k, out);
 		for (int c = 0; c < k->ncand; c++) {
 			const tinyc_plan *p = &k->cands[c];
 			tinyc_buf_printf(out, "  candidate %d: %s; eff %.3f, est %.2f us\n", c, p->desc,
@@ -564,17 +568,14 @@ int tinyc_schedule_pass_run(tinyc_module *m)
 	int st = schedule_stage();
 	if (st < 0 || !m->uop)
 		return tinyc_error(m->ctx, "PipelineError", "the schedule pass needs the uop stage");
-	tinyc_schedule *s = tinyc_partition(m->ctx, m->uop, m->bind);
+	/* partition, row groups (sched/rowfuse.c), plans; the earlier stages are only lent
+	 * to the providers (they may be freed before the schedule) */
+	tinyc_schedule *s = tinyc_schedule_build(m->ctx, m->uop, m->bind, m->opt.target,
+						 tinyc_module_polyview(m), tinyc_module_evt(m));
 	if (!s)
 		return -1;
 	m->stage[st] = s;
-	if (tinyc_schedule_set_device(m->ctx, s, m->opt.target) < 0)
-		return -1;
-	s->pv = tinyc_module_polyview(m);
-	s->evts = tinyc_module_evt(m);
-	int rc = tinyc_schedule_plan(m->ctx, s);
-	s->pv = NULL, s->evts = NULL;	/* the stages may be freed before the schedule */
-	return rc;
+	return 0;
 }
 
 int tinyc_schedule_pass_verify(tinyc_module *m)

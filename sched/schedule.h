@@ -15,6 +15,10 @@
  * (tinyc_plan_provider) proposes.  The generic provider proposes MAP and ROWRED plans; the
  * tiled contraction template adds TINYC_PLAN_MATMUL candidates through its own provider
  * (listed in plan.c) and its own GPU IR builder, without changing the generic ones.
+ *
+ *   rowfuse.c    row groups: the schedule pass builds the schedule with
+ *                tinyc_schedule_build (sched/rowfuse.h), which partitions with and without
+ *                the broadcast row reductions inline and keeps, per group, the cheaper.
  */
 #ifndef TINYC_SCHED_SCHEDULE_H
 #define TINYC_SCHED_SCHEDULE_H
@@ -52,6 +56,8 @@ typedef enum tinyc_plan_kind {
 	TINYC_PLAN_ROWRED,	/* a block per output element; threads share one reduction */
 	TINYC_PLAN_MATMUL,	/* the tiled contraction template (its own provider/builder) */
 	TINYC_PLAN_REARRANGE,	/* the movement kernel of seed 003 (its own provider/builder) */
+	TINYC_PLAN_ROWFUSE,	/* a row group: its row reductions and the ops between them as
+				 * one kernel, a warp or block per row (sched/rowfuse.c) */
 	TINYC_PLAN_KIND_COUNT,
 } tinyc_plan_kind;
 
@@ -111,6 +117,8 @@ typedef struct tinyc_schedule {
 	 * reuse them instead of analysing the graph again; NULL otherwise */
 	const struct tinyc_polyview *pv;	/* the "polyview" stage */
 	const struct tinyc_evt_set *evts;	/* the "evt" stage (contractions, epilogues) */
+	struct tinyc_rowfuse *rowfuse;	/* row groups and their decisions (sched/rowfuse.h),
+					 * or NULL (owned) */
 } tinyc_schedule;
 
 /* A source of candidate plans for a kernel. */
@@ -127,6 +135,12 @@ typedef struct tinyc_plan_provider {
  * compile-time symbol values (may be NULL).  Returns NULL with diagnostics on failure. */
 __tinyc_give tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, __tinyc_keep const tinyc_graph *g,
 					     __tinyc_keep const tinyc_bindings *b);
+/* The same, except that the live REDUCEs with fuse[node] set (fuse may be NULL) are not
+ * materialised: their consumer computes them inline (the row groups of sched/rowfuse.c). */
+__tinyc_give tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx,
+						   __tinyc_keep const tinyc_graph *g,
+						   __tinyc_keep const tinyc_bindings *b,
+						   __tinyc_keep const unsigned char *fuse);
 void tinyc_schedule_free(__tinyc_take tinyc_schedule *s);
 /* Whether operand `which` of node u is used without broadcasting (each element of u reads
  * a distinct element of the operand). */

@@ -12,6 +12,7 @@
 #include "codegen/gpu.h"
 #include "ir/gpuir.h"
 #include "lower/lower.h"
+#include "sched/rowfuse.h"
 #include "sched/schedule.h"
 
 /* One graph compiled down to GPU IR through the library API. */
@@ -53,8 +54,8 @@ static inline int compile(tinyc_ctx *ctx, const char *path, const char *bind, co
 		return 1;
 	if (!(c->ib = tinyc_indexbook_build(ctx, c->g, c->b)) || tinyc_indexbook_verify(ctx, c->ib) < 0)
 		return 1;
-	if (!(c->s = tinyc_partition(ctx, c->g, c->b)) ||
-	    tinyc_schedule_set_device(ctx, c->s, target) < 0 || tinyc_schedule_plan(ctx, c->s) < 0 ||
+	/* partition, row groups and plans, as the schedule pass does */
+	if (!(c->s = tinyc_schedule_build(ctx, c->g, c->b, target, NULL, NULL)) ||
 	    tinyc_schedule_verify(ctx, c->s) < 0 || !(c->gm = tinyc_gpuir_build(ctx, c->s, c->ib)) ||
 	    tinyc_gpu_verify(ctx, c->gm, c->s->dev.smem_per_block_optin) < 0)
 		return -1;

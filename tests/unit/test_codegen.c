@@ -6,7 +6,8 @@
  *     sizes 1, 7, 127, ...), compiled both with symbolic sizes and with the sizes bound,
  *     run kernel by kernel through the GPU IR interpreter, matches the reference evaluator
  *     (ir/eval.c, an independent implementation) within tolerance;
- *   - partition rules (softmax gets three kernels, matmul+bias+relu one), the GPU IR
+ *   - partition rules (softmax gets three kernels in the plain partition and one row-group
+ *     kernel in the schedule, matmul+bias+relu one), the GPU IR
  *     builder's folding, the verifier's checks, and the interpreter's warp collectives
  *     (shuffles, ldmatrix, mma.m16n8k16 against a plain matrix product).
  */
@@ -101,8 +102,17 @@ static void tolerance(tinyc_dtype dt, double *atol, double *rtol)
 static double work(const tinyc_schedule *s)
 {
 	double w = 0;
-	for (int i = 0; i < s->nkern; i++)
-		w += s->kerns[i].out_elems * s->kerns[i].red_elems;
+	for (int i = 0; i < s->nkern; i++) {
+		const tinyc_skernel *k = &s->kerns[i];
+		const tinyc_plan *p = tinyc_skernel_plan(k);
+		/* a row group: each reduction once per row element (a row output has them all, one
+		 * value per row has rows x C) */
+		if (p && p->kind == TINYC_PLAN_ROWFUSE)
+			w += (k->out_elems > k->red_elems ? k->out_elems : k->out_elems * k->red_elems) *
+			     (k->nred + 1);
+		else
+			w += k->out_elems * k->red_elems;
+	}
 	return w;
 }
 
@@ -292,25 +302,90 @@ static int compile_text(tinyc_ctx *ctx, const char *text, const char *bind, comp
 	return rc;
 }
 
-Test(codegen, softmax_gets_three_kernels_and_two_temporaries)
+Test(codegen, softmax_plain_partition_gets_three_kernels_and_two_temporaries)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	compiled c;
 	cr_assert_eq(compile(ctx, TINYC_SOURCE_DIR "/examples/softmax.uop", NULL, "sm_80", &c), 0);
-	cr_assert_eq(c.s->nkern, 3);
+	tinyc_schedule *s = tinyc_partition(ctx, c.g, c.b);
+	cr_assert(s);
+	cr_assert_eq(tinyc_schedule_set_device(ctx, s, "sm_80"), 0);
+	cr_assert_eq(tinyc_schedule_plan(ctx, s), 0);
+	cr_assert_eq(s->nkern, 3);
 	int temps = 0;
-	for (int i = 0; i < c.s->nbuf; i++)
-		temps += c.s->bufs[i].role == TINYC_SB_TEMP;
+	for (int i = 0; i < s->nbuf; i++)
+		temps += s->bufs[i].role == TINYC_SB_TEMP;
 	cr_expect_eq(temps, 2);
 	/* max, then sum (reads the max), then normalise (reads both) */
-	cr_expect_eq(c.g->nodes[c.s->kerns[0].root].redop, TINYC_RED_MAX);
-	cr_expect_eq(c.g->nodes[c.s->kerns[1].root].redop, TINYC_RED_ADD);
-	cr_expect_eq(c.s->kerns[1].nin, 2);
-	cr_expect_eq(c.s->kerns[2].nin, 3);
+	cr_expect_eq(c.g->nodes[s->kerns[0].root].redop, TINYC_RED_MAX);
+	cr_expect_eq(c.g->nodes[s->kerns[1].root].redop, TINYC_RED_ADD);
+	cr_expect_eq(s->kerns[1].nin, 2);
+	cr_expect_eq(s->kerns[2].nin, 3);
 	/* a row reduction over a contiguous axis of 1024 is planned block-cooperative */
-	cr_expect_eq(tinyc_skernel_plan(&c.s->kerns[0])->kind, TINYC_PLAN_ROWRED);
+	cr_expect_eq(tinyc_skernel_plan(&s->kerns[0])->kind, TINYC_PLAN_ROWRED);
+	tinyc_schedule_free(s);
 	compiled_free(&c);
 	tinyc_ctx_free(ctx);
+}
+
+/* The schedule keeps softmax as one row group: one ROWFUSE kernel reading X once, no
+ * temporaries, both reductions in it. */
+Test(codegen, softmax_row_group_is_one_kernel)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	compiled c;
+	cr_assert_eq(compile(ctx, TINYC_SOURCE_DIR "/examples/softmax.uop", NULL, "sm_80", &c), 0);
+	cr_assert_eq(c.s->nkern, 1);
+	cr_expect_eq(c.s->nbuf, 2);
+	cr_expect_eq(c.s->kerns[0].nin, 1);
+	cr_expect_eq(c.s->kerns[0].nred, 2);
+	cr_expect_eq(tinyc_skernel_plan(&c.s->kerns[0])->kind, TINYC_PLAN_ROWFUSE);
+	cr_assert(c.s->rowfuse);
+	cr_assert_eq(c.s->rowfuse->ngroup, 1);
+	cr_expect(c.s->rowfuse->groups[0].fused);
+	cr_expect_lt(c.s->rowfuse->groups[0].fused_us, c.s->rowfuse->groups[0].split_us);
+	compiled_free(&c);
+	tinyc_ctx_free(ctx);
+}
+
+/* Row-group kernels compile with nvrtc for sm_80 and sm_90a: softmax (rows in registers,
+ * and re-read with symbolic sizes), LayerNorm+softmax (four reductions), and the half
+ * LayerNorm+softmax with float sums. */
+Test(codegen, rowfuse_kernels_compile_for_sm80_and_sm90a, .timeout = 300)
+{
+	if (tinyc_nvrtc_version() < 0)
+		cr_skip_test("nvrtc is not available");
+	const char *cases[][2] = {
+		{TINYC_SOURCE_DIR "/examples/softmax.uop", "N=64,C=1000"},
+		{TINYC_SOURCE_DIR "/examples/softmax.uop", NULL},
+		{TINYC_SOURCE_DIR "/examples/layernorm_softmax.uop", "N=16384"},
+		{TINYC_SOURCE_DIR "/tests/lit/run/rowfuse-layernorm-softmax-half.uop", "N=9"},
+	};
+	const char *targets[] = {"sm_80", "sm_90a"};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		for (int t = 0; t < 2; t++) {
+			tinyc_ctx *ctx = tinyc_ctx_alloc();
+			compiled c;
+			int rc = compile(ctx, cases[i][0], cases[i][1], targets[t], &c);
+			if (rc)
+				dump_diags(ctx);
+			cr_assert_eq(rc, 0, "%s [%s]", cases[i][0], targets[t]);
+			cr_assert_eq(c.s->nkern, 1, "%s: one row-group kernel", cases[i][0]);
+			cr_expect_eq(tinyc_skernel_plan(&c.s->kerns[0])->kind, TINYC_PLAN_ROWFUSE);
+			tinyc_buf text = {0};
+			cr_assert_eq(tinyc_cuda_print(ctx, c.gm, &text), 0);
+			tinyc_blob blob = {0};
+			int nrc = tinyc_nvrtc_compile(ctx, text.data, "rowfuse.cu", targets[t], 1, &blob);
+			if (nrc < 0) {
+				dump_diags(ctx);
+				fprintf(stderr, "%s\n", text.data);
+			}
+			cr_expect_eq(nrc, 0, "%s: nvrtc failed for %s", cases[i][0], targets[t]);
+			tinyc_blob_clear(&blob);
+			tinyc_buf_free(&text);
+			compiled_free(&c);
+			tinyc_ctx_free(ctx);
+		}
 }
 
 Test(codegen, matmul_bias_relu_is_one_fused_kernel)
