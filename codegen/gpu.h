@@ -190,6 +190,13 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 
 /* Elements of storage of buffer b under sym[] (strided: the span), -1 when a size is unbound. */
 int64_t tinyc_gpu_buf_storage(const tinyc_gbuf *b, const int64_t *sym);
+/* Build the CUtensorMap of parameter v of kernel k (a PARAM_TMAP) into map (128 bytes,
+ * 64-byte aligned) for buffers at dptr[] and symbol values sym[].  0 or -1. */
+int tinyc_gpu_tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
+		       const tinyc_gkernel *k, const tinyc_gvar *v, const int64_t *sym,
+		       const tinyc_devptr *dptr, void *map);
+
+/* ---- gpu_launch.c ---- */
 
 /* The kernels of a module compiled (through the cache) and loaded on cu's device, for
  * launching many times on the caller's device pointers (the C API's tinyc_program_launch). */

@@ -251,74 +251,35 @@ static int tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
 	return tinyc_cuda_tensor_map(cu, out->bytes, el, t->rank, base, dims, strides, box, t->swizzle);
 }
 
-/* The argument storage of one launch: kernelParams and the values they point at. */
-typedef struct kargs {
-	void **args;		/* one pointer per parameter (cuLaunchKernel's kernelParams) */
-	int64_t *vals;		/* 64-bit integer parameters */
-	int32_t *vals32;	/* 32-bit integer parameters */
-	tmap_storage *maps;	/* tensor maps */
-} kargs;
-
-static void kargs_free(kargs *a)
+int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
+		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
+		       tinyc_gpu_run_stats *stats)
 {
-	free(a->args), free(a->vals), free(a->vals32), free(a->maps);
-	memset(a, 0, sizeof(*a));
-}
-
-/* Fill the arguments of kernel k for buffers at dptr[] and symbol values sym[].  -1 with a
- * diagnostic on error (a->args is NULL only when the allocation failed). */
-static int kargs_build(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
-		       const tinyc_gkernel *k, const int64_t *sym, const tinyc_devptr *dptr,
-		       kargs *a)
-{
-	a->args = calloc((size_t)k->nparam + 1, sizeof(void *));
-	a->vals = calloc((size_t)k->nparam + 1, sizeof(int64_t));
-	a->vals32 = calloc((size_t)k->nparam + 1, sizeof(int32_t));
-	a->maps = aligned_alloc(64, sizeof(tmap_storage) * ((size_t)k->nparam + 1));
-	if (!a->args || !a->vals || !a->vals32 || !a->maps) {
-		kargs_free(a);
-		return tinyc_error(ctx, "OutOfMemory", "kernel arguments");
-	}
-	int bad = 0;
-	for (int p = 0; p < k->nparam; p++) {
-		const tinyc_gvar *v = &k->vars[k->params[p]];
-		if (v->kind == TINYC_GV_PARAM_PTR) {
-			a->args[p] = (void *)&dptr[v->buf];
-		} else if (v->kind == TINYC_GV_PARAM_INT) {
-			a->vals[p] = sym[v->sym];
-			if (v->dtype == TINYC_INT) {
-				if (a->vals[p] > INT32_MAX) {
-					tinyc_error(ctx, "LaunchError", "kernel %s: %s = %" PRId64 " does not fit int",
-						    k->name, v->name, a->vals[p]);
-					bad = 1;
-				}
-				a->vals32[p] = (int32_t)a->vals[p];
-				a->args[p] = &a->vals32[p];
-			} else {
-				a->args[p] = &a->vals[p];
-			}
-		} else if (tmap_arg(ctx, cu, gm, k, v, sym, dptr, &a->maps[p]) == 0) {
-			a->args[p] = &a->maps[p];
-		} else {
-			bad = 1;
-		}
-	}
-	return bad ? -1 : 0;
-}
-
-/* Compile (through the kernel cache) and load every kernel of gm into kern[], each its own
- * translation unit; per-kernel compile figures go to stats (may be NULL, else sized). */
-static int load_kernels(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
-			const tinyc_gpu_run_opts *opt, tinyc_gpu_run_stats *stats, tinyc_kernel **kern)
-{
+	tinyc_gpu_run_opts defaults = {0};
+	if (!opt)
+		opt = &defaults;
+	if (check_syms(ctx, gm, sym) < 0 || alloc_outputs(ctx, gm, sym, io) < 0)
+		return -1;
 	const tinyc_device_info *dev = tinyc_cuda_device_info(cu);
-	int nk = gm->nkernel;
+	int rc = -1, nk = gm->nkernel;
+	tinyc_devptr *dptr = calloc((size_t)gm->nbuf + 1, sizeof(*dptr));
+	tinyc_kernel **kern = calloc((size_t)nk + 1, sizeof(*kern));
+	if (stats) {
+		tinyc_gpu_run_stats_clear(stats);
+		stats->k = calloc((size_t)nk + 1, sizeof(*stats->k));
+		stats->nkernel = nk;
+	}
+	if (!dptr || !kern || (stats && !stats->k)) {
+		tinyc_error(ctx, "OutOfMemory", "CUDA run");
+		goto done;
+	}
+	/* compile and load every kernel (each its own translation unit, through the cache) */
 	for (int i = 0; i < nk; i++) {
 		const tinyc_gkernel *k = gm->kernels[i];
 		tinyc_buf text = {0};
 		if (tinyc_cuda_print_kernel(ctx, gm, i, &text) < 0) {
 			tinyc_buf_free(&text);
-			return -1;
+			goto done;
 		}
 		tinyc_compile_opts co = {0};
 		co.no_cache = opt->no_cache;
@@ -337,7 +298,7 @@ static int load_kernels(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *
 		tinyc_buf_free(&text);
 		if (crc < 0) {
 			tinyc_compile_result_clear(&cr);
-			return -1;
+			goto done;
 		}
 		if (stats) {
 			snprintf(stats->k[i].name, sizeof(stats->k[i].name), "%s", k->name);
@@ -351,7 +312,7 @@ static int load_kernels(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *
 			stats->k[i].load_ms = tinyc_now_ms() - t_load;
 		tinyc_compile_result_clear(&cr);
 		if (!kern[i])
-			return -1;
+			goto done;
 		if (stats) {
 			tinyc_kernel_attrs at = {0};
 			if (tinyc_kernel_get_attrs(cu, kern[i], &at) == 0) {
@@ -361,32 +322,6 @@ static int load_kernels(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *
 			}
 		}
 	}
-	return 0;
-}
-
-int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
-		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
-		       tinyc_gpu_run_stats *stats)
-{
-	tinyc_gpu_run_opts defaults = {0};
-	if (!opt)
-		opt = &defaults;
-	if (check_syms(ctx, gm, sym) < 0 || alloc_outputs(ctx, gm, sym, io) < 0)
-		return -1;
-	int rc = -1, nk = gm->nkernel;
-	tinyc_devptr *dptr = calloc((size_t)gm->nbuf + 1, sizeof(*dptr));
-	tinyc_kernel **kern = calloc((size_t)nk + 1, sizeof(*kern));
-	if (stats) {
-		tinyc_gpu_run_stats_clear(stats);
-		stats->k = calloc((size_t)nk + 1, sizeof(*stats->k));
-		stats->nkernel = nk;
-	}
-	if (!dptr || !kern || (stats && !stats->k)) {
-		tinyc_error(ctx, "OutOfMemory", "CUDA run");
-		goto done;
-	}
-	if (load_kernels(ctx, cu, gm, opt, stats, kern) < 0)
-		goto done;
 	/* buffers */
 	for (int i = 0; i < gm->nbuf; i++) {
 		const tinyc_gbuf *b = &gm->bufs[i];
@@ -419,11 +354,40 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 			}
 		if (grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0)
 			continue;	/* nothing to compute */
-		kargs ka;
-		int bad = kargs_build(ctx, cu, gm, k, sym, dptr, &ka) < 0;
-		void **args = ka.args;
-		if (!args)
+		/* argument storage: pointers and integers by parameter */
+		void **args = calloc((size_t)k->nparam + 1, sizeof(void *));
+		int64_t *vals = calloc((size_t)k->nparam + 1, sizeof(int64_t));
+		int32_t *vals32 = calloc((size_t)k->nparam + 1, sizeof(int32_t));
+		tmap_storage *maps = aligned_alloc(64, sizeof(tmap_storage) * ((size_t)k->nparam + 1));
+		if (!args || !vals || !vals32 || !maps) {
+			free(args), free(vals), free(vals32), free(maps);
+			tinyc_error(ctx, "OutOfMemory", "kernel arguments");
 			goto done;
+		}
+		int bad = 0;
+		for (int p = 0; p < k->nparam; p++) {
+			const tinyc_gvar *v = &k->vars[k->params[p]];
+			if (v->kind == TINYC_GV_PARAM_PTR) {
+				args[p] = &dptr[v->buf];
+			} else if (v->kind == TINYC_GV_PARAM_INT) {
+				vals[p] = sym[v->sym];
+				if (v->dtype == TINYC_INT) {
+					if (vals[p] > INT32_MAX) {
+						tinyc_error(ctx, "LaunchError", "kernel %s: %s = %" PRId64 " does not fit int",
+							    k->name, v->name, vals[p]);
+						bad = 1;
+					}
+					vals32[p] = (int32_t)vals[p];
+					args[p] = &vals32[p];
+				} else {
+					args[p] = &vals[p];
+				}
+			} else if (tmap_arg(ctx, cu, gm, k, v, sym, dptr, &maps[p]) == 0) {
+				args[p] = &maps[p];
+			} else {
+				bad = 1;
+			}
+		}
 		launch l = {kern[i], {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]},
 			    {(unsigned)k->block[0], (unsigned)k->block[1], (unsigned)k->block[2]},
 			    (unsigned)k->dyn_smem, args};
@@ -455,7 +419,7 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 		if (stats)
 			for (int d = 0; d < 3; d++)
 				stats->k[i].grid[d] = (unsigned)grid[d], stats->k[i].block[d] = (unsigned)k->block[d];
-		kargs_free(&ka);
+		free(args), free(vals), free(vals32), free(maps);
 		if (lrc < 0)
 			goto done;
 	}
@@ -485,80 +449,16 @@ done:
 	return rc;
 }
 
-/* ------------------------------------------------- caller's device pointers ---- */
-
-/* The kernels of one GPU IR module, loaded on one device. */
-struct tinyc_gpu_loaded {
-	int nkernel;		/* = the module's kernels */
-	tinyc_kernel **kern;	/* per kernel, launch order (owned) */
-};
+/* ---- shared with gpu_launch.c (launches on the caller's device pointers) ---- */
 
 int64_t tinyc_gpu_buf_storage(const tinyc_gbuf *b, const int64_t *sym)
 {
 	return buf_storage(b, sym);
 }
 
-tinyc_gpu_loaded *tinyc_gpu_load(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
-				 const tinyc_gpu_run_opts *opt)
+int tinyc_gpu_tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
+		       const tinyc_gkernel *k, const tinyc_gvar *v, const int64_t *sym,
+		       const tinyc_devptr *dptr, void *map)
 {
-	tinyc_gpu_run_opts defaults = {0};
-	tinyc_gpu_loaded *l = tinyc_calloc(ctx, 1, sizeof(*l));
-	if (!l)
-		return NULL;
-	l->nkernel = gm->nkernel;
-	if (!(l->kern = tinyc_calloc(ctx, (size_t)gm->nkernel + 1, sizeof(*l->kern))) ||
-	    load_kernels(ctx, cu, gm, opt ? opt : &defaults, NULL, l->kern) < 0) {
-		tinyc_gpu_loaded_free(l);
-		return NULL;
-	}
-	return l;
-}
-
-void tinyc_gpu_loaded_free(tinyc_gpu_loaded *l)
-{
-	if (!l)
-		return;
-	for (int i = 0; l->kern && i < l->nkernel; i++)
-		tinyc_kernel_free(l->kern[i]);
-	free(l->kern);
-	free(l);
-}
-
-int tinyc_gpu_launch_async(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
-			   const tinyc_gpu_loaded *l, const int64_t *sym, const tinyc_devptr *dptr,
-			   void *stream)
-{
-	if (check_syms(ctx, gm, sym) < 0)
-		return -1;
-	/* the outputs start as zeros, as in tinyc_gpu_run_cuda (strided outputs, atomics) */
-	for (int i = 0; i < gm->nbuf; i++) {
-		const tinyc_gbuf *b = &gm->bufs[i];
-		if (b->role == TINYC_GB_INPUT)
-			continue;
-		int64_t n = buf_storage(b, sym);
-		if (n > 0 && tinyc_cuda_memset8_async(cu, dptr[i], 0, (size_t)n * (size_t)tinyc_dtype_size(b->dtype),
-						       stream) < 0)
-			return -1;
-	}
-	for (int i = 0; i < gm->nkernel && i < l->nkernel; i++) {
-		const tinyc_gkernel *k = gm->kernels[i];
-		int64_t grid[3];
-		for (int d = 0; d < 3; d++)
-			if (tinyc_gpu_eval_int(k->grid[d], sym, &grid[d]) < 0)
-				return tinyc_error(ctx, "LaunchError", "kernel %s: grid extent needs a symbol value",
-						   k->name);
-		if (grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0)
-			continue;	/* nothing to compute */
-		kargs ka;
-		int rc = kargs_build(ctx, cu, gm, k, sym, dptr, &ka);
-		if (rc == 0) {
-			tinyc_dim3 g = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
-			tinyc_dim3 b = {(unsigned)k->block[0], (unsigned)k->block[1], (unsigned)k->block[2]};
-			rc = tinyc_cuda_launch_async(cu, l->kern[i], g, b, (unsigned)k->dyn_smem, ka.args, stream);
-		}
-		kargs_free(&ka);
-		if (rc < 0)
-			return -1;
-	}
-	return 0;
+	return tmap_arg(ctx, cu, gm, k, v, sym, dptr, map);
 }
