@@ -198,4 +198,29 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
 		       tinyc_gpu_run_stats *stats);
 
+/* Elements of storage of buffer b under sym[] (strided: the span), -1 when a size is unbound. */
+int64_t tinyc_gpu_buf_storage(const tinyc_gbuf *b, const int64_t *sym);
+/* Build the CUtensorMap of parameter v of kernel k (a PARAM_TMAP) into map (128 bytes,
+ * 64-byte aligned) for buffers at dptr[] and symbol values sym[].  0 or -1. */
+int tinyc_gpu_tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
+		       const tinyc_gkernel *k, const tinyc_gvar *v, const int64_t *sym,
+		       const tinyc_devptr *dptr, void *map);
+
+/* ---- gpu_launch.c ---- */
+
+/* The kernels of a module compiled (through the cache) and loaded on cu's device, for
+ * launching many times on the caller's device pointers (the C API's tinyc_program_launch). */
+typedef struct tinyc_gpu_loaded tinyc_gpu_loaded;
+__tinyc_give tinyc_gpu_loaded *tinyc_gpu_load(tinyc_ctx *ctx, tinyc_cuda *cu,
+					      const tinyc_gpu_module *gm,
+					      const tinyc_gpu_run_opts *opt);
+void tinyc_gpu_loaded_free(__tinyc_take tinyc_gpu_loaded *l);
+/* Enqueue gm on `stream` (a CUstream; NULL: the default stream): every non-input buffer
+ * zeroed, then every kernel in order.  dptr[b] is the device address of buffer b (inputs,
+ * outputs and temporaries alike, storage elements each), sym[] every symbol's value.
+ * Asynchronous; 0 or -1. */
+int tinyc_gpu_launch_async(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
+			   const tinyc_gpu_loaded *l, const int64_t *sym, const tinyc_devptr *dptr,
+			   void *stream);
+
 #endif

@@ -448,3 +448,17 @@ done:
 		tinyc_io_clear_outputs(io);
 	return rc;
 }
+
+/* ---- shared with gpu_launch.c (launches on the caller's device pointers) ---- */
+
+int64_t tinyc_gpu_buf_storage(const tinyc_gbuf *b, const int64_t *sym)
+{
+	return buf_storage(b, sym);
+}
+
+int tinyc_gpu_tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
+		       const tinyc_gkernel *k, const tinyc_gvar *v, const int64_t *sym,
+		       const tinyc_devptr *dptr, void *map)
+{
+	return tmap_arg(ctx, cu, gm, k, v, sym, dptr, map);
+}

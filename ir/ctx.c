@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct tinyc_ctx {
 	int ndiag;		/* diagnostics collected */
@@ -192,9 +193,14 @@ const tinyc_diag *tinyc_ctx_diag(const tinyc_ctx *ctx, int i)
 }
 
 /* Print one diagnostic: "file:line:col: error: Kind: message", the line and a caret. */
-void tinyc_diag_print(const tinyc_diag *d, FILE *out)
+/* Print one diagnostic, with clang's colours when color: the location bold, the severity
+ * red/magenta/cyan and bold, the message bold, the caret green. */
+static void diag_print(const tinyc_diag *d, FILE *out, int color)
 {
 	static const char *sev[] = {"error", "warning", "note"};
+	static const char *sev_color[] = {"\033[1;31m", "\033[1;35m", "\033[1;36m"};
+	const char *bold = color ? "\033[1m" : "", *reset = color ? "\033[0m" : "";
+	fputs(bold, out);
 	if (d->file) {
 		fputs(d->file, out);
 		if (d->loc.line > 0) {
@@ -206,10 +212,10 @@ void tinyc_diag_print(const tinyc_diag *d, FILE *out)
 	} else {
 		fputs("tinyc: ", out);
 	}
-	fprintf(out, "%s: ", sev[d->severity]);
+	fprintf(out, "%s%s%s: %s", color ? sev_color[d->severity] : "", sev[d->severity], reset, bold);
 	if (d->kind)
 		fprintf(out, "%s: ", d->kind);
-	fprintf(out, "%s\n", d->msg ? d->msg : "(out of memory)");
+	fprintf(out, "%s%s\n", d->msg ? d->msg : "(out of memory)", reset);
 	if (d->line_text) {
 		fprintf(out, "  %s\n", d->line_text);
 		if (d->loc.col > 0) {
@@ -217,15 +223,29 @@ void tinyc_diag_print(const tinyc_diag *d, FILE *out)
 			size_t n = strlen(d->line_text);
 			for (int i = 1; i < d->loc.col; i++)	/* keep tabs so the caret lines up */
 				fputc((size_t)(i - 1) < n && d->line_text[i - 1] == '\t' ? '\t' : ' ', out);
-			fputs("^\n", out);
+			fprintf(out, "%s^%s\n", color ? "\033[1;32m" : "", reset);
 		}
 	}
 }
 
+void tinyc_diag_print(const tinyc_diag *d, FILE *out)
+{
+	diag_print(d, out, 0);
+}
+
+/* Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org). */
+static int use_color(FILE *out)
+{
+	const char *nc = getenv("NO_COLOR");
+	int fd = fileno(out);
+	return fd >= 0 && isatty(fd) && !(nc && *nc);
+}
+
 void tinyc_ctx_print_diags(const tinyc_ctx *ctx, FILE *out)
 {
+	int color = use_color(out);
 	for (int i = 0; i < ctx->ndiag; i++)
-		tinyc_diag_print(&ctx->diag[i], out);
+		diag_print(&ctx->diag[i], out, color);
 	if (ctx->oom)
 		fputs("tinyc: error: OutOfMemory: some diagnostics were lost\n", out);
 }

@@ -74,9 +74,10 @@ int tinyc_ctx_diag_count(const tinyc_ctx *ctx);
 const tinyc_diag *tinyc_ctx_diag(const tinyc_ctx *ctx, int i);
 /* Forget all diagnostics collected so far. */
 void tinyc_ctx_clear_diags(tinyc_ctx *ctx);
-/* Print every diagnostic clang-style (location, kind, message, source line, caret). */
+/* Print every diagnostic clang-style (location, kind, message, source line, caret); in
+ * colour when out is a terminal and NO_COLOR is not set. */
 void tinyc_ctx_print_diags(const tinyc_ctx *ctx, FILE *out);
-/* Print one diagnostic. */
+/* Print one diagnostic (no colour). */
 void tinyc_diag_print(const tinyc_diag *d, FILE *out);
 
 /* Read a whole file into a new source (NULL and a diagnostic on failure). */

@@ -44,6 +44,7 @@ typedef struct driver_api {
 	CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
 	CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
 	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+	CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
 	CUresult (*EventCreate)(CUevent *, unsigned int);
 	CUresult (*EventRecord)(CUevent, CUstream);
 	CUresult (*EventSynchronize)(CUevent);
@@ -83,6 +84,7 @@ static const struct {
 	SYM(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL),
 	SYM(MemcpyDtoD, "cuMemcpyDtoD_v2", NULL),
 	SYM(MemsetD8, "cuMemsetD8_v2", NULL),
+	SYM(MemsetD8Async, "cuMemsetD8Async", NULL),
 	SYM(EventCreate, "cuEventCreate", NULL),
 	SYM(EventRecord, "cuEventRecord", NULL),
 	SYM(EventSynchronize, "cuEventSynchronize", NULL),
@@ -565,5 +567,38 @@ int tinyc_cuda_tensor_map(tinyc_cuda *cu, void *map, tinyc_tmap_elem elem, int r
 			 (unsigned long long)(rank > 1 ? d[1] : 1), bx[0], rank > 1 ? bx[1] : 1);
 		return cuda_fail(cu, "cuTensorMapEncodeTiled", r, extra);
 	}
+	return 0;
+}
+
+/* ---- the caller's streams (the C API's tinyc_program_launch) ---- */
+
+/* Launch a kernel on a stream of the caller's (a CUstream; NULL: the default stream). */
+int tinyc_cuda_launch_async(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
+			    unsigned dyn_smem_bytes, void **args, void *stream)
+{
+	if (dyn_smem_bytes > (unsigned)k->dyn_smem_optin && dyn_smem_bytes > 48 * 1024) {
+		CHECK(cu, FuncSetAttribute, (k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+					     (int)dyn_smem_bytes));
+		k->dyn_smem_optin = (int)dyn_smem_bytes;
+	}
+	CHECK(cu, LaunchKernel, (k->fn, at_least_1(grid.x), at_least_1(grid.y), at_least_1(grid.z),
+				 at_least_1(block.x), at_least_1(block.y), at_least_1(block.z),
+				 dyn_smem_bytes, (CUstream)stream, args, NULL));
+	return 0;
+}
+
+/* Make the device's primary context current on the calling thread. */
+int tinyc_cuda_make_current(tinyc_cuda *cu)
+{
+	CHECK(cu, CtxSetCurrent, (cu->pctx));
+	return 0;
+}
+
+/* Zero-fill (or fill with value) bytes at dst, enqueued on a stream (NULL: the default). */
+int tinyc_cuda_memset8_async(tinyc_cuda *cu, tinyc_devptr dst, unsigned char value, size_t bytes,
+			     void *stream)
+{
+	if (bytes)
+		CHECK(cu, MemsetD8Async, ((CUdeviceptr)dst, value, bytes, (CUstream)stream));
 	return 0;
 }

@@ -225,6 +225,13 @@ int tinyc_kernel_get_attrs(tinyc_cuda *cu, tinyc_kernel *k, tinyc_kernel_attrs *
 int tinyc_cuda_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
 		      unsigned dyn_smem_bytes, void **args);
 
+/* tinyc_cuda_launch on `stream` (a CUstream of the caller's; NULL: the default stream). */
+int tinyc_cuda_launch_async(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
+			    unsigned dyn_smem_bytes, void **args, void *stream);
+/* Make the device's primary context current on the calling thread (a thread other than the
+ * one that opened cu, before launching).  0 or -1. */
+int tinyc_cuda_make_current(tinyc_cuda *cu);
+
 /* Element types of tensor maps. */
 typedef enum tinyc_tmap_elem {
 	TINYC_TMAP_F16,		/* half */
@@ -248,6 +255,9 @@ int tinyc_cuda_upload(tinyc_cuda *cu, tinyc_devptr dst, const void *src, size_t 
 int tinyc_cuda_download(tinyc_cuda *cu, void *dst, tinyc_devptr src, size_t bytes);
 int tinyc_cuda_copy(tinyc_cuda *cu, tinyc_devptr dst, tinyc_devptr src, size_t bytes);
 int tinyc_cuda_memset8(tinyc_cuda *cu, tinyc_devptr dst, unsigned char value, size_t bytes);
+/* tinyc_cuda_memset8 enqueued on `stream` (NULL: the default stream). */
+int tinyc_cuda_memset8_async(tinyc_cuda *cu, tinyc_devptr dst, unsigned char value, size_t bytes,
+			     void *stream);
 /* Wait for all work on the context. */
 int tinyc_cuda_sync(tinyc_cuda *cu);
 

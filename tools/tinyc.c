@@ -39,7 +39,8 @@ typedef struct named_path {
 /* Everything the command line says. */
 typedef struct cli {
 	const char *cmd;	/* "compile", "run" or "bench" */
-	const char *file;	/* the .uop input */
+	const char *file;	/* the .uop input ("-": standard input) */
+	const char *output;	/* -o FILE: what goes to standard output goes there */
 	const char *stage;	/* --dump-stage */
 	tinyc_format format;	/* --format */
 	int print_after_all;	/* --print-after-all */
@@ -86,6 +87,8 @@ static void usage(FILE *out)
 		"  --bind M=64,N=32      bind size symbols (compile time: specialises the kernel)\n"
 		"  --target=sm_XY        GPU target when no GPU is present (e.g. sm_80, sm_90)\n"
 		"  -v, --verbose         print per-pass times to stderr\n"
+		"  -o FILE               write the output (dump, run report) to FILE, not stdout\n"
+		"  FILE '-'              read the graph from standard input\n"
 		"\n"
 		"Run options (tinyc run FILE ...):\n"
 		"  --in NAME=x.npy       input tensor for BUFFER name=NAME (repeatable)\n"
@@ -119,7 +122,8 @@ static void usage(FILE *out)
 		"  --version             print the version\n"
 		"\n"
 		"Exit status: 0 success, 1 diagnostics or failed check, 2 usage error.\n"
-		"Diagnostics are printed as FILE:LINE:COL: error: Kind: message, with a caret.\n");
+		"Diagnostics are printed as FILE:LINE:COL: error: Kind: message, with a caret;\n"
+		"in colour on a terminal unless NO_COLOR is set.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -220,6 +224,10 @@ static int parse_args(int argc, char **argv, cli *c)
 			c->opt.verify_each = 1;
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
 			c->opt.verbose = 1;
+		} else if ((v = opt_value(argc, argv, &i, "-o"))) {
+			c->output = v;
+		} else if (!strcmp(a, "-o")) {
+			return usage_error("%s", "-o needs a file name");
 		} else if ((v = opt_value(argc, argv, &i, "--target"))) {
 			c->opt.target = v;
 		} else if ((v = opt_value(argc, argv, &i, "--bind"))) {
@@ -682,6 +690,24 @@ done:
 	return rc;
 }
 
+/* The graph from standard input ("-"), named "<stdin>" in diagnostics. */
+static tinyc_source *read_stdin(tinyc_ctx *ctx)
+{
+	tinyc_buf b = {0};
+	char chunk[65536];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
+		for (size_t i = 0; i < n; i++)
+			tinyc_buf_putc(&b, chunk[i]);
+	tinyc_source *src = NULL;
+	if (ferror(stdin))
+		tinyc_error(ctx, "IOError", "cannot read standard input: %s", strerror(errno));
+	else if (b.oom || !(src = tinyc_source_from_string("<stdin>", b.data ? b.data : "", b.len)))
+		tinyc_error(ctx, "OutOfMemory", "standard input");
+	tinyc_buf_free(&b);
+	return src;
+}
+
 /* tinyc htree (tools/tinyc_htree.c): argv[0] is "htree". */
 int tinyc_cmd_htree(int argc, char **argv);
 /* tinyc tune (tools/tinyc_tune.c): argv[0] is "tune". */
@@ -706,7 +732,14 @@ int main(int argc, char **argv)
 		return EXIT_DIAG;
 	}
 	c.opt.bind = c.bind;
-	tinyc_source *src = tinyc_source_read(ctx, c.file);
+	if (c.output && !freopen(c.output, "w", stdout)) {
+		tinyc_error(ctx, "IOError", "cannot write '%s': %s", c.output, strerror(errno));
+		tinyc_ctx_print_diags(ctx, stderr);
+		tinyc_ctx_free(ctx);
+		cli_free(&c);
+		return EXIT_DIAG;
+	}
+	tinyc_source *src = !strcmp(c.file, "-") ? read_stdin(ctx) : tinyc_source_read(ctx, c.file);
 	tinyc_module *m = src ? tinyc_module_alloc(ctx, src, &c.opt) : NULL;
 	if (!m) {
 		rc = EXIT_DIAG;

@@ -26,6 +26,10 @@
 #include "runtime/htree_run.h"
 #include "runtime/runtime.h"
 
+#ifndef TINYC_VERSION
+#define TINYC_VERSION "0.0.0"
+#endif
+
 enum { HT_OK = 0, HT_DIAG = 1, HT_USAGE = 2 };
 
 #define HT_MAX_LIST 64		/* --trace-position / --seq-len entries */
@@ -138,6 +142,9 @@ static int ht_parse(int argc, char **argv, ht_cli *c)
 		int64_t n;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			ht_usage(stdout);
+			return HT_OK;
+		} else if (!strcmp(a, "--version")) {
+			printf("tinyc %s %s (tinyc-uop v0)\n", "htree", TINYC_VERSION);
 			return HT_OK;
 		} else if ((v = ht_opt(argc, argv, &i, "--q"))) {
 			c->q = v;

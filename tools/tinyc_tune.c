@@ -29,6 +29,10 @@
 #include "sched/matmul.h"
 #include "sched/schedule.h"
 
+#ifndef TINYC_VERSION
+#define TINYC_VERSION "0.0.0"
+#endif
+
 #define TUNE_MAX 64	/* candidates measured at most */
 
 /* The command line of tinyc tune. */
@@ -89,6 +93,9 @@ static int tune_parse(int argc, char **argv, tune_cli *c)
 		const char *a = argv[i], *v;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			tune_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--version")) {
+			printf("tinyc %s %s (tinyc-uop v0)\n", "tune", TINYC_VERSION);
 			return 0;
 		} else if ((v = tune_opt(argc, argv, &i, "--bind"))) {
 			c->bind = v;

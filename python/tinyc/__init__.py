@@ -1,12 +1,18 @@
-"""tinyc's Python package (docs/python.md).
+"""tinyc's Python package (docs/python.md, docs/python-api.md).
 
-tinyc.from_tinygrad(outputs, inputs, params) turns tinygrad Tensors into tinyc-uop v0
-text; `python -m tinyc.export script.py` does it for a script.  The bridge imports
-tinygrad only when first used, so the rest of the package works without it.
+    import tinyc
+    m = tinyc.compile(open("examples/softmax.uop").read(), device="cpu")
+    y = m(X=x)["Y"]
+
+tinyc.compile() is ctypes over libtinyc.so (loaded on first use).  tinyc.from_tinygrad(outputs,
+inputs, params) turns tinygrad Tensors into tinyc-uop v0 text; `python -m tinyc.export
+script.py` does it for a script.  The bridge imports tinygrad only when first used, so the rest
+of the package works without it.
 """
+from .api import Module, Tensor, TinycError, compile, version
 
-__version__ = "0.1.0"
-__all__ = ["from_tinygrad", "BridgeError"]
+__version__ = "0.2.0"
+__all__ = ["compile", "Module", "Tensor", "TinycError", "version", "from_tinygrad", "BridgeError"]
 
 
 def __getattr__(name):
