@@ -27,6 +27,9 @@
  *                               read_j . write_v^-1 . A (movement is folded in reads).
  *      Each OUTPUT is an AuxStore (its layout from write_o . P_o) and each reduction an
  *      Row/Col/ScalarReduction node.  An OUTPUT whose build fails is left out, with why.
+ *      A value that another contraction reads with broadcasting (the schedule stores it,
+ *      tinyc_contraction_producers) is stored too when it is PLAIN: an AuxStore to its
+ *      own buffer, in its own dtype (the first Linear's bias + GELU for the second).
  *   3. If a consumer outside the graph still reads the accumulator (or a value computed
  *      from it), the graph also stores the REDUCE's value to its buffer.
  *   4. The graph passes run (types, cse, dce, sort).
@@ -45,6 +48,7 @@
 
 #include "lower/lower.h"
 #include "poly/poly.h"
+#include "sched/schedule.h"
 
 /* What a node is with respect to the contraction being extracted. */
 enum {
@@ -81,6 +85,9 @@ typedef struct ex {
 	int *redkind;			/* per ST_RED node: ROW_RED, COL_RED or SCALAR_RED */
 	unsigned char *covered;		/* nodes the graph computes */
 	unsigned char *live;		/* nodes that reach an OUTPUT */
+	unsigned char *prod;		/* values the schedule stores for another contraction
+					 * (tinyc_contraction_producers) */
+	unsigned char *stored;		/* prod values this graph stores */
 	tinyc_evt *gr;			/* the graph being built */
 	memo *memo;			/* built values */
 	int nmemo, capmemo;
@@ -775,6 +782,27 @@ static int build_output(ex *x, int o)
 	return 0;
 }
 
+/* Build the store of producer v (PLAIN) to its own buffer: v's value at the element
+ * computed at c, laid out like v's array.  0 or -1. */
+static int build_producer(ex *x, int v)
+{
+	const tinyc_uop *u = &x->g->nodes[v];
+	tinyc_evt_layout lay;
+	if (out_layout(x, x->E[v], u, &lay) < 0)
+		return -1;
+	int ch = build(x, v, -1, x->E[v], 0);
+	if (ch < 0)
+		return -1;
+	const char *name = x->pv->array_name[v];
+	int s = tinyc_evt_store(x->ctx, x->gr, name ? name : nid(x, v), v, u->dtype, &lay);
+	if (s < 0)
+		return x->oom = 1, failf(x, "out of memory");
+	link(x, s, 1, &ch);
+	x->gr->nodes[s].uop = v;
+	x->covered[v] = x->stored[v] = 1;
+	return 0;
+}
+
 /* ------------------------------------------------------------ one entry ---- */
 
 /* The C space [params] -> { C[l, m, n] } and its domain. */
@@ -874,9 +902,22 @@ static int extract_one(ex *x, int ci)
 		if (x->oom)
 			return tinyc_error(x->ctx, "OutOfMemory", "epilogue extraction");
 	}
-	/* outputs, in graph order */
+	/* outputs and the stored producers, in graph order */
 	int built = 0;
 	for (int o = x->r + 1; o < x->g->n; o++) {
+		if (x->prod[o] && x->live[o] && x->state[o] == ST_PLAIN) {
+			int n0 = x->gr->n;
+			free(x->fail), x->fail = NULL;
+			if (build_producer(x, o) < 0) {
+				if (x->oom)
+					return tinyc_error(x->ctx, "OutOfMemory", "epilogue extraction");
+				rollback(x, n0);
+				add_note(x, o, x->fail);
+				continue;
+			}
+			built++;
+			continue;
+		}
 		if (x->g->nodes[o].op != TINYC_OP_OUTPUT || x->state[o] == ST_NONE)
 			continue;
 		if (x->state[o] == ST_BAD) {
@@ -910,8 +951,8 @@ static int extract_one(ex *x, int ci)
 			continue;
 		const tinyc_pv_stmt *st = &pv->stmt[pv->stmt_of[u]];
 		for (int j = 0; j < st->nread; j++)
-			if (st->read[j].array >= 0 && (x->covered[st->read[j].array] ||
-						       st->read[j].array == x->r))
+			if (st->read[j].array >= 0 && !x->stored[st->read[j].array] &&
+			    (x->covered[st->read[j].array] || st->read[j].array == x->r))
 				outside = 1;
 	}
 	if (!built && !outside) {
@@ -964,7 +1005,7 @@ static void ex_reset(ex *x)
 		x->P[i] = x->E[i] = NULL;
 		x->state[i] = ST_NONE;
 		x->redkind[i] = 0;
-		x->covered[i] = 0;
+		x->covered[i] = x->stored[i] = 0;
 	}
 	for (int i = 0; i < x->nmemo; i++)
 		isl_pw_multi_aff_free(x->memo[i].A);
@@ -1004,10 +1045,15 @@ tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx, const tinyc_polyview *pv)
 	x.E = tinyc_calloc(ctx, n, sizeof(*x.E));
 	x.covered = tinyc_calloc(ctx, n, 1);
 	x.live = tinyc_calloc(ctx, n, 1);
+	x.prod = tinyc_calloc(ctx, n, 1);
+	x.stored = tinyc_calloc(ctx, n, 1);
 	set->e = tinyc_calloc(ctx, (size_t)pv->ncontr, sizeof(*set->e));
 	int rc = 0;
-	if (!x.state || !x.redkind || !x.P || !x.E || !x.covered || !x.live || !set->e)
+	if (!x.state || !x.redkind || !x.P || !x.E || !x.covered || !x.live || !x.prod ||
+	    !x.stored || !set->e)
 		rc = -1;
+	else
+		tinyc_contraction_producers(g, pv->ib->bind, x.prod);
 	for (int i = g->n - 1; rc == 0 && i >= 0; i--) {
 		if (g->nodes[i].op == TINYC_OP_OUTPUT)
 			x.live[i] = 1;
@@ -1023,7 +1069,7 @@ tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx, const tinyc_polyview *pv)
 		ex_reset(&x);
 	}
 	free(x.state), free(x.redkind), free(x.P), free(x.E), free(x.covered), free(x.live);
-	free(x.memo);
+	free(x.prod), free(x.stored), free(x.memo);
 	if (rc < 0) {
 		tinyc_evt_set_free(set);
 		return NULL;
