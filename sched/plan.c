@@ -550,6 +550,8 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 				tinyc_matmul_plan_print(s, p, out);	/* tiles, binding, epilogue */
 		}
 		tinyc_rearrange_schedule_print(s, k, out);	/* rearrange plan, or why not */
+		if (k->mm_why[0] && (!p || p->kind != TINYC_PLAN_MATMUL))
+			tinyc_buf_printf(out, "  not a matmul: %s\n", k->mm_why);
 	}
 }
 

@@ -6,7 +6,8 @@
  * Walking down from the operand through movement (RESHAPE, PERMUTE, EXPAND, SHRINK,
  * FLIP, PAD) and CAST reaches either a leaf (a BUFFER or CONST: the operand is a load,
  * which the templates read with strides and convert on the way) or a computed value
- * (elementwise, REDUCE, CONTIGUOUS).  A computed value is marked: the partition stores it
+ * (elementwise, REDUCE, CONTIGUOUS).  A computed value is marked (the first node below
+ * the views: a CAST of it is stored converted): the partition stores it
  * in a buffer of its own dtype, and the epilogue extraction stores it from the kernel of
  * the contraction that produces it when it can run there.
  */
@@ -61,8 +62,15 @@ void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
 			continue;
 		for (int j = 0; j < 2; j++) {
 			int bcast = !tinyc_operand_injective(g, b, m, j);
-			int p = below_loads(g, b, g->nodes[m].src[j], &bcast);
-			tinyc_op op = g->nodes[p].op;
+			int p = g->nodes[m].src[j];
+			while (load_like(g->nodes[p].op) && g->nodes[p].op != TINYC_OP_CAST) {
+				bcast |= !tinyc_operand_injective(g, b, p, 0);
+				p = g->nodes[p].src[0];
+			}
+			/* p: the first value below the views; a CAST of a computed value is
+			 * stored converted (what the contraction multiplies) */
+			int leaf = below_loads(g, b, p, &bcast);
+			tinyc_op op = g->nodes[leaf].op;
 			if (bcast && op != TINYC_OP_BUFFER && op != TINYC_OP_CONST)
 				mark[p] = 1;
 		}

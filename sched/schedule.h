@@ -92,6 +92,7 @@ typedef struct tinyc_skernel {
 	tinyc_plan *cands;	/* candidates (owned) */
 	int choice;		/* index of the chosen candidate */
 	const char *why;	/* why its value is a kernel boundary (static text) */
+	char mm_why[192];	/* why its contraction is not a matmul plan ("" if none) */
 } tinyc_skernel;
 
 /* The schedule of a graph. */
