@@ -507,8 +507,9 @@ static int build_stmt(ex *x, int v, isl_pw_multi_aff *A)
 			     nid(x, v));
 	if (u->op == TINYC_OP_REDUCE)
 		return failf(x, "needs %%%s, a reduction computed by another kernel", nid(x, v));
+	int view = tinyc_op_info(u->op)->kind == TINYC_KIND_MOVEMENT;	/* CONTIGUOUS, stored view */
 	if (u->op == TINYC_OP_OUTPUT || tinyc_op_info(u->op)->kind != TINYC_KIND_ELEMENTWISE) {
-		if (u->op != TINYC_OP_CONTIGUOUS)
+		if (!view)
 			return failf(x, "%%%s (%s) cannot run in an epilogue", nid(x, v),
 				     tinyc_op_info(u->op)->name);
 	}
@@ -531,7 +532,7 @@ static int build_stmt(ex *x, int v, isl_pw_multi_aff *A)
 	}
 	isl_pw_multi_aff_free(P);
 	x->covered[v] = 1;
-	if (u->op == TINYC_OP_CONTIGUOUS)
+	if (view)
 		return ch[0];
 	int i;
 	if (u->op == TINYC_OP_CAST) {

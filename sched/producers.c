@@ -6,8 +6,11 @@
  * Walking down from the operand through movement (RESHAPE, PERMUTE, EXPAND, SHRINK,
  * FLIP, PAD) and CAST reaches either a leaf (a BUFFER or CONST: the operand is a load,
  * which the templates read with strides and convert on the way) or a computed value
- * (elementwise, REDUCE, CONTIGUOUS).  A computed value is marked (the first node below
- * the views: a CAST of it is stored converted): the partition stores it
+ * (elementwise, REDUCE, CONTIGUOUS).  Then the operand below its broadcast (EXPANDs and
+ * RESHAPEs that add dims of size 1) is marked: a computed value, a CAST of one (stored
+ * converted), or a view of one (heads split and transposed: stored in the layout the
+ * contraction reads, a statement of its own in the Poly-View, copied from the value below
+ * it, which is marked too).  The partition stores it
  * in a buffer of its own dtype, and the epilogue extraction stores it from the kernel of
  * the contraction that produces it when it can run there.
  */
@@ -42,6 +45,27 @@ static int below_loads(const tinyc_graph *g, const tinyc_bindings *b, int i, int
 	return i;
 }
 
+/* Whether node i is a RESHAPE that only adds or drops dims of size 1. */
+static int unit_reshape(const tinyc_graph *g, int i)
+{
+	const tinyc_uop *u = &g->nodes[i], *o;
+	if (u->op != TINYC_OP_RESHAPE)
+		return 0;
+	o = &g->nodes[u->src[0]];
+	int a = 0, b = 0;
+	for (;;) {
+		while (a < u->rank && u->shape[a].sym < 0 && u->shape[a].val == 1)
+			a++;
+		while (b < o->rank && o->shape[b].sym < 0 && o->shape[b].val == 1)
+			b++;
+		if (a == u->rank || b == o->rank)
+			return a == u->rank && b == o->rank;
+		if (u->shape[a].sym != o->shape[b].sym || (u->shape[a].sym < 0 && u->shape[a].val != o->shape[b].val))
+			return 0;
+		a++, b++;
+	}
+}
+
 int tinyc_contraction_mul(const tinyc_graph *g, int r)
 {
 	const tinyc_uop *u = &g->nodes[r];
@@ -63,16 +87,25 @@ void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
 		for (int j = 0; j < 2; j++) {
 			int bcast = !tinyc_operand_injective(g, b, m, j);
 			int p = g->nodes[m].src[j];
-			while (load_like(g->nodes[p].op) && g->nodes[p].op != TINYC_OP_CAST) {
+			while (g->nodes[p].op == TINYC_OP_EXPAND || unit_reshape(g, p)) {
 				bcast |= !tinyc_operand_injective(g, b, p, 0);
 				p = g->nodes[p].src[0];
 			}
-			/* p: the first value below the views; a CAST of a computed value is
-			 * stored converted (what the contraction multiplies) */
+			/* p: the operand below its broadcast; a view of a computed value (heads
+			 * transposed) is stored in the layout the contraction reads, a CAST of one
+			 * converted (what the contraction multiplies) */
 			int leaf = below_loads(g, b, p, &bcast);
 			tinyc_op op = g->nodes[leaf].op;
-			if (bcast && op != TINYC_OP_BUFFER && op != TINYC_OP_CONST)
-				mark[p] = 1;
+			if (!bcast || op == TINYC_OP_BUFFER || op == TINYC_OP_CONST)
+				continue;
+			mark[p] = 1;
+			/* a view is copied from its value, which is stored too (by the epilogue
+			 * of the contraction that computes it, in its own layout) */
+			int q = p;
+			while (tinyc_op_info(g->nodes[q].op)->kind == TINYC_KIND_MOVEMENT &&
+			       g->nodes[q].op != TINYC_OP_CONTIGUOUS)
+				q = g->nodes[q].src[0];
+			mark[q] = 1;
 		}
 	}
 }
