@@ -5,6 +5,9 @@
  *                intermediate buffers (dtype, shape), one kernel per materialised value
  *                in launch (topological) order, and which REDUCEs each kernel computes
  *                inline.  Elementwise and movement chains are fused into their consumer.
+ *   producers.c  the values a contraction reads with broadcasting that are not loads:
+ *                stored once (partition.c), by the producing epilogue where it can
+ *                (lower/evt_extract.c), never recomputed in a k loop.
  *   plan.c       per kernel: the candidate plans (block/thread tiling for elementwise
  *                kernels, block-per-row cooperative reductions), their cost estimates
  *                time = max(FLOPs/peak, bytes/bandwidth) / efficiency against the device
