@@ -998,6 +998,17 @@ static int extract_one(ex *x, int ci)
 	if (!x->cdom || !x->Wr)
 		return tinyc_isl_report(x->ctx, x->ictx, NULL, (tinyc_loc){0, 0},
 					"setting up the epilogue's coordinates");
+	if (count[0] > 1 || count[1] > 1 || count[2] > 1) {
+		/* merged axes must be one stride apart in the accumulator's own array too */
+		tinyc_evt_layout lay;
+		if (out_layout(x, x->Wr, &x->g->nodes[x->r], &lay) < 0) {
+			free(x->fail), x->fail = NULL;
+			e->why_none = tinyc_asprintf("the contraction has %d batch, %d m and %d n axes "
+						     "that do not merge in its result's layout",
+						     count[0], count[1], count[2]);
+			return e->why_none ? 0 : -1;
+		}
+	}
 	x->gr = tinyc_evt_alloc(x->ctx, c->acc);
 	if (!x->gr || tinyc_evt_set_symbols(x->ctx, x->gr, x->g->nsym,
 					    (const char *const *)x->g->syms) < 0)

@@ -6,13 +6,14 @@
  * Walking down from the operand through movement (RESHAPE, PERMUTE, EXPAND, SHRINK,
  * FLIP, PAD) and CAST reaches either a leaf (a BUFFER or CONST: the operand is a load,
  * which the templates read with strides and convert on the way) or a computed value
- * (elementwise, REDUCE, CONTIGUOUS).  Then the operand below its broadcast (EXPANDs and
- * RESHAPEs that add dims of size 1) is marked: a computed value, a CAST of one (stored
- * converted), or a view of one (heads split and transposed: stored in the layout the
- * contraction reads, a statement of its own in the Poly-View, copied from the value below
- * it, which is marked too).  The partition stores it
- * in a buffer of its own dtype, and the epilogue extraction stores it from the kernel of
- * the contraction that produces it when it can run there.
+ * (elementwise, REDUCE, CONTIGUOUS).  Then the operand below its deepest broadcast (and
+ * the RESHAPEs that add dims of size 1) is marked, so that nothing stored repeats an
+ * element (a convolution's window EXPANDs stay views): a computed value, a CAST of one
+ * (stored converted), or a view of one (heads split and transposed: stored in the layout
+ * the contraction reads, a statement of its own in the Poly-View, copied from the value
+ * below it, which is marked too).  The partition stores it in a buffer of its own dtype,
+ * and the epilogue extraction stores it from the kernel of the contraction that produces
+ * it when it can run there.
  */
 #include "sched/schedule.h"
 
@@ -33,15 +34,11 @@ static int load_like(tinyc_op op)
 	}
 }
 
-/* The node below the chain of load-like ops that starts at i; *bcast |= a step of the
- * chain broadcasts (when bcast is given). */
-static int below_loads(const tinyc_graph *g, const tinyc_bindings *b, int i, int *bcast)
+/* The node below the chain of load-like ops that starts at i. */
+static int below_loads(const tinyc_graph *g, int i)
 {
-	while (load_like(g->nodes[i].op)) {
-		if (bcast && !tinyc_operand_injective(g, b, i, 0))
-			*bcast = 1;
+	while (load_like(g->nodes[i].op))
 		i = g->nodes[i].src[0];
-	}
 	return i;
 }
 
@@ -71,7 +68,7 @@ int tinyc_contraction_mul(const tinyc_graph *g, int r)
 	const tinyc_uop *u = &g->nodes[r];
 	if (u->op != TINYC_OP_REDUCE || u->redop != TINYC_RED_ADD)
 		return -1;
-	int m = below_loads(g, NULL, u->src[0], NULL);
+	int m = below_loads(g, u->src[0]);
 	return g->nodes[m].op == TINYC_OP_MUL ? m : -1;
 }
 
@@ -85,18 +82,23 @@ void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
 		if (m < 0)
 			continue;
 		for (int j = 0; j < 2; j++) {
-			int bcast = !tinyc_operand_injective(g, b, m, j);
-			int p = g->nodes[m].src[j];
-			while (g->nodes[p].op == TINYC_OP_EXPAND || unit_reshape(g, p)) {
-				bcast |= !tinyc_operand_injective(g, b, p, 0);
+			/* p: the operand below its deepest broadcast (an EXPAND, or the MUL's own)
+			 * and the RESHAPEs that add dims of size 1: nothing stored repeats an
+			 * element.  A view of a computed value (heads transposed) is stored in the
+			 * layout the contraction reads, a CAST of one converted. */
+			int src = g->nodes[m].src[j], p = -1;
+			if (!tinyc_operand_injective(g, b, m, j))
+				p = src;
+			for (int q = src; load_like(g->nodes[q].op); q = g->nodes[q].src[0])
+				if (!tinyc_operand_injective(g, b, q, 0))
+					p = g->nodes[q].src[0];
+			if (p < 0)
+				continue;
+			while (unit_reshape(g, p))
 				p = g->nodes[p].src[0];
-			}
-			/* p: the operand below its broadcast; a view of a computed value (heads
-			 * transposed) is stored in the layout the contraction reads, a CAST of one
-			 * converted (what the contraction multiplies) */
-			int leaf = below_loads(g, b, p, &bcast);
+			int leaf = below_loads(g, p);
 			tinyc_op op = g->nodes[leaf].op;
-			if (!bcast || op == TINYC_OP_BUFFER || op == TINYC_OP_CONST)
+			if (op == TINYC_OP_BUFFER || op == TINYC_OP_CONST)
 				continue;
 			mark[p] = 1;
 			/* a view is copied from its value, which is stored too (by the epilogue
