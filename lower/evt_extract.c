@@ -27,6 +27,9 @@
  *                               read_j . write_v^-1 . A (movement is folded in reads).
  *      Each OUTPUT is an AuxStore (its layout from write_o . P_o) and each reduction an
  *      Row/Col/ScalarReduction node.  An OUTPUT whose build fails is left out, with why.
+ *      A value that another contraction reads with broadcasting (the schedule stores it,
+ *      tinyc_contraction_producers) is stored too when it is PLAIN: an AuxStore to its
+ *      own buffer, in its own dtype (the first Linear's bias + GELU for the second).
  *   3. If a consumer outside the graph still reads the accumulator (or a value computed
  *      from it), the graph also stores the REDUCE's value to its buffer.
  *   4. The graph passes run (types, cse, dce, sort).
@@ -45,6 +48,7 @@
 
 #include "lower/lower.h"
 #include "poly/poly.h"
+#include "sched/schedule.h"
 
 /* What a node is with respect to the contraction being extracted. */
 enum {
@@ -81,12 +85,16 @@ typedef struct ex {
 	int *redkind;			/* per ST_RED node: ROW_RED, COL_RED or SCALAR_RED */
 	unsigned char *covered;		/* nodes the graph computes */
 	unsigned char *live;		/* nodes that reach an OUTPUT */
+	unsigned char *prod;		/* values the schedule stores for another contraction
+					 * (tinyc_contraction_producers) */
+	unsigned char *stored;		/* prod values this graph stores */
 	tinyc_evt *gr;			/* the graph being built */
 	memo *memo;			/* built values */
 	int nmemo, capmemo;
 	int have_src;			/* a SrcFetch was designated */
 	char *fail;			/* why the current build failed (owned) */
 	tinyc_evt_entry *e;		/* the entry being filled */
+	const tinyc_evt_set *set;	/* the entries filled so far */
 	int oom;			/* an allocation or isl call failed */
 } ex;
 
@@ -235,6 +243,43 @@ static int array_strides(const tinyc_uop *u, tinyc_evt_poly *bs)
 	return 0;
 }
 
+/* Whether af uses an integer division (a floor or mod) with a nonzero coefficient. */
+static int divs_used(isl_aff *af)
+{
+	isl_size nd = isl_aff_dim(af, isl_dim_div);
+	for (int i = 0; i < nd; i++) {
+		isl_val *v = isl_aff_get_coefficient_val(af, isl_dim_div, i);
+		int used = !v || !isl_val_is_zero(v);
+		isl_val_free(v);
+		if (used)
+			return 1;
+	}
+	return nd < 0;
+}
+
+/* sum_d ma[d] * bs[d] as one affine expression without divisions, when every stride
+ * bs[d] is a constant and the divisions cancel (floor(m / T) * T + m mod T = m); else
+ * NULL. */
+static isl_aff *linearise(isl_multi_aff *ma, const tinyc_evt_poly *bs, int nout)
+{
+	isl_aff *sum = NULL;
+	for (int d = 0; d < nout; d++) {
+		int64_t st;
+		if (tinyc_evt_poly_eval(&bs[d], NULL, 0, &st) < 0) {
+			isl_aff_free(sum);
+			return NULL;
+		}
+		isl_aff *af = isl_multi_aff_get_aff(ma, d);
+		af = isl_aff_scale_val(af, isl_val_int_from_si(isl_multi_aff_get_ctx(ma), (long)st));
+		sum = sum ? isl_aff_add(sum, af) : af;
+	}
+	if (!sum || divs_used(sum)) {
+		isl_aff_free(sum);
+		return NULL;
+	}
+	return sum;
+}
+
 int tinyc_evt_access_layout(const tinyc_graph *g, isl_pw_multi_aff *acc, isl_set *dom,
 			    const tinyc_uop *array, int nin, tinyc_evt_poly *strides,
 			    tinyc_evt_poly *offset, char **why)
@@ -271,10 +316,27 @@ int tinyc_evt_access_layout(const tinyc_graph *g, isl_pw_multi_aff *acc, isl_set
 		*why = strdup("the access does not match the tensor's rank");
 		rc = -1;
 	}
+	/* an access that divides (a merged coordinate split back into the tensor's axes)
+	 * is linear again once the axes are weighted by constant strides */
+	isl_aff *lin = NULL;
+	int divides = 0;
 	for (int d = 0; rc == 0 && d < nout; d++) {
 		isl_aff *af = isl_multi_aff_get_aff(ma, d);
-		if (!af || isl_aff_dim(af, isl_dim_div) != 0) {
-			*why = strdup("the access divides (a reshape that splits an axis)");
+		divides |= !af || divs_used(af);
+		isl_aff_free(af);
+	}
+	if (rc == 0 && divides && !(lin = linearise(ma, bs, nout))) {
+		*why = strdup("the access divides (a reshape that splits an axis)");
+		rc = -1;
+	}
+	if (lin) {
+		nout = 1;
+		bs[0] = tinyc_evt_poly_const(1);
+	}
+	for (int d = 0; rc == 0 && d < nout; d++) {
+		isl_aff *af = lin ? isl_aff_copy(lin) : isl_multi_aff_get_aff(ma, d);
+		if (!af) {
+			*why = strdup("isl error");
 			rc = -1;
 		}
 		isl_val *v;
@@ -324,6 +386,7 @@ int tinyc_evt_access_layout(const tinyc_graph *g, isl_pw_multi_aff *acc, isl_set
 		}
 		isl_aff_free(af);
 	}
+	isl_aff_free(lin);
 	isl_multi_aff_free(ma);
 	if (rc < 0 && !*why)
 		*why = strdup("?");
@@ -444,8 +507,9 @@ static int build_stmt(ex *x, int v, isl_pw_multi_aff *A)
 			     nid(x, v));
 	if (u->op == TINYC_OP_REDUCE)
 		return failf(x, "needs %%%s, a reduction computed by another kernel", nid(x, v));
+	int view = tinyc_op_info(u->op)->kind == TINYC_KIND_MOVEMENT;	/* CONTIGUOUS, stored view */
 	if (u->op == TINYC_OP_OUTPUT || tinyc_op_info(u->op)->kind != TINYC_KIND_ELEMENTWISE) {
-		if (u->op != TINYC_OP_CONTIGUOUS)
+		if (!view)
 			return failf(x, "%%%s (%s) cannot run in an epilogue", nid(x, v),
 				     tinyc_op_info(u->op)->name);
 	}
@@ -468,7 +532,7 @@ static int build_stmt(ex *x, int v, isl_pw_multi_aff *A)
 	}
 	isl_pw_multi_aff_free(P);
 	x->covered[v] = 1;
-	if (u->op == TINYC_OP_CONTIGUOUS)
+	if (view)
 		return ch[0];
 	int i;
 	if (u->op == TINYC_OP_CAST) {
@@ -484,6 +548,22 @@ static int build_stmt(ex *x, int v, isl_pw_multi_aff *A)
 	link(x, i, n, ch);
 	x->gr->nodes[i].uop = v;
 	return i;
+}
+
+/* Whether the epilogue of an earlier contraction stores node v (its accumulator or a
+ * value another contraction reads): then this epilogue loads it instead of recomputing. */
+static int stored_before(const ex *x, int v)
+{
+	for (int j = 0; j < x->set->n; j++) {
+		const tinyc_evt *g = x->set->e[j].g;
+		if (&x->set->e[j] == x->e || !g)
+			continue;
+		for (int i = 0; i < g->n; i++)
+			if (tinyc_evt_is_output(g->nodes[i].kind) && g->nodes[i].t.buf == v &&
+			    g->nodes[i].kind == TINYC_EVT_AUX_STORE)
+				return 1;
+	}
+	return 0;
 }
 
 /* The node for the value of array `node` at element A(c) (or of CONST cnode). */
@@ -525,7 +605,7 @@ static int build(ex *x, int node, int cnode, isl_pw_multi_aff *A, int padded)
 		if (i < 0)
 			return x->oom = 1, failf(x, "out of memory");
 		x->covered[node] = 1;
-	} else if (u->op == TINYC_OP_BUFFER) {
+	} else if (u->op == TINYC_OP_BUFFER || stored_before(x, node)) {
 		i = build_load(x, node, A);
 	} else if (x->pv->stmt_of[node] >= 0) {
 		i = build_stmt(x, node, A);
@@ -775,6 +855,27 @@ static int build_output(ex *x, int o)
 	return 0;
 }
 
+/* Build the store of producer v (PLAIN) to its own buffer: v's value at the element
+ * computed at c, laid out like v's array.  0 or -1. */
+static int build_producer(ex *x, int v)
+{
+	const tinyc_uop *u = &x->g->nodes[v];
+	tinyc_evt_layout lay;
+	if (out_layout(x, x->E[v], u, &lay) < 0)
+		return -1;
+	int ch = build(x, v, -1, x->E[v], 0);
+	if (ch < 0)
+		return -1;
+	const char *name = x->pv->array_name[v];
+	int s = tinyc_evt_store(x->ctx, x->gr, name ? name : nid(x, v), v, u->dtype, &lay);
+	if (s < 0)
+		return x->oom = 1, failf(x, "out of memory");
+	link(x, s, 1, &ch);
+	x->gr->nodes[s].uop = v;
+	x->covered[v] = x->stored[v] = 1;
+	return 0;
+}
+
 /* ------------------------------------------------------------ one entry ---- */
 
 /* The C space [params] -> { C[l, m, n] } and its domain. */
@@ -803,8 +904,11 @@ static isl_set *c_domain(ex *x, const tinyc_dim ext[3])
 	return isl_set_intersect_params(dom, isl_set_copy(x->pv->context));
 }
 
-/* C -> S_r: role axes from C's dims, k and role-less axes at 0. */
-static isl_pw_multi_aff *c_to_reduce(ex *x, const int *cdim, const tinyc_pv_stmt *sr)
+/* C -> S_r: role axes from C's dims, k and role-less axes at 0.  Several axes of one role
+ * share their C dim, outer axes first: axis a is floor(c / inner[a]) mod size[a], the
+ * outermost without the mod (size[a] <= 0). */
+static isl_pw_multi_aff *c_to_reduce(ex *x, const int *cdim, const int64_t *inner,
+				     const int64_t *size, const tinyc_pv_stmt *sr)
 {
 	isl_space *cs = isl_set_get_space(x->cdom);
 	isl_space *rs = isl_set_get_space(sr->domain);
@@ -815,6 +919,12 @@ static isl_pw_multi_aff *c_to_reduce(ex *x, const int *cdim, const tinyc_pv_stmt
 		isl_aff *af = cdim[a] >= 0 ? isl_aff_var_on_domain(isl_local_space_copy(ls), isl_dim_set,
 								   (unsigned)cdim[a])
 					   : isl_aff_zero_on_domain(isl_local_space_copy(ls));
+		if (cdim[a] >= 0 && inner[a] > 1) {
+			af = isl_aff_scale_down_ui(af, (unsigned)inner[a]);
+			af = isl_aff_floor(af);
+		}
+		if (cdim[a] >= 0 && size[a] > 0)
+			af = isl_aff_mod_val(af, isl_val_int_from_si(x->ictx, (long)size[a]));
 		ma = isl_multi_aff_set_aff(ma, a, af);
 	}
 	isl_local_space_free(ls);
@@ -845,20 +955,60 @@ static int extract_one(ex *x, int ci)
 			ext[cdim[a]] = rv->axes[a].size;
 		}
 	}
-	if (count[0] > 1 || count[1] > 1 || count[2] > 1) {
-		e->why_none = tinyc_asprintf("the contraction has %d batch, %d m and %d n axes; the "
-					     "epilogue handles at most one of each", count[0], count[1],
-					     count[2]);
-		return e->why_none ? 0 : -1;
+	/* several axes of one role (Linear on [B,T,D]: m = (b, t)) merge into one C dim when
+	 * every extent is known: outer axes first */
+	int64_t inner[TINYC_MAX_RANK + 1], size[TINYC_MAX_RANK + 1];
+	for (int d = 0; d < 3; d++) {
+		if (count[d] < 2)
+			continue;
+		int64_t prod = 1;
+		for (int a = c->naxes - 1; a >= 0; a--) {
+			if (cdim[a] != d)
+				continue;
+			int64_t v = rv->axes[a].size.sym < 0 ? rv->axes[a].size.val
+				    : x->ib->bind ? tinyc_dim_value(&rv->axes[a].size, x->ib->bind) : -1;
+			if (v < 1) {
+				e->why_none = tinyc_asprintf("the contraction has %d %s axes and one of "
+							     "them has an unbound size", count[d],
+							     (const char *[]){"batch", "m", "n"}[d]);
+				return e->why_none ? 0 : -1;
+			}
+			inner[a] = prod;
+			prod *= v;
+		}
+		ext[d] = (tinyc_dim){prod, -1};
+	}
+	int seen[3] = {0, 0, 0};
+	for (int a = 0; a < c->naxes; a++) {
+		int d = cdim[a];
+		if (d < 0 || count[d] < 2) {
+			inner[a] = 1, size[a] = 0;
+			continue;
+		}
+		/* the outermost axis of the role needs no mod */
+		int64_t v = rv->axes[a].size.sym < 0 ? rv->axes[a].size.val
+			    : tinyc_dim_value(&rv->axes[a].size, x->ib->bind);
+		size[a] = seen[d]++ ? v : 0;
 	}
 	memcpy(x->ext, ext, sizeof(ext));
 	x->cdom = c_domain(x, ext);
-	isl_pw_multi_aff *c2r = c_to_reduce(x, cdim, sr);
+	isl_pw_multi_aff *c2r = c_to_reduce(x, cdim, inner, size, sr);
 	x->Wr = isl_pw_multi_aff_pullback_pw_multi_aff(isl_pw_multi_aff_copy(sr->write), c2r);
 	x->Wr = isl_pw_multi_aff_intersect_domain(x->Wr, isl_set_copy(x->cdom));
 	if (!x->cdom || !x->Wr)
 		return tinyc_isl_report(x->ctx, x->ictx, NULL, (tinyc_loc){0, 0},
 					"setting up the epilogue's coordinates");
+	if (count[0] > 1 || count[1] > 1 || count[2] > 1) {
+		/* merged axes must be one stride apart in the accumulator's own array too */
+		tinyc_evt_layout lay;
+		if (out_layout(x, x->Wr, &x->g->nodes[x->r], &lay) < 0) {
+			free(x->fail), x->fail = NULL;
+			e->why_none = tinyc_asprintf("the contraction has %d batch, %d m and %d n axes "
+						     "that do not merge in its result's layout",
+						     count[0], count[1], count[2]);
+			return e->why_none ? 0 : -1;
+		}
+	}
 	x->gr = tinyc_evt_alloc(x->ctx, c->acc);
 	if (!x->gr || tinyc_evt_set_symbols(x->ctx, x->gr, x->g->nsym,
 					    (const char *const *)x->g->syms) < 0)
@@ -874,9 +1024,22 @@ static int extract_one(ex *x, int ci)
 		if (x->oom)
 			return tinyc_error(x->ctx, "OutOfMemory", "epilogue extraction");
 	}
-	/* outputs, in graph order */
+	/* outputs and the stored producers, in graph order */
 	int built = 0;
 	for (int o = x->r + 1; o < x->g->n; o++) {
+		if (x->prod[o] && x->live[o] && x->state[o] == ST_PLAIN) {
+			int n0 = x->gr->n;
+			free(x->fail), x->fail = NULL;
+			if (build_producer(x, o) < 0) {
+				if (x->oom)
+					return tinyc_error(x->ctx, "OutOfMemory", "epilogue extraction");
+				rollback(x, n0);
+				add_note(x, o, x->fail);
+				continue;
+			}
+			built++;
+			continue;
+		}
 		if (x->g->nodes[o].op != TINYC_OP_OUTPUT || x->state[o] == ST_NONE)
 			continue;
 		if (x->state[o] == ST_BAD) {
@@ -910,8 +1073,8 @@ static int extract_one(ex *x, int ci)
 			continue;
 		const tinyc_pv_stmt *st = &pv->stmt[pv->stmt_of[u]];
 		for (int j = 0; j < st->nread; j++)
-			if (st->read[j].array >= 0 && (x->covered[st->read[j].array] ||
-						       st->read[j].array == x->r))
+			if (st->read[j].array >= 0 && !x->stored[st->read[j].array] &&
+			    (x->covered[st->read[j].array] || st->read[j].array == x->r))
 				outside = 1;
 	}
 	if (!built && !outside) {
@@ -964,7 +1127,7 @@ static void ex_reset(ex *x)
 		x->P[i] = x->E[i] = NULL;
 		x->state[i] = ST_NONE;
 		x->redkind[i] = 0;
-		x->covered[i] = 0;
+		x->covered[i] = x->stored[i] = 0;
 	}
 	for (int i = 0; i < x->nmemo; i++)
 		isl_pw_multi_aff_free(x->memo[i].A);
@@ -997,6 +1160,7 @@ tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx, const tinyc_polyview *pv)
 	x.g = g;
 	x.ib = pv->ib;
 	x.ictx = pv->ictx;
+	x.set = set;
 	size_t n = (size_t)g->n + 1;
 	x.state = tinyc_calloc(ctx, n, sizeof(int));
 	x.redkind = tinyc_calloc(ctx, n, sizeof(int));
@@ -1004,10 +1168,15 @@ tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx, const tinyc_polyview *pv)
 	x.E = tinyc_calloc(ctx, n, sizeof(*x.E));
 	x.covered = tinyc_calloc(ctx, n, 1);
 	x.live = tinyc_calloc(ctx, n, 1);
+	x.prod = tinyc_calloc(ctx, n, 1);
+	x.stored = tinyc_calloc(ctx, n, 1);
 	set->e = tinyc_calloc(ctx, (size_t)pv->ncontr, sizeof(*set->e));
 	int rc = 0;
-	if (!x.state || !x.redkind || !x.P || !x.E || !x.covered || !x.live || !set->e)
+	if (!x.state || !x.redkind || !x.P || !x.E || !x.covered || !x.live || !x.prod ||
+	    !x.stored || !set->e)
 		rc = -1;
+	else
+		tinyc_contraction_producers(g, pv->ib->bind, x.prod);
 	for (int i = g->n - 1; rc == 0 && i >= 0; i--) {
 		if (g->nodes[i].op == TINYC_OP_OUTPUT)
 			x.live[i] = 1;
@@ -1023,7 +1192,7 @@ tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx, const tinyc_polyview *pv)
 		ex_reset(&x);
 	}
 	free(x.state), free(x.redkind), free(x.P), free(x.E), free(x.covered), free(x.live);
-	free(x.memo);
+	free(x.prod), free(x.stored), free(x.memo);
 	if (rc < 0) {
 		tinyc_evt_set_free(set);
 		return NULL;

@@ -78,28 +78,45 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 	memset(prob, 0, sizeof(*prob));
 	prob->reduce = sr->node;
 	prob->m = prob->n = prob->k = prob->l = (tinyc_dim){1, -1};
-	int pos[4] = {-1, -1, -1, -1};	/* axis of m, n, k, l */
+	/* the axes of each role (m, n, k, batch), outer first; several axes of one role merge
+	 * into one when every operand's strides compose (stride(outer) = size(inner) *
+	 * stride(inner)), as the epilogue's coordinates do (lower/evt_extract.c) */
+	int ax[4][TINYC_MAX_RANK + 1], nax[4] = {0, 0, 0, 0};
 	for (int a = 0; a < c->naxes; a++) {
 		int r = c->role[a] == TINYC_ROLE_M   ? 0
 			: c->role[a] == TINYC_ROLE_N ? 1
 			: c->role[a] == TINYC_ROLE_K ? 2
 			: c->role[a] == TINYC_ROLE_BATCH ? 3 : -1;
-		if (r < 0)
-			continue;
-		if (pos[r] >= 0) {
-			snprintf(why, wsize, "more than one %s axis", (const char *[]){"m", "n", "k", "batch"}[r]);
-			return -1;
-		}
-		pos[r] = a;
+		if (r >= 0)
+			ax[r][nax[r]++] = a;
 	}
-	if (pos[2] < 0) {
+	static const char *const rname[4] = {"m", "n", "k", "batch"};
+	if (!nax[2]) {
 		snprintf(why, wsize, "no k axis");
 		return -1;
 	}
+	if (!nax[0] && !nax[1] && nax[3] > 1) {
+		snprintf(why, wsize, "no m or n axis (a dot product per batch element)");
+		return -1;
+	}
+	int64_t size[TINYC_MAX_RANK + 1];
 	tinyc_dim *ext[4] = {&prob->m, &prob->n, &prob->k, &prob->l};
-	for (int r = 0; r < 4; r++)
-		if (pos[r] >= 0)
-			*ext[r] = rv->axes[pos[r]].size;
+	for (int r = 0; r < 4; r++) {
+		if (nax[r] == 1)
+			*ext[r] = rv->axes[ax[r][0]].size;
+		if (nax[r] < 2)
+			continue;
+		int64_t prod = 1;
+		for (int i = 0; i < nax[r]; i++) {
+			size[ax[r][i]] = tinyc_sched_dim(s, &rv->axes[ax[r][i]].size);
+			if (size[ax[r][i]] < 1) {
+				snprintf(why, wsize, "%d %s axes, one of unbound size", nax[r], rname[r]);
+				return -1;
+			}
+			prod *= size[ax[r][i]];
+		}
+		*ext[r] = (tinyc_dim){prod, -1};
+	}
 	int arr[2] = {c->lhs, c->rhs};
 	isl_pw_multi_aff *acc[2] = {c->lhs_acc, c->rhs_acc};
 	tinyc_mm_operand *op[2] = {&prob->a, &prob->b};
@@ -117,15 +134,28 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 			free(w);
 			return -1;
 		}
+		/* merged axes: the innermost's stride, when the outer ones compose */
+		tinyc_evt_poly rs[4];
+		for (int r = 0; r < 4; r++) {
+			rs[r] = nax[r] ? st[ax[r][nax[r] - 1]] : tinyc_evt_poly_const(0);
+			for (int j = nax[r] - 1; j > 0; j--) {
+				int64_t so = poly_value(s, &st[ax[r][j - 1]]), si = poly_value(s, &st[ax[r][j]]);
+				if (so < 0 || si < 0 || so != si * size[ax[r][j]]) {
+					snprintf(why, wsize, "the %s operand's %s axes do not merge (strides "
+						 "%" PRId64 " and %" PRId64 ")", i ? "right" : "left",
+						 rname[r], so, si);
+					return -1;
+				}
+			}
+		}
 		op[i]->node = arr[i];
 		op[i]->buf = s->node_buf[arr[i]];
 		op[i]->dtype = s->bufs[op[i]->buf].dtype;
 		op[i]->offset = off;
 		/* A: (m, k, l); B: (k, n, l) */
-		int rows = i ? pos[2] : pos[0], cols = i ? pos[1] : pos[2];
-		op[i]->stride[0] = rows >= 0 ? st[rows] : tinyc_evt_poly_const(0);
-		op[i]->stride[1] = cols >= 0 ? st[cols] : tinyc_evt_poly_const(0);
-		op[i]->stride[2] = pos[3] >= 0 ? st[pos[3]] : tinyc_evt_poly_const(0);
+		op[i]->stride[0] = i ? rs[2] : rs[0];
+		op[i]->stride[1] = i ? rs[1] : rs[2];
+		op[i]->stride[2] = rs[3];
 	}
 	prob->mul = g->nodes[pv->stmt[c->mul_stmt].node].dtype;
 	prob->acc = c->acc;
@@ -828,6 +858,10 @@ int tinyc_matmul_fuse(tinyc_ctx *ctx, tinyc_schedule *s, const tinyc_polyview *p
 	char why[256];
 	tinyc_mm_problem prob;
 	int pr = problem_of(ctx, s, pv, e, &prob, why, sizeof(why));
+	if (pr == -1) {	/* the dump says why the contraction's kernel is not a matmul */
+		tinyc_skernel *kr = &s->kerns[first];
+		snprintf(kr->mm_why, sizeof(kr->mm_why), "contraction %%%s: %.150s", s->g->nodes[r].id, why);
+	}
 	if (pr < 0) {
 		free(claim);
 		return pr == -2 ? -1 : 0;

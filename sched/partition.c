@@ -3,10 +3,13 @@
  * Rules.  A value is materialised in a buffer when it is
  *   - a BUFFER (an input) or the operand of an OUTPUT (the output buffer itself);
  *   - a CONTIGUOUS, unless its only user is an OUTPUT (then the output is the copy);
+ *   - a value a contraction reads with broadcasting that is not a load (a BUFFER or CONST
+ *     below movement and CASTs; tinyc_contraction_producers): computed once and stored
+ *     in its own dtype, never recomputed inside the contraction's k loop;
  *   - a REDUCE result that cannot be computed inline by the kernel that consumes it.
- * A REDUCE is computed inline (as a loop inside its consumer's statement) when the chain
- * from it up to the next materialised value goes through nodes that each have exactly one
- * use and never broadcast it (no EXPAND of a real dim, no size-1 operand of a wider
+ * A REDUCE is computed inline (as a loop inside its consumer's statement) when every path
+ * from it through its users reaches one and the same materialised value (or REDUCE), and
+ * no step broadcasts it (no EXPAND of a real dim, no size-1 operand of a wider
  * elementwise op): then every element of the reduction result is computed exactly once.
  * Otherwise (softmax: the row maximum is broadcast back over the row) it gets its own
  * kernel and a temporary buffer, which is the kernel boundary the consumer needs.
@@ -166,28 +169,46 @@ typedef struct part {
 	unsigned char *live;	/* per node: reaches an OUTPUT */
 	unsigned char *mat;	/* per node: materialised */
 	unsigned char *seen;	/* scratch for traversals */
+	unsigned char *prod;	/* per node: a contraction's producer (materialised) */
+	int *uoff;		/* per node: start of its live users in ulist (n + 1 entries) */
+	int *ulist;		/* live users, one entry per operand slot */
+	int *stack;		/* scratch work list (n entries) */
 } part;
 
-/* Decide whether live REDUCE r is materialised (see the rules at the top). */
+/* Decide whether live REDUCE r is materialised (see the rules at the top): a walk over
+ * r's users with an explicit work list, stopping at materialised values, OUTPUTs and
+ * REDUCEs, which must all be one node. */
 static int reduce_needs_buffer(part *p, int r)
 {
 	const tinyc_graph *g = p->g;
-	int cur = r;
-	for (;;) {
-		if (p->nusers[cur] != 1)
+	memset(p->seen, 0, (size_t)g->n);
+	int top = 0, target = -1;
+	p->stack[top++] = r;
+	p->seen[r] = 1;
+	while (top > 0) {
+		int cur = p->stack[--top];
+		if (p->uoff[cur] == p->uoff[cur + 1])
 			return 1;
-		int u = p->user[cur];
-		const tinyc_uop *un = &g->nodes[u];
-		int which = 0;
-		for (int i = 0; i < un->nsrc; i++)
-			if (un->src[i] == cur)
-				which = i;
-		if (!tinyc_operand_injective(g, p->s->bind, u, which))
-			return 1;
-		if (un->op == TINYC_OP_OUTPUT || un->op == TINYC_OP_REDUCE || p->mat[u])
-			return 0;
-		cur = u;
+		for (int e = p->uoff[cur]; e < p->uoff[cur + 1]; e++) {
+			int u = p->ulist[e];
+			const tinyc_uop *un = &g->nodes[u];
+			for (int which = 0; which < un->nsrc; which++)
+				if (un->src[which] == cur &&
+				    !tinyc_operand_injective(g, p->s->bind, u, which))
+					return 1;
+			if (un->op == TINYC_OP_OUTPUT || un->op == TINYC_OP_REDUCE || p->mat[u]) {
+				if (target >= 0 && target != u)
+					return 1;
+				target = u;
+				continue;
+			}
+			if (!p->seen[u]) {
+				p->seen[u] = 1;
+				p->stack[top++] = u;
+			}
+		}
 	}
+	return 0;
 }
 
 /* Collect what kernel k reads and which REDUCEs it computes inline: a walk from node i
@@ -300,6 +321,28 @@ static int add_kernel(part *p, int root)
 	return 0;
 }
 
+/* Why node i, which a kernel stores, is a kernel boundary (for the dump). */
+static const char *boundary_why(const part *p, int i)
+{
+	const tinyc_uop *u = &p->g->nodes[i];
+	if (u->op == TINYC_OP_OUTPUT)
+		return "a graph output";
+	if (p->prod[i])
+		return "a contraction reads it with broadcasting: computed once, not per k step";
+	if (u->op == TINYC_OP_REDUCE)
+		return "a reduction its consumers broadcast or share";
+	if (u->op == TINYC_OP_CONTIGUOUS)
+		return "CONTIGUOUS with several users";
+	return "materialised";
+}
+
+/* Free the scratch arrays of a partition run. */
+static void part_free(part *p)
+{
+	free(p->nusers), free(p->user), free(p->live), free(p->mat), free(p->seen);
+	free(p->prod), free(p->uoff), free(p->ulist), free(p->stack);
+}
+
 tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b)
 {
 	return tinyc_partition_fused(ctx, g, b, NULL);
@@ -314,7 +357,7 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 	s->g = g;
 	s->bind = b;
 	s->assumed_sym = 1024;
-	part p = {ctx, s, g, NULL, NULL, NULL, NULL, NULL};
+	part p = {ctx, s, g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	size_t n = (size_t)g->n + 1;
 	s->node_buf = tinyc_malloc(ctx, sizeof(int) * n);
 	s->node_kernel = tinyc_malloc(ctx, sizeof(int) * n);
@@ -323,7 +366,11 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 	p.live = tinyc_calloc(ctx, n, 1);
 	p.mat = tinyc_calloc(ctx, n, 1);
 	p.seen = tinyc_calloc(ctx, n, 1);
-	if (!s->node_buf || !s->node_kernel || !p.nusers || !p.user || !p.live || !p.mat || !p.seen)
+	p.prod = tinyc_calloc(ctx, n, 1);
+	p.uoff = tinyc_calloc(ctx, n + 1, sizeof(int));
+	p.stack = tinyc_calloc(ctx, n, sizeof(int));
+	if (!s->node_buf || !s->node_kernel || !p.nusers || !p.user || !p.live || !p.mat || !p.seen ||
+	    !p.prod || !p.uoff || !p.stack)
 		goto fail;
 	for (int i = 0; i < g->n; i++)
 		s->node_buf[i] = s->node_kernel[i] = -1;
@@ -341,6 +388,16 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 			p.user[u->src[j]] = i;
 		}
 	}
+	/* the live users of every node, one entry per operand slot */
+	for (int i = 0; i < g->n; i++)
+		p.uoff[i + 1] = p.uoff[i] + p.nusers[i];
+	if (!(p.ulist = tinyc_malloc(ctx, sizeof(int) * (size_t)(p.uoff[g->n] + 1))))
+		goto fail;
+	for (int i = 0; i < g->n; i++)
+		p.stack[i] = p.uoff[i];
+	for (int i = 0; i < g->n; i++)
+		for (int j = 0; p.live[i] && j < g->nodes[i].nsrc; j++)
+			p.ulist[p.stack[g->nodes[i].src[j]]++] = i;
 
 	/* inputs, by slot (every BUFFER, live or not, so slots line up with the io) */
 	int maxslot = -1;
@@ -357,10 +414,18 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 				goto fail;
 		}
 
+	/* what contractions read with broadcasting is computed once */
+	tinyc_contraction_producers(g, b, p.prod);
+	for (int i = 0; i < g->n; i++)
+		if (p.live[i] && p.prod[i])
+			p.mat[i] = 1;
+
 	/* materialisation decisions, users before operands */
 	for (int i = g->n - 1; i >= 0; i--) {
 		const tinyc_uop *u = &g->nodes[i];
 		if (!p.live[i])
+			continue;
+		if (p.prod[i])
 			continue;
 		if (u->op == TINYC_OP_CONTIGUOUS)
 			p.mat[i] = !(p.nusers[i] == 1 && g->nodes[p.user[i]].op == TINYC_OP_OUTPUT);
@@ -379,9 +444,10 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 			char name[32];
 			snprintf(name, sizeof(name), "t%d", ntemp);
 			/* a CONTIGUOUS of a 16-bit value keeps float32: the reference does not round
-			 * there (only a REDUCE result is materialised in 16 bits) */
+			 * there (only a REDUCE result is materialised in 16 bits); a contraction's
+			 * operand is stored in its own dtype, which the tensor cores read */
 			tinyc_dtype dt = u->dtype;
-			if (u->op != TINYC_OP_REDUCE && tinyc_dtype_is_16bit_float(dt))
+			if (u->op != TINYC_OP_REDUCE && !p.prod[i] && tinyc_dtype_is_16bit_float(dt))
 				dt = TINYC_FLOAT;
 			if ((s->node_buf[i] = add_buf(ctx, s, TINYC_SB_TEMP, ntemp++, i, name, dt)) < 0)
 				goto fail;
@@ -395,11 +461,12 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 			continue;
 		if (add_kernel(&p, i) < 0)
 			goto fail;
+		s->kerns[s->nkern - 1].why = boundary_why(&p, i);
 	}
-	free(p.nusers), free(p.user), free(p.live), free(p.mat), free(p.seen);
+	part_free(&p);
 	return s;
 fail:
-	free(p.nusers), free(p.user), free(p.live), free(p.mat), free(p.seen);
+	part_free(&p);
 	tinyc_schedule_free(s);
 	return NULL;
 }

@@ -530,6 +530,8 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 			for (int j = 0; j < k->nred; j++)
 				tinyc_buf_printf(out, " %%%s", g->nodes[k->reds[j]].id);
 		}
+		if (k->why)
+			tinyc_buf_printf(out, "; boundary: %s", k->why);
 		tinyc_buf_printf(out, "\n  work: %.4g elements, reduce extent %.4g, %.4g flop, %.4g bytes%s\n",
 				 k->out_elems, k->red_elems, k->flops, k->bytes,
 				 k->contig_red ? ", reduces along the contiguous axis" : "");
@@ -552,6 +554,8 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 				tinyc_matmul_plan_print(s, p, out);	/* tiles, binding, epilogue */
 		}
 		tinyc_rearrange_schedule_print(s, k, out);	/* rearrange plan, or why not */
+		if (k->mm_why[0] && (!p || p->kind != TINYC_PLAN_MATMUL))
+			tinyc_buf_printf(out, "  not a matmul: %s\n", k->mm_why);
 	}
 }
 

@@ -5,6 +5,9 @@
  *                intermediate buffers (dtype, shape), one kernel per materialised value
  *                in launch (topological) order, and which REDUCEs each kernel computes
  *                inline.  Elementwise and movement chains are fused into their consumer.
+ *   producers.c  the values a contraction reads with broadcasting that are not loads:
+ *                stored once (partition.c), by the producing epilogue where it can
+ *                (lower/evt_extract.c), never recomputed in a k loop.
  *   plan.c       per kernel: the candidate plans (block/thread tiling for elementwise
  *                kernels, block-per-row cooperative reductions), their cost estimates
  *                time = max(FLOPs/peak, bytes/bandwidth) / efficiency against the device
@@ -97,6 +100,8 @@ typedef struct tinyc_skernel {
 	int ncand;		/* candidates considered */
 	tinyc_plan *cands;	/* candidates (owned) */
 	int choice;		/* index of the chosen candidate */
+	const char *why;	/* why its value is a kernel boundary (static text) */
+	char mm_why[192];	/* why its contraction is not a matmul plan ("" if none) */
 } tinyc_skernel;
 
 /* The schedule of a graph. */
@@ -151,6 +156,17 @@ int64_t tinyc_sched_dim(const tinyc_schedule *s, const tinyc_dim *d);
 double tinyc_sched_dim_est(const tinyc_schedule *s, const tinyc_dim *d);
 /* The REDUCE node's axes, normalised to 0..rank-1 and sorted; returns their count. */
 int tinyc_reduce_axes(const tinyc_graph *g, int node, int *axes);
+
+/* ---- producers.c ---- */
+
+/* The MUL of contraction r (a REDUCE ADD over, through CASTs and movement, a MUL), or -1
+ * when r is not one. */
+int tinyc_contraction_mul(const tinyc_graph *g, int r);
+/* mark[i] = 1 for every computed value (not a BUFFER or CONST below movement and CASTs)
+ * that a contraction's MUL reads with broadcasting: it is materialised instead of being
+ * recomputed inside the contraction's k loop.  mark has g->n entries; b may be NULL. */
+void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
+				 unsigned char *mark);
 
 /* ---- plan.c ---- */
 

@@ -1,0 +1,113 @@
+/* The producers a contraction must not recompute (see sched/schedule.h).
+ *
+ * A contraction is a REDUCE ADD whose operand is, through CASTs and movement, a MUL.  Each
+ * operand of that MUL that is broadcast (an EXPAND of a real dim, or a smaller shape the
+ * MUL broadcasts) is read once per k step by every output element it is broadcast to.
+ * Walking down from the operand through movement (RESHAPE, PERMUTE, EXPAND, SHRINK,
+ * FLIP, PAD) and CAST reaches either a leaf (a BUFFER or CONST: the operand is a load,
+ * which the templates read with strides and convert on the way) or a computed value
+ * (elementwise, REDUCE, CONTIGUOUS).  Then the operand below its deepest broadcast (and
+ * the RESHAPEs that add dims of size 1) is marked, so that nothing stored repeats an
+ * element (a convolution's window EXPANDs stay views): a computed value, a CAST of one
+ * (stored converted), or a view of one (heads split and transposed: stored in the layout
+ * the contraction reads, a statement of its own in the Poly-View, copied from the value
+ * below it, which is marked too).  The partition stores it in a buffer of its own dtype,
+ * and the epilogue extraction stores it from the kernel of the contraction that produces
+ * it when it can run there.
+ */
+#include "sched/schedule.h"
+
+/* Whether op is a view or conversion the contraction templates fold into their loads. */
+static int load_like(tinyc_op op)
+{
+	switch (op) {
+	case TINYC_OP_RESHAPE:
+	case TINYC_OP_PERMUTE:
+	case TINYC_OP_EXPAND:
+	case TINYC_OP_SHRINK:
+	case TINYC_OP_FLIP:
+	case TINYC_OP_PAD:
+	case TINYC_OP_CAST:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The node below the chain of load-like ops that starts at i. */
+static int below_loads(const tinyc_graph *g, int i)
+{
+	while (load_like(g->nodes[i].op))
+		i = g->nodes[i].src[0];
+	return i;
+}
+
+/* Whether node i is a RESHAPE that only adds or drops dims of size 1. */
+static int unit_reshape(const tinyc_graph *g, int i)
+{
+	const tinyc_uop *u = &g->nodes[i], *o;
+	if (u->op != TINYC_OP_RESHAPE)
+		return 0;
+	o = &g->nodes[u->src[0]];
+	int a = 0, b = 0;
+	for (;;) {
+		while (a < u->rank && u->shape[a].sym < 0 && u->shape[a].val == 1)
+			a++;
+		while (b < o->rank && o->shape[b].sym < 0 && o->shape[b].val == 1)
+			b++;
+		if (a == u->rank || b == o->rank)
+			return a == u->rank && b == o->rank;
+		if (u->shape[a].sym != o->shape[b].sym || (u->shape[a].sym < 0 && u->shape[a].val != o->shape[b].val))
+			return 0;
+		a++, b++;
+	}
+}
+
+int tinyc_contraction_mul(const tinyc_graph *g, int r)
+{
+	const tinyc_uop *u = &g->nodes[r];
+	if (u->op != TINYC_OP_REDUCE || u->redop != TINYC_RED_ADD)
+		return -1;
+	int m = below_loads(g, u->src[0]);
+	return g->nodes[m].op == TINYC_OP_MUL ? m : -1;
+}
+
+void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
+				 unsigned char *mark)
+{
+	for (int i = 0; i < g->n; i++)
+		mark[i] = 0;
+	for (int i = 0; i < g->n; i++) {
+		int m = tinyc_contraction_mul(g, i);
+		if (m < 0)
+			continue;
+		for (int j = 0; j < 2; j++) {
+			/* p: the operand below its deepest broadcast (an EXPAND, or the MUL's own)
+			 * and the RESHAPEs that add dims of size 1: nothing stored repeats an
+			 * element.  A view of a computed value (heads transposed) is stored in the
+			 * layout the contraction reads, a CAST of one converted. */
+			int src = g->nodes[m].src[j], p = -1;
+			if (!tinyc_operand_injective(g, b, m, j))
+				p = src;
+			for (int q = src; load_like(g->nodes[q].op); q = g->nodes[q].src[0])
+				if (!tinyc_operand_injective(g, b, q, 0))
+					p = g->nodes[q].src[0];
+			if (p < 0)
+				continue;
+			while (unit_reshape(g, p))
+				p = g->nodes[p].src[0];
+			int leaf = below_loads(g, p);
+			tinyc_op op = g->nodes[leaf].op;
+			if (op == TINYC_OP_BUFFER || op == TINYC_OP_CONST)
+				continue;
+			mark[p] = 1;
+			/* a view is copied from its value, which is stored too (by the epilogue
+			 * of the contraction that computes it, in its own layout) */
+			int q = p;
+			while (tinyc_op_info(g->nodes[q].op)->kind == TINYC_KIND_MOVEMENT &&
+			       g->nodes[q].op != TINYC_OP_CONTIGUOUS)
+				q = g->nodes[q].src[0];
+			mark[q] = 1;
+		}
+	}
+}
