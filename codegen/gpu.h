@@ -167,6 +167,7 @@ typedef struct tinyc_gpu_kernel_stat {
 	int smem_bytes;		/* shared memory per block, static + dynamic */
 	double compile_ms;	/* the whole cached compile: key, lookup, nvrtc on a miss */
 	double load_ms;		/* loading the image into the context (cuModuleLoadData) */
+	double graph_ms;	/* timed runs: CUDA-graph replay time per launch (0: no graphs) */
 	double wall_ms;		/* timed runs: host wall time per launch of back-to-back launches
 				 * (launch overhead included), 0 when not timed */
 } tinyc_gpu_kernel_stat;
@@ -175,6 +176,10 @@ typedef struct tinyc_gpu_kernel_stat {
 typedef struct tinyc_gpu_run_stats {
 	int nkernel;			/* kernels */
 	tinyc_gpu_kernel_stat *k;	/* per kernel, launch order (owned) */
+	double plan_graph_ms;		/* timed runs: the whole plan (every kernel in order) per
+					   CUDA-graph replayed execution (0: no graphs) */
+	double plan_run_ms;		/* timed runs: the whole plan per execution of iters
+					   back-to-back executions between two events */
 } tinyc_gpu_run_stats;
 
 void tinyc_gpu_run_stats_clear(tinyc_gpu_run_stats *st);

@@ -259,6 +259,17 @@ typedef int (*tinyc_launch_fn)(tinyc_cuda *cu, void *arg);
 int tinyc_cuda_time(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup, int iters,
 		    double *median_ms, double *times_ms);
 
+/* Back-to-back timing: `warmup` calls, then one run of `iters` calls between two events;
+ * *per_call_ms = elapsed / iters (the kernels' time plus the gaps the host leaves). */
+int tinyc_cuda_time_run(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup, int iters,
+			double *per_call_ms);
+/* Whether the driver has stream capture and graphs (tinyc_cuda_time_graph). */
+int tinyc_cuda_has_graphs(const tinyc_cuda *cu);
+/* Graph-replay timing: `per_graph` calls of fn captured into one CUDA graph, replayed once
+ * untimed and `replays` times between events; *per_call_ms = median replay / per_graph. */
+int tinyc_cuda_time_graph(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int per_graph,
+			  int replays, double *per_call_ms);
+
 /* tinyc_cuda_time for one kernel launch. */
 int tinyc_cuda_time_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
 			   unsigned dyn_smem_bytes, void **args, int warmup, int iters,
