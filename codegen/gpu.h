@@ -180,6 +180,8 @@ typedef struct tinyc_gpu_run_stats {
 					   CUDA-graph replayed execution (0: no graphs) */
 	double plan_run_ms;		/* timed runs: the whole plan per execution of iters
 					   back-to-back executions between two events */
+	double print_ms;		/* printing every kernel's CUDA text */
+	double compile_wall_ms;		/* compiling every kernel (in parallel): elapsed */
 } tinyc_gpu_run_stats;
 
 void tinyc_gpu_run_stats_clear(tinyc_gpu_run_stats *st);

@@ -179,7 +179,7 @@ void tinyc_gpu_run_stats_clear(tinyc_gpu_run_stats *st)
 	free(st->k);
 	st->k = NULL;
 	st->nkernel = 0;
-	st->plan_graph_ms = st->plan_run_ms = 0;
+	st->plan_graph_ms = st->plan_run_ms = st->print_ms = st->compile_wall_ms = 0;
 }
 
 /* One launch: the kernel, its grid and its arguments (with their storage). */
@@ -375,6 +375,60 @@ static int time_launches(tinyc_cuda *cu, launch *ls, int nk, const tinyc_gpu_run
 	return tinyc_cuda_sync(cu);
 }
 
+/* Print every kernel's CUDA and compile them all through the cache (nvrtc on several
+ * threads: tinyc_kernel_compile_many); results[i] holds kernel i's image. */
+static int compile_all(tinyc_ctx *ctx, const tinyc_gpu_module *gm, const tinyc_device_info *dev,
+		       const tinyc_gpu_run_opts *opt, tinyc_compile_result *results,
+		       tinyc_gpu_run_stats *stats)
+{
+	int nk = gm->nkernel, rc = -1;
+	tinyc_buf *texts = calloc((size_t)nk + 1, sizeof(*texts));
+	char (*units)[160] = calloc((size_t)nk + 1, sizeof(*units));
+	tinyc_compile_job *jobs = calloc((size_t)nk + 1, sizeof(*jobs));
+	tinyc_compile_opts co = {0};
+	co.no_cache = opt->no_cache;
+	co.driver_version = dev->driver_version;
+	/* arch-specific kernels (wgmma: sm_90a) are built for the module's target when the
+	 * device is of that architecture */
+	const char *arch = dev->target;
+	tinyc_arch ga;
+	if (gm->target[0] && tinyc_arch_from_target(NULL, gm->target, &ga) == 0 && ga.suffix &&
+	    ga.major == dev->arch.major && ga.minor == dev->arch.minor)
+		arch = gm->target;
+	if (!texts || !units || !jobs) {
+		tinyc_error(ctx, "OutOfMemory", "kernel texts");
+		goto done;
+	}
+	double t_print = tinyc_now_ms();
+	for (int i = 0; i < nk; i++) {
+		if (tinyc_cuda_print_kernel(ctx, gm, i, &texts[i]) < 0)
+			goto done;
+		snprintf(units[i], sizeof(units[i]), "%s.cu", gm->kernels[i]->name);
+		jobs[i] = (tinyc_compile_job){texts[i].data, units[i], arch, &co};
+	}
+	if (stats)
+		stats->print_ms = tinyc_now_ms() - t_print;
+	double wall = 0;
+	if (tinyc_kernel_compile_many(ctx, nk, jobs, results, &wall) < 0)
+		goto done;
+	for (int i = 0; stats && i < nk; i++) {
+		snprintf(stats->k[i].name, sizeof(stats->k[i].name), "%s", gm->kernels[i]->name);
+		stats->k[i].nvrtc_ms = results[i].compile_ms;
+		stats->k[i].cache_hit = results[i].cache_hit;
+		stats->k[i].compile_ms = results[i].total_ms;
+	}
+	if (stats)
+		stats->compile_wall_ms = wall;
+	rc = 0;
+done:
+	for (int i = 0; texts && i < nk; i++)
+		tinyc_buf_free(&texts[i]);
+	free(texts);
+	free(units);
+	free(jobs);
+	return rc;
+}
+
 int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
 		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
 		       tinyc_gpu_run_stats *stats)
@@ -389,53 +443,27 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 	tinyc_devptr *dptr = calloc((size_t)gm->nbuf + 1, sizeof(*dptr));
 	tinyc_kernel **kern = calloc((size_t)nk + 1, sizeof(*kern));
 	launch *ls = NULL;
+	tinyc_compile_result *kern_texts = calloc((size_t)nk + 1, sizeof(*kern_texts));
 	if (stats) {
 		tinyc_gpu_run_stats_clear(stats);
 		stats->k = calloc((size_t)nk + 1, sizeof(*stats->k));
 		stats->nkernel = nk;
 	}
-	if (!dptr || !kern || (stats && !stats->k)) {
+	if (!dptr || !kern || !kern_texts || (stats && !stats->k)) {
 		tinyc_error(ctx, "OutOfMemory", "CUDA run");
 		goto done;
 	}
-	/* compile and load every kernel (each its own translation unit, through the cache) */
+	/* compile every kernel (each its own translation unit, through the cache, nvrtc on
+	 * several threads), then load them in order */
+	if (compile_all(ctx, gm, dev, opt, kern_texts, stats) < 0)
+		goto done;
 	for (int i = 0; i < nk; i++) {
 		const tinyc_gkernel *k = gm->kernels[i];
-		tinyc_buf text = {0};
-		if (tinyc_cuda_print_kernel(ctx, gm, i, &text) < 0) {
-			tinyc_buf_free(&text);
-			goto done;
-		}
-		tinyc_compile_opts co = {0};
-		co.no_cache = opt->no_cache;
-		co.driver_version = dev->driver_version;
-		tinyc_compile_result cr = {0};
-		char unit[160];
-		snprintf(unit, sizeof(unit), "%s.cu", k->name);
-		/* arch-specific kernels (wgmma: sm_90a) are built for the module's target when the
-		 * device is of that architecture */
-		const char *arch = dev->target;
-		tinyc_arch ga;
-		if (gm->target[0] && tinyc_arch_from_target(NULL, gm->target, &ga) == 0 && ga.suffix &&
-		    ga.major == dev->arch.major && ga.minor == dev->arch.minor)
-			arch = gm->target;
-		int crc = tinyc_kernel_compile_cached(ctx, text.data, unit, arch, &co, &cr);
-		tinyc_buf_free(&text);
-		if (crc < 0) {
-			tinyc_compile_result_clear(&cr);
-			goto done;
-		}
-		if (stats) {
-			snprintf(stats->k[i].name, sizeof(stats->k[i].name), "%s", k->name);
-			stats->k[i].nvrtc_ms = cr.compile_ms;
-			stats->k[i].cache_hit = cr.cache_hit;
-			stats->k[i].compile_ms = cr.total_ms;
-		}
 		double t_load = tinyc_now_ms();
-		kern[i] = tinyc_cuda_kernel_load(cu, &cr.blob, k->name);
+		kern[i] = tinyc_cuda_kernel_load(cu, &kern_texts[i].blob, k->name);
 		if (stats)
 			stats->k[i].load_ms = tinyc_now_ms() - t_load;
-		tinyc_compile_result_clear(&cr);
+		tinyc_compile_result_clear(&kern_texts[i]);
 		if (!kern[i])
 			goto done;
 		if (stats) {
@@ -506,6 +534,9 @@ done:
 	for (int i = 0; dptr && i < gm->nbuf; i++)
 		if (dptr[i])
 			tinyc_cuda_free(cu, dptr[i]);
+	for (int i = 0; kern_texts && i < nk; i++)
+		tinyc_compile_result_clear(&kern_texts[i]);
+	free(kern_texts);
 	for (int i = 0; ls && i < nk; i++)
 		launch_clear(&ls[i]);
 	free(ls);

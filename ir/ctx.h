@@ -72,6 +72,9 @@ void tinyc_note_at(tinyc_ctx *ctx, const tinyc_source *src, tinyc_loc loc,
 int tinyc_ctx_error_count(const tinyc_ctx *ctx);
 int tinyc_ctx_diag_count(const tinyc_ctx *ctx);
 const tinyc_diag *tinyc_ctx_diag(const tinyc_ctx *ctx, int i);
+/* Move every diagnostic of src to the end of dst's (a worker thread's context into the
+ * caller's); -1 when out of memory (src's are dropped then). */
+int tinyc_ctx_take_diags(tinyc_ctx *dst, tinyc_ctx *src);
 /* Forget all diagnostics collected so far. */
 void tinyc_ctx_clear_diags(tinyc_ctx *ctx);
 /* Print every diagnostic clang-style (location, kind, message, source line, caret). */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -437,4 +438,98 @@ int tinyc_kernel_compile_cached(tinyc_ctx *ctx, const char *cuda_src, const char
 	}
 	r->total_ms = tinyc_now_ms() - t0;
 	return 0;
+}
+
+/* ------------------------------------------------------- parallel compiles ---- */
+
+/* The shared state of the compile workers: the next job to take. */
+typedef struct compile_pool {
+	pthread_mutex_t lock;			/* guards next */
+	int next;				/* the next job index */
+	int n;					/* jobs */
+	const tinyc_compile_job *jobs;		/* the jobs */
+	tinyc_compile_result *results;		/* one per job */
+	tinyc_ctx **ctxs;			/* one context per job (its diagnostics) */
+	int *rcs;				/* each job's return code */
+} compile_pool;
+
+/* A worker: take jobs until none is left, each into its own context. */
+static void *compile_worker(void *arg)
+{
+	compile_pool *p = arg;
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		int i = p->next < p->n ? p->next++ : -1;
+		pthread_mutex_unlock(&p->lock);
+		if (i < 0)
+			return NULL;
+		const tinyc_compile_job *j = &p->jobs[i];
+		p->rcs[i] = tinyc_kernel_compile_cached(p->ctxs[i], j->src, j->name, j->arch, j->opt,
+							&p->results[i]);
+	}
+}
+
+/* How many compile threads: $TINYC_JIT_THREADS, else the online CPUs, at most 16 and n. */
+static int compile_threads(int n)
+{
+	const char *e = getenv("TINYC_JIT_THREADS");
+	long t = e && atoi(e) > 0 ? atoi(e) : sysconf(_SC_NPROCESSORS_ONLN);
+	if (t > 16)
+		t = 16;
+	if (t > n)
+		t = n;
+	return t < 1 ? 1 : (int)t;
+}
+
+int tinyc_kernel_compile_many(tinyc_ctx *ctx, int n, const tinyc_compile_job *jobs,
+			      tinyc_compile_result *results, double *wall_ms)
+{
+	double t0 = tinyc_now_ms();
+	if (wall_ms)
+		*wall_ms = 0;
+	for (int i = 0; i < n; i++)
+		results[i] = (tinyc_compile_result){0};
+	if (n <= 0)
+		return 0;
+	compile_pool p = {.next = 0, .n = n, .jobs = jobs, .results = results};
+	p.ctxs = calloc((size_t)n, sizeof(*p.ctxs));
+	p.rcs = calloc((size_t)n, sizeof(*p.rcs));
+	int nt = compile_threads(n), started = 0, rc = 0;
+	pthread_t *th = calloc((size_t)nt, sizeof(*th));
+	int ok = p.ctxs && p.rcs && th && pthread_mutex_init(&p.lock, NULL) == 0;
+	for (int i = 0; ok && i < n; i++)
+		ok = (p.ctxs[i] = tinyc_ctx_alloc()) != NULL;
+	if (!ok) {
+		rc = tinyc_error(ctx, "OutOfMemory", "parallel compile");
+		goto done;
+	}
+	/* the calling thread works too: nt - 1 helpers (none when a thread cannot start) */
+	for (int t = 1; t < nt; t++) {
+		if (pthread_create(&th[t], NULL, compile_worker, &p) != 0)
+			break;
+		started++;
+	}
+	compile_worker(&p);
+	for (int t = 1; t <= started; t++)
+		pthread_join(th[t], NULL);
+	pthread_mutex_destroy(&p.lock);
+	/* the diagnostics in job order, as a serial loop would have reported them */
+	for (int i = 0; i < n; i++) {
+		if (p.rcs[i] < 0)
+			rc = -1;
+		if (tinyc_ctx_take_diags(ctx, p.ctxs[i]) < 0)
+			rc = -1;
+	}
+done:
+	for (int i = 0; p.ctxs && i < n; i++)
+		tinyc_ctx_free(p.ctxs[i]);
+	free(p.ctxs);
+	free(p.rcs);
+	free(th);
+	if (rc < 0)
+		for (int i = 0; i < n; i++)
+			tinyc_compile_result_clear(&results[i]);
+	if (wall_ms)
+		*wall_ms = tinyc_now_ms() - t0;
+	return rc;
 }

@@ -177,6 +177,21 @@ int tinyc_kernel_compile_cached(tinyc_ctx *ctx, const char *cuda_src, const char
 				const char *arch, const tinyc_compile_opts *opt,
 				__tinyc_give tinyc_compile_result *r);
 
+/* One compile of tinyc_kernel_compile_many. */
+typedef struct tinyc_compile_job {
+	const char *src;			/* CUDA text */
+	const char *name;			/* translation unit name */
+	const char *arch;			/* target */
+	const tinyc_compile_opts *opt;		/* options (may be NULL) */
+} tinyc_compile_job;
+
+/* tinyc_kernel_compile_cached for n jobs at once, on $TINYC_JIT_THREADS threads (default:
+ * the online CPUs, at most 16): results[i] for jobs[i]; the diagnostics come in job order.
+ * *wall_ms (when not NULL): the elapsed time of the whole.  0, or -1 when a job failed
+ * (then every result is cleared). */
+int tinyc_kernel_compile_many(tinyc_ctx *ctx, int n, const tinyc_compile_job *jobs,
+			      __tinyc_give tinyc_compile_result *results, double *wall_ms);
+
 /* ----------------------------------------------------------------- CUDA driver ---- */
 
 typedef struct tinyc_cuda tinyc_cuda;		/* the driver, one device, its primary context */

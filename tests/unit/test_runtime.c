@@ -611,6 +611,49 @@ Test(cache, compile_error_not_stored)
 	rm_tree(tmp);
 }
 
+/* Several compiles on threads: each result is the one a serial compile gives (same key, a
+ * CUBIN for the arch), on 1 thread and on 4; a failing job is reported, with its CUDA
+ * diagnostic, and every result is cleared. */
+Test(cache, compile_many_parallel)
+{
+	char *tmp = make_tmp_dir();
+	tinyc_compile_opts opt = {.cache_dir = tmp};
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	const char *archs[4] = {"sm_80", "sm_90", "sm_86", "sm_89"};
+	tinyc_compile_job jobs[4];
+	tinyc_compile_result serial[4], many[4];
+	for (int i = 0; i < 4; i++) {
+		jobs[i] = (tinyc_compile_job){half_kernel, "scale_add.cu", archs[i], &opt};
+		cr_assert_eq(tinyc_kernel_compile_cached(ctx, half_kernel, "scale_add.cu", archs[i],
+							 &(tinyc_compile_opts){.no_cache = 1}, &serial[i]),
+			     0, "%s", first_msg(ctx));
+	}
+	const char *threads[2] = {"1", "4"};
+	for (int t = 0; t < 2; t++) {
+		setenv("TINYC_JIT_THREADS", threads[t], 1);
+		double wall = -1;
+		cr_assert_eq(tinyc_kernel_compile_many(ctx, 4, jobs, many, &wall), 0, "%s", first_msg(ctx));
+		cr_expect_geq(wall, 0);
+		for (int i = 0; i < 4; i++) {
+			cr_expect_str_eq(many[i].key, serial[i].key, "job %d on %s threads", i, threads[t]);
+			cr_expect_eq(many[i].cache_hit, t == 1, "job %d: the second round hits", i);
+			check_cubin(&many[i].blob, atoi(archs[i] + 3));
+			tinyc_compile_result_clear(&many[i]);
+		}
+	}
+	unsetenv("TINYC_JIT_THREADS");
+	jobs[2].src = bad_kernel;
+	jobs[2].name = "bad.cu";
+	cr_assert_eq(tinyc_kernel_compile_many(ctx, 4, jobs, many, NULL), -1);
+	cr_expect_str_eq(first_kind(ctx), "CudaCompileError");
+	for (int i = 0; i < 4; i++) {
+		cr_expect_null(many[i].blob.data, "job %d kept its image after a failure", i);
+		tinyc_compile_result_clear(&serial[i]);
+	}
+	tinyc_ctx_free(ctx);
+	rm_tree(tmp);
+}
+
 /* ------------------------------------------------------------------ CUDA driver ---- */
 
 #define SKIP_WITHOUT_GPU() \
