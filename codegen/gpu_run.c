@@ -455,12 +455,26 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 	}
 	/* compile every kernel (each its own translation unit, through the cache, nvrtc on
 	 * several threads), then load them in order */
-	if (compile_all(ctx, gm, dev, opt, kern_texts, stats) < 0)
+	if (!opt->images && compile_all(ctx, gm, dev, opt, kern_texts, stats) < 0)
 		goto done;
 	for (int i = 0; i < nk; i++) {
 		const tinyc_gkernel *k = gm->kernels[i];
+		const tinyc_blob *img = opt->images ? &opt->images[i] : &kern_texts[i].blob;
+		if (stats && opt->images) {
+			snprintf(stats->k[i].name, sizeof(stats->k[i].name), "%s", k->name);
+			stats->k[i].cache_hit = 1;
+		}
+		if (opt->keep && !(opt->keep[i].data = malloc(img->size + 1))) {
+			tinyc_error(ctx, "OutOfMemory", "kernel image copy");
+			goto done;
+		}
+		if (opt->keep) {
+			memcpy(opt->keep[i].data, img->data, img->size);
+			opt->keep[i].size = img->size;
+			opt->keep[i].is_cubin = img->is_cubin;
+		}
 		double t_load = tinyc_now_ms();
-		kern[i] = tinyc_cuda_kernel_load(cu, &kern_texts[i].blob, k->name);
+		kern[i] = tinyc_cuda_kernel_load(cu, img, k->name);
 		if (stats)
 			stats->k[i].load_ms = tinyc_now_ms() - t_load;
 		tinyc_compile_result_clear(&kern_texts[i]);

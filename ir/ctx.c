@@ -414,6 +414,15 @@ void tinyc_buf_puts(tinyc_buf *b, const char *s)
 	b->len += n;
 }
 
+void tinyc_buf_append(tinyc_buf *b, const void *data, size_t n)
+{
+	if (buf_reserve(b, n) < 0)
+		return;
+	memcpy(b->data + b->len, data, n);
+	b->len += n;
+	b->data[b->len] = 0;
+}
+
 void tinyc_buf_putc(tinyc_buf *b, char c)
 {
 	if (buf_reserve(b, 1) < 0)

@@ -109,6 +109,8 @@ typedef struct tinyc_buf {
 void tinyc_buf_printf(tinyc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tinyc_buf_puts(tinyc_buf *b, const char *s);
 void tinyc_buf_putc(tinyc_buf *b, char c);
+/* Append n bytes (any bytes; the contents stay NUL-terminated after them). */
+void tinyc_buf_append(tinyc_buf *b, const void *data, size_t n);
 void tinyc_buf_free(tinyc_buf *b);
 
 #endif

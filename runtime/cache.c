@@ -18,6 +18,7 @@
 
 #define ENTRY_MAGIC "TINYCKC1"
 #define ENTRY_HEADER 88			/* 8 + 4 + 4 + 8 + 32 + 32 */
+#define ENTRY_OTHER 2			/* the kind field of a non-image entry (tinyc_cache_put) */
 #define KEY_VERSION "tinyc-kernel-cache-v1"	/* bump when the key or entry layout changes */
 
 /* ------------------------------------------------------------------- SHA-256 ---- */
@@ -438,6 +439,50 @@ int tinyc_kernel_compile_cached(tinyc_ctx *ctx, const char *cuda_src, const char
 	}
 	r->total_ms = tinyc_now_ms() - t0;
 	return 0;
+}
+
+/* ------------------------------------------------------------ other entries ---- */
+
+/* The path of entry key.ext in the cache directory, or NULL when the cache is off. */
+static char *entry_path(const unsigned char key[32], const char *ext, char **dir_out)
+{
+	char *dir = tinyc_cache_dir();
+	if (!dir)
+		return NULL;
+	char hex[65];
+	tinyc_hex(key, 32, hex);
+	char *path = tinyc_asprintf("%s/%s.%s", dir, hex, ext);
+	if (!path || !dir_out)
+		free(dir);
+	else
+		*dir_out = dir;
+	return path;
+}
+
+int tinyc_cache_get(const unsigned char key[32], const char *ext, tinyc_blob *out)
+{
+	*out = (tinyc_blob){0};
+	char *path = entry_path(key, ext, NULL);
+	if (!path)
+		return 0;
+	int got = entry_read(path, key, ENTRY_OTHER, out);
+	free(path);
+	return got;
+}
+
+int tinyc_cache_put(const unsigned char key[32], const char *ext, const void *data, size_t size)
+{
+	char *dir = NULL, *path = entry_path(key, ext, &dir);
+	if (!path)
+		return -1;
+	char hex[65];
+	tinyc_hex(key, 32, hex);
+	tinyc_blob b = {.data = (unsigned char *)data, .size = size, .is_cubin = ENTRY_OTHER};
+	char *why = entry_write(dir, path, hex, key, &b);
+	free(why);
+	free(dir);
+	free(path);
+	return why ? -1 : 0;
 }
 
 /* ------------------------------------------------------- parallel compiles ---- */

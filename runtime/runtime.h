@@ -177,6 +177,13 @@ int tinyc_kernel_compile_cached(tinyc_ctx *ctx, const char *cuda_src, const char
 				const char *arch, const tinyc_compile_opts *opt,
 				__tinyc_give tinyc_compile_result *r);
 
+/* Other cache entries (a compiled module's launch description): key.ext in the cache
+ * directory, stored atomically and checked (header, key, SHA-256 of the bytes) on reading.
+ * get: 1 and *out filled (data NUL-terminated), 0 when there is none or the cache is off,
+ * -1 when the entry is bad.  put: 0, or -1 when it could not be stored (not an error). */
+int tinyc_cache_get(const unsigned char key[32], const char *ext, __tinyc_give tinyc_blob *out);
+int tinyc_cache_put(const unsigned char key[32], const char *ext, const void *data, size_t size);
+
 /* One compile of tinyc_kernel_compile_many. */
 typedef struct tinyc_compile_job {
 	const char *src;			/* CUDA text */

@@ -60,6 +60,9 @@ typedef struct cli {
 	double passes_ms;	/* run/bench: time of the compiler passes (JIT latency report) */
 	double driver_ms;	/* run/bench on cuda: the CUDA driver's initialisation (once per
 				 * process, before the passes) */
+	tinyc_gpu_cached *cached;	/* run/bench on cuda: the module from the module cache */
+	int store_module;	/* run/bench on cuda: store the module after the run (a miss) */
+	unsigned char module_key[32];	/* its key */
 } cli;
 
 static void usage(FILE *out)
@@ -418,6 +421,9 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 		if (p)
 			printf("  plan %s: %s\n", s->kerns[i].name, p->desc);
 	}
+	for (int i = 0; !s && c->cached && i < c->cached->nkernel; i++)	/* as stored */
+		if (c->cached->plans[i])
+			printf("  plan %s: %s\n", c->cached->gm->kernels[i]->name, c->cached->plans[i]);
 	double compile_ms = 0, load_ms = 0;
 	int hits = 0;
 	for (int i = 0; i < st->nkernel; i++) {
@@ -438,6 +444,25 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 	       c->passes_ms + wall + load_ms, st->nkernel, hits, st->print_ms, compile_ms);
 }
 
+/* Store the module that just ran (kernels, images, each kernel's plan line) in the
+ * compiled-module cache; a failure to store is not an error of the run. */
+static void store_module(cli *c, tinyc_module *m, const tinyc_gpu_module *gm, const int64_t *sym,
+			 const tinyc_blob *images)
+{
+	const tinyc_schedule *s = tinyc_module_schedule(m);
+	const char **plans = calloc((size_t)gm->nkernel + 1, sizeof(*plans));
+	if (!plans)
+		return;
+	for (int i = 0; i < gm->nkernel; i++)
+		for (int j = 0; s && j < s->nkern && !plans[i]; j++)
+			if (!strcmp(s->kerns[j].name, gm->kernels[i]->name) && tinyc_skernel_plan(&s->kerns[j]))
+				plans[i] = tinyc_skernel_plan(&s->kerns[j])->desc;
+	int rc = tinyc_gpu_cache_store(c->module_key, gm, sym, images, plans);
+	if (c->opt.verbose)
+		fprintf(stderr, "tinyc: module cache: %s\n", rc == 0 ? "stored" : "not stored");
+	free(plans);
+}
+
 /* The device run: the RB-SSA interpreter (cpu), the reference evaluator (ref), the GPU IR
  * interpreter (gpuir) or the GPU (cuda).  Writes what ran where into where. */
 static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, char *where,
@@ -452,7 +477,7 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 		snprintf(where, wsize, "the reference evaluator");
 		return tinyc_eval(ctx, m->uop, m->bind, io);
 	}
-	tinyc_gpu_module *gm = tinyc_module_gpuir(m);
+	tinyc_gpu_module *gm = c->cached && !strcmp(d, "cuda") ? c->cached->gm : tinyc_module_gpuir(m);
 	if (!gm)
 		return tinyc_error(ctx, "PipelineError", "no GPU IR to run");
 	int64_t *sym = calloc((size_t)m->uop->nsym + 1, sizeof(int64_t));
@@ -474,9 +499,21 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 	}
 	const tinyc_device_info *dev = tinyc_cuda_device_info(cu);
 	int bench = !strcmp(c->cmd, "bench");
-	tinyc_gpu_run_opts opt = {bench ? c->warmup : 0, bench ? c->iters : 0, 0};
+	tinyc_gpu_run_opts opt = {bench ? c->warmup : 0, bench ? c->iters : 0, 0, NULL, NULL};
 	tinyc_gpu_run_stats st = {0};
+	int all_bound = 1;
+	for (int i = 0; i < m->uop->nsym; i++)
+		all_bound &= sym[i] >= 0 && m->opt.bind != NULL;
+	if (c->cached)
+		opt.images = c->cached->images;
+	else if (c->store_module && all_bound)
+		opt.keep = calloc((size_t)gm->nkernel + 1, sizeof(*opt.keep));
 	rc = tinyc_gpu_run_cuda(ctx, cu, gm, sym, io, &opt, &st);
+	if (rc == 0 && opt.keep)
+		store_module(c, m, gm, sym, opt.keep);
+	for (int i = 0; opt.keep && i < gm->nkernel; i++)
+		free(opt.keep[i].data);
+	free(opt.keep);
 	snprintf(where, wsize, "%s (%s, %d kernels)", dev->name, dev->target, gm->nkernel);
 	if (rc == 0 && c->opt.verbose)
 		for (int i = 0; i < st.nkernel; i++)
@@ -531,9 +568,36 @@ static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 		c->driver_ms = tinyc_now_ms() - t_drv;
 	}
 	double t_passes = tinyc_now_ms();
-	int prc = tinyc_module_run_until(m, last, 0, NULL);
+	/* the compiled-module cache: a graph compiled before with the same text, sizes, target,
+	 * device and settings is launched from its stored description, after the parse only */
+	tinyc_gpu_cached cached = {0};
+	const char *mc = getenv("TINYC_MODULE_CACHE");
+	int prc;
+	if (held && m->opt.bind && !(mc && !strcmp(mc, "0"))) {
+		const tinyc_device_info *dev = tinyc_cuda_device_info(held);
+		tinyc_gpu_cache_key(m->src->text, m->opt.bind, m->opt.target ? m->opt.target : "", dev,
+				    c->module_key);
+		if ((prc = tinyc_module_run_until(m, 0, 0, NULL)) == 0 &&
+		    tinyc_gpu_cache_load(ctx, c->module_key, m->uop, m->bind, &cached) == 1) {
+			c->cached = &cached;
+			if (m->opt.verbose)
+				fprintf(stderr, "tinyc: module cache hit: parse and lookup %.3f ms, no passes "
+					"(TINYC_MODULE_CACHE=0 turns it off)\n", tinyc_now_ms() - t_passes);
+		} else if (prc == 0) {
+			/* a miss: compile from scratch (the pipeline parses again) */
+			tinyc_module_reset(m);
+			c->store_module = 1;
+			if (m->opt.verbose)
+				fprintf(stderr, "tinyc: module cache miss: %.3f ms\n", tinyc_now_ms() - t_passes);
+			prc = tinyc_module_run_until(m, last, 0, NULL);
+		}
+	} else {
+		prc = tinyc_module_run_until(m, last, 0, NULL);
+	}
 	c->passes_ms = tinyc_now_ms() - t_passes;
 	rc = prc < 0 ? EXIT_DIAG : cmd_run_body(ctx, c, m);
+	c->cached = NULL;
+	tinyc_gpu_cached_clear(&cached);
 	if (held)
 		tinyc_cuda_close(held);
 	tinyc_ctx_free(quiet);
