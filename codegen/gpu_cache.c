@@ -78,12 +78,12 @@ static void key_self(tinyc_sha256_ctx *s)
 {
 	Dl_info info;
 	struct stat st;
-	if (dladdr((void *)key_self, &info) && info.dli_fname &&
-	    stat(info.dli_fname, &st) == 0) {
+	const char *file = dladdr((void *)key_self, &info) && info.dli_fname && *info.dli_fname
+			   ? info.dli_fname : "/proc/self/exe";
+	if (stat(file, &st) == 0) {
 		int64_t id[5] = {(int64_t)st.st_size, (int64_t)st.st_mtim.tv_sec,
 				 (int64_t)st.st_mtim.tv_nsec, (int64_t)st.st_ino, (int64_t)st.st_dev};
 		key_bytes(s, id, sizeof(id));
-		key_text(s, info.dli_fname);
 	} else {
 		key_text(s, "self: unknown");
 	}

@@ -501,12 +501,9 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 	int bench = !strcmp(c->cmd, "bench");
 	tinyc_gpu_run_opts opt = {bench ? c->warmup : 0, bench ? c->iters : 0, 0, NULL, NULL};
 	tinyc_gpu_run_stats st = {0};
-	int all_bound = 1;
-	for (int i = 0; i < m->uop->nsym; i++)
-		all_bound &= sym[i] >= 0 && m->opt.bind != NULL;
 	if (c->cached)
 		opt.images = c->cached->images;
-	else if (c->store_module && all_bound)
+	else if (c->store_module)
 		opt.keep = calloc((size_t)gm->nkernel + 1, sizeof(*opt.keep));
 	rc = tinyc_gpu_run_cuda(ctx, cu, gm, sym, io, &opt, &st);
 	if (rc == 0 && opt.keep)
@@ -573,12 +570,14 @@ static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 	tinyc_gpu_cached cached = {0};
 	const char *mc = getenv("TINYC_MODULE_CACHE");
 	int prc;
-	if (held && m->opt.bind && !(mc && !strcmp(mc, "0"))) {
+	if (held && !c->runtime_sizes && !(mc && !strcmp(mc, "0"))) {
 		const tinyc_device_info *dev = tinyc_cuda_device_info(held);
-		tinyc_gpu_cache_key(m->src->text, m->opt.bind, m->opt.target ? m->opt.target : "", dev,
-				    c->module_key);
-		if ((prc = tinyc_module_run_until(m, 0, 0, NULL)) == 0 &&
-		    tinyc_gpu_cache_load(ctx, c->module_key, m->uop, m->bind, &cached) == 1) {
+		tinyc_gpu_cache_key(m->src->text, m->opt.bind ? m->opt.bind : "",
+				    m->opt.target ? m->opt.target : "", dev, c->module_key);
+		int bound = (prc = tinyc_module_run_until(m, 0, 0, NULL)) == 0;
+		for (int i = 0; bound && i < m->uop->nsym; i++)
+			bound = m->bind->val[i] >= 0;	/* sizes from the inputs: not cached */
+		if (bound && tinyc_gpu_cache_load(ctx, c->module_key, m->uop, m->bind, &cached) == 1) {
 			c->cached = &cached;
 			if (m->opt.verbose)
 				fprintf(stderr, "tinyc: module cache hit: parse and lookup %.3f ms, no passes "
@@ -586,7 +585,7 @@ static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 		} else if (prc == 0) {
 			/* a miss: compile from scratch (the pipeline parses again) */
 			tinyc_module_reset(m);
-			c->store_module = 1;
+			c->store_module = bound;
 			if (m->opt.verbose)
 				fprintf(stderr, "tinyc: module cache miss: %.3f ms\n", tinyc_now_ms() - t_passes);
 			prc = tinyc_module_run_until(m, last, 0, NULL);
