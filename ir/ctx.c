@@ -49,6 +49,8 @@ void tinyc_ctx_clear_diags(tinyc_ctx *ctx)
 /* Move every diagnostic of src to the end of dst's (src is left empty). */
 int tinyc_ctx_take_diags(tinyc_ctx *dst, tinyc_ctx *src)
 {
+	if (src->ndiag == 0)
+		return 0;
 	if (src->ndiag > dst->cap - dst->ndiag) {
 		int cap = dst->ndiag + src->ndiag;
 		tinyc_diag *d = realloc(dst->diag, (size_t)cap * sizeof(*d));
