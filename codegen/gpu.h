@@ -162,6 +162,10 @@ typedef struct tinyc_gpu_run_opts {
 	int warmup;		/* untimed launches of each kernel before timing */
 	int iters;		/* timed launches of each kernel (0: launch once, wall-timed) */
 	int no_cache;		/* bypass the kernel cache */
+	const tinyc_blob *images;	/* NULL, or per kernel its CUBIN (a cached module):
+					   no CUDA text, no compile */
+	tinyc_blob *keep;	/* NULL, or per kernel (caller's array, zeroed) a copy of
+				   the image that ran, for the module cache (owned by the caller) */
 } tinyc_gpu_run_opts;
 
 /* What happened to one kernel. */
@@ -177,6 +181,7 @@ typedef struct tinyc_gpu_kernel_stat {
 	int smem_bytes;		/* shared memory per block, static + dynamic */
 	double compile_ms;	/* the whole cached compile: key, lookup, nvrtc on a miss */
 	double load_ms;		/* loading the image into the context (cuModuleLoadData) */
+	double graph_ms;	/* timed runs: CUDA-graph replay time per launch (0: no graphs) */
 	double wall_ms;		/* timed runs: host wall time per launch of back-to-back launches
 				 * (launch overhead included), 0 when not timed */
 } tinyc_gpu_kernel_stat;
@@ -185,9 +190,39 @@ typedef struct tinyc_gpu_kernel_stat {
 typedef struct tinyc_gpu_run_stats {
 	int nkernel;			/* kernels */
 	tinyc_gpu_kernel_stat *k;	/* per kernel, launch order (owned) */
+	double plan_graph_ms;		/* timed runs: the whole plan (every kernel in order) per
+					   CUDA-graph replayed execution (0: no graphs) */
+	double plan_run_ms;		/* timed runs: the whole plan per execution of iters
+					   back-to-back executions between two events */
+	double print_ms;		/* printing every kernel's CUDA text */
+	double compile_wall_ms;		/* compiling every kernel (in parallel): elapsed */
 } tinyc_gpu_run_stats;
 
 void tinyc_gpu_run_stats_clear(tinyc_gpu_run_stats *st);
+
+/* ---- gpu_cache.c: the compiled-module cache (see there) ---- */
+
+/* A module rebuilt from the cache: what tinyc_gpu_run_cuda launches, with the images. */
+typedef struct tinyc_gpu_cached {
+	tinyc_gpu_module *gm;	/* buffers and kernels (parameters, grids; no bodies) */
+	tinyc_blob *images;	/* per kernel its CUBIN */
+	char **plans;		/* per kernel its plan line, or NULL */
+	int nkernel;		/* kernels */
+} tinyc_gpu_cached;
+
+/* The key of a compilation: the graph text, the --bind text (every symbol bound), the
+ * target, the device, driver and nvrtc, the TINYC_* settings, the tuning records and the
+ * compiler binary itself. */
+void tinyc_gpu_cache_key(const char *graph_text, const char *bind, const char *target,
+			 const tinyc_device_info *dev, unsigned char key[32]);
+/* Store gm (launch description evaluated under sym), images[] and plans[] (may be NULL)
+ * under key; 0, or -1 when it was not stored (not an error). */
+int tinyc_gpu_cache_store(const unsigned char key[32], const tinyc_gpu_module *gm,
+			  const int64_t *sym, const tinyc_blob *images, const char *const *plans);
+/* Look key up: 1 and *out filled (its module reports to ctx), 0 on a miss or a bad entry. */
+int tinyc_gpu_cache_load(tinyc_ctx *ctx, const unsigned char key[32], const tinyc_graph *g,
+			 const tinyc_bindings *bind, __tinyc_give tinyc_gpu_cached *out);
+void tinyc_gpu_cached_clear(tinyc_gpu_cached *c);
 /* Run every kernel of gm with the GPU IR interpreter on io->in (by BUFFER slot), with
  * sym[] the value of every graph symbol; allocates io->out (by OUTPUT order).  0 or -1. */
 int tinyc_gpu_run_interp(tinyc_ctx *ctx, const tinyc_gpu_module *gm, const int64_t *sym,

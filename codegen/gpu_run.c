@@ -179,20 +179,48 @@ void tinyc_gpu_run_stats_clear(tinyc_gpu_run_stats *st)
 	free(st->k);
 	st->k = NULL;
 	st->nkernel = 0;
+	st->plan_graph_ms = st->plan_run_ms = st->print_ms = st->compile_wall_ms = 0;
 }
 
-/* One launch: the kernel and its arguments (for tinyc_cuda_time). */
+/* One launch: the kernel, its grid and its arguments (with their storage). */
 typedef struct launch {
-	tinyc_kernel *k;
-	tinyc_dim3 grid, block;
-	unsigned smem;
-	void **args;
+	tinyc_kernel *k;	/* the loaded kernel */
+	tinyc_dim3 grid, block;	/* launch extents */
+	unsigned grid_v[3];	/* the grid as evaluated (0 extents: nothing to launch) */
+	unsigned smem;		/* dynamic shared memory, bytes */
+	int empty;		/* a zero grid extent: the kernel is skipped */
+	void **args;		/* kernelParams, pointing into the storage below */
+	int64_t *vals;		/* 64-bit integer parameters */
+	int32_t *vals32;	/* 32-bit integer parameters */
+	void *maps;		/* tensor maps (tmap_storage[nparam]) */
 } launch;
+
+/* Every launch of a plan in order, for the plan-level timings. */
+typedef struct plan_launches {
+	launch *ls;	/* the launches */
+	int n;		/* how many */
+} plan_launches;
 
 static int launch_once(tinyc_cuda *cu, void *arg)
 {
 	launch *l = arg;
 	return tinyc_cuda_launch(cu, l->k, l->grid, l->block, l->smem, l->args);
+}
+
+/* The whole plan once: every non-empty launch in order. */
+static int plan_once(tinyc_cuda *cu, void *arg)
+{
+	plan_launches *p = arg;
+	for (int i = 0; i < p->n; i++)
+		if (!p->ls[i].empty && launch_once(cu, &p->ls[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static void launch_clear(launch *l)
+{
+	free(l->args), free(l->vals), free(l->vals32), free(l->maps);
+	memset(l, 0, sizeof(*l));
 }
 
 static double ms_since(const struct timespec *t0)
@@ -251,6 +279,156 @@ static int tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
 	return tinyc_cuda_tensor_map(cu, out->bytes, el, t->rank, base, dims, strides, box, t->swizzle);
 }
 
+/* Evaluate kernel i's grid and build its arguments (pointers, integers, tensor maps). */
+static int launch_prepare(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm, int i,
+			  tinyc_kernel *kern, const int64_t *sym, const tinyc_devptr *dptr, launch *l)
+{
+	const tinyc_gkernel *k = gm->kernels[i];
+	int64_t grid[3];
+	for (int d = 0; d < 3; d++)
+		if (tinyc_gpu_eval_int(k->grid[d], sym, &grid[d]) < 0)
+			return tinyc_error(ctx, "LaunchError", "kernel %s: grid extent needs a symbol value", k->name);
+	l->empty = grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0;	/* nothing to compute */
+	for (int d = 0; d < 3; d++)
+		l->grid_v[d] = grid[d] > 0 ? (unsigned)grid[d] : 0;
+	if (l->empty)
+		return 0;
+	l->args = calloc((size_t)k->nparam + 1, sizeof(void *));
+	l->vals = calloc((size_t)k->nparam + 1, sizeof(int64_t));
+	l->vals32 = calloc((size_t)k->nparam + 1, sizeof(int32_t));
+	l->maps = aligned_alloc(64, sizeof(tmap_storage) * ((size_t)k->nparam + 1));
+	if (!l->args || !l->vals || !l->vals32 || !l->maps)
+		return tinyc_error(ctx, "OutOfMemory", "kernel arguments");
+	tmap_storage *maps = l->maps;
+	for (int p = 0; p < k->nparam; p++) {
+		const tinyc_gvar *v = &k->vars[k->params[p]];
+		if (v->kind == TINYC_GV_PARAM_PTR) {
+			l->args[p] = (void *)&dptr[v->buf];
+		} else if (v->kind == TINYC_GV_PARAM_INT) {
+			l->vals[p] = sym[v->sym];
+			if (v->dtype == TINYC_INT) {
+				if (l->vals[p] > INT32_MAX)
+					return tinyc_error(ctx, "LaunchError", "kernel %s: %s = %" PRId64 " does not fit int",
+							   k->name, v->name, l->vals[p]);
+				l->vals32[p] = (int32_t)l->vals[p];
+				l->args[p] = &l->vals32[p];
+			} else {
+				l->args[p] = &l->vals[p];
+			}
+		} else if (tmap_arg(ctx, cu, gm, k, v, sym, dptr, &maps[p]) == 0) {
+			l->args[p] = &maps[p];
+		} else {
+			return -1;
+		}
+	}
+	l->k = kern;
+	l->grid = (tinyc_dim3){l->grid_v[0], l->grid_v[1], l->grid_v[2]};
+	l->block = (tinyc_dim3){(unsigned)k->block[0], (unsigned)k->block[1], (unsigned)k->block[2]};
+	l->smem = (unsigned)k->dyn_smem;
+	return 0;
+}
+
+/* The timings of a bench run (the launches already ran once).  Per kernel: the median of
+ * opt->iters launches each between two events, the CUDA-graph replay time per launch (iters
+ * launches captured into one graph, median of TIME_REPLAYS replays / iters), and the host
+ * wall time per launch of iters back-to-back launches.  The whole plan (every kernel in
+ * order): graph replay and back-to-back event time per execution. */
+#define TIME_REPLAYS 7
+static int time_launches(tinyc_cuda *cu, launch *ls, int nk, const tinyc_gpu_run_opts *opt,
+			 tinyc_gpu_run_stats *st)
+{
+	int graphs = tinyc_cuda_has_graphs(cu);
+	for (int i = 0; i < nk; i++) {
+		if (ls[i].empty)
+			continue;
+		double med = 0, g = 0;
+		if (tinyc_cuda_time(cu, launch_once, &ls[i], opt->warmup, opt->iters, &med, NULL) < 0)
+			return -1;
+		if (graphs && tinyc_cuda_time_graph(cu, launch_once, &ls[i], opt->iters, TIME_REPLAYS, &g) < 0)
+			return -1;
+		/* launch-inclusive: host time of back-to-back launches, one sync at the end */
+		struct timespec t0;
+		if (tinyc_cuda_sync(cu) < 0)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int r = 0; r < opt->iters; r++)
+			if (launch_once(cu, &ls[i]) < 0)
+				return -1;
+		if (tinyc_cuda_sync(cu) < 0)
+			return -1;
+		if (st) {
+			st->k[i].wall_ms = ms_since(&t0) / opt->iters;
+			st->k[i].median_ms = med;
+			st->k[i].graph_ms = g;
+		}
+	}
+	plan_launches p = {ls, nk};
+	double run = 0, g = 0;
+	if (tinyc_cuda_time_run(cu, plan_once, &p, opt->warmup, opt->iters, &run) < 0)
+		return -1;
+	if (graphs && tinyc_cuda_time_graph(cu, plan_once, &p, opt->iters, TIME_REPLAYS, &g) < 0)
+		return -1;
+	if (st) {
+		st->plan_run_ms = run;
+		st->plan_graph_ms = g;
+	}
+	return tinyc_cuda_sync(cu);
+}
+
+/* Print every kernel's CUDA and compile them all through the cache (nvrtc on several
+ * threads: tinyc_kernel_compile_many); results[i] holds kernel i's image. */
+static int compile_all(tinyc_ctx *ctx, const tinyc_gpu_module *gm, const tinyc_device_info *dev,
+		       const tinyc_gpu_run_opts *opt, tinyc_compile_result *results,
+		       tinyc_gpu_run_stats *stats)
+{
+	int nk = gm->nkernel, rc = -1;
+	tinyc_buf *texts = calloc((size_t)nk + 1, sizeof(*texts));
+	char (*units)[160] = calloc((size_t)nk + 1, sizeof(*units));
+	tinyc_compile_job *jobs = calloc((size_t)nk + 1, sizeof(*jobs));
+	tinyc_compile_opts co = {0};
+	co.no_cache = opt->no_cache;
+	co.driver_version = dev->driver_version;
+	/* arch-specific kernels (wgmma: sm_90a) are built for the module's target when the
+	 * device is of that architecture */
+	const char *arch = dev->target;
+	tinyc_arch ga;
+	if (gm->target[0] && tinyc_arch_from_target(NULL, gm->target, &ga) == 0 && ga.suffix &&
+	    ga.major == dev->arch.major && ga.minor == dev->arch.minor)
+		arch = gm->target;
+	if (!texts || !units || !jobs) {
+		tinyc_error(ctx, "OutOfMemory", "kernel texts");
+		goto done;
+	}
+	double t_print = tinyc_now_ms();
+	for (int i = 0; i < nk; i++) {
+		if (tinyc_cuda_print_kernel(ctx, gm, i, &texts[i]) < 0)
+			goto done;
+		snprintf(units[i], sizeof(units[i]), "%s.cu", gm->kernels[i]->name);
+		jobs[i] = (tinyc_compile_job){texts[i].data, units[i], arch, &co};
+	}
+	if (stats)
+		stats->print_ms = tinyc_now_ms() - t_print;
+	double wall = 0;
+	if (tinyc_kernel_compile_many(ctx, nk, jobs, results, &wall) < 0)
+		goto done;
+	for (int i = 0; stats && i < nk; i++) {
+		snprintf(stats->k[i].name, sizeof(stats->k[i].name), "%s", gm->kernels[i]->name);
+		stats->k[i].nvrtc_ms = results[i].compile_ms;
+		stats->k[i].cache_hit = results[i].cache_hit;
+		stats->k[i].compile_ms = results[i].total_ms;
+	}
+	if (stats)
+		stats->compile_wall_ms = wall;
+	rc = 0;
+done:
+	for (int i = 0; texts && i < nk; i++)
+		tinyc_buf_free(&texts[i]);
+	free(texts);
+	free(units);
+	free(jobs);
+	return rc;
+}
+
 int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
 		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
 		       tinyc_gpu_run_stats *stats)
@@ -264,53 +442,42 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 	int rc = -1, nk = gm->nkernel;
 	tinyc_devptr *dptr = calloc((size_t)gm->nbuf + 1, sizeof(*dptr));
 	tinyc_kernel **kern = calloc((size_t)nk + 1, sizeof(*kern));
+	launch *ls = NULL;
+	tinyc_compile_result *kern_texts = calloc((size_t)nk + 1, sizeof(*kern_texts));
 	if (stats) {
 		tinyc_gpu_run_stats_clear(stats);
 		stats->k = calloc((size_t)nk + 1, sizeof(*stats->k));
 		stats->nkernel = nk;
 	}
-	if (!dptr || !kern || (stats && !stats->k)) {
+	if (!dptr || !kern || !kern_texts || (stats && !stats->k)) {
 		tinyc_error(ctx, "OutOfMemory", "CUDA run");
 		goto done;
 	}
-	/* compile and load every kernel (each its own translation unit, through the cache) */
+	/* compile every kernel (each its own translation unit, through the cache, nvrtc on
+	 * several threads), then load them in order */
+	if (!opt->images && compile_all(ctx, gm, dev, opt, kern_texts, stats) < 0)
+		goto done;
 	for (int i = 0; i < nk; i++) {
 		const tinyc_gkernel *k = gm->kernels[i];
-		tinyc_buf text = {0};
-		if (tinyc_cuda_print_kernel(ctx, gm, i, &text) < 0) {
-			tinyc_buf_free(&text);
-			goto done;
-		}
-		tinyc_compile_opts co = {0};
-		co.no_cache = opt->no_cache;
-		co.driver_version = dev->driver_version;
-		tinyc_compile_result cr = {0};
-		char unit[160];
-		snprintf(unit, sizeof(unit), "%s.cu", k->name);
-		/* arch-specific kernels (wgmma: sm_90a) are built for the module's target when the
-		 * device is of that architecture */
-		const char *arch = dev->target;
-		tinyc_arch ga;
-		if (gm->target[0] && tinyc_arch_from_target(NULL, gm->target, &ga) == 0 && ga.suffix &&
-		    ga.major == dev->arch.major && ga.minor == dev->arch.minor)
-			arch = gm->target;
-		int crc = tinyc_kernel_compile_cached(ctx, text.data, unit, arch, &co, &cr);
-		tinyc_buf_free(&text);
-		if (crc < 0) {
-			tinyc_compile_result_clear(&cr);
-			goto done;
-		}
-		if (stats) {
+		const tinyc_blob *img = opt->images ? &opt->images[i] : &kern_texts[i].blob;
+		if (stats && opt->images) {
 			snprintf(stats->k[i].name, sizeof(stats->k[i].name), "%s", k->name);
-			stats->k[i].nvrtc_ms = cr.compile_ms;
-			stats->k[i].cache_hit = cr.cache_hit;
-			stats->k[i].compile_ms = cr.total_ms;
+			stats->k[i].cache_hit = 1;
+		}
+		if (opt->keep && !(opt->keep[i].data = malloc(img->size + 1))) {
+			tinyc_error(ctx, "OutOfMemory", "kernel image copy");
+			goto done;
+		}
+		if (opt->keep) {
+			memcpy(opt->keep[i].data, img->data, img->size);
+			opt->keep[i].size = img->size;
+			opt->keep[i].is_cubin = img->is_cubin;
 		}
 		double t_load = tinyc_now_ms();
-		kern[i] = tinyc_cuda_kernel_load(cu, &cr.blob, k->name);
+		kern[i] = tinyc_cuda_kernel_load(cu, img, k->name);
 		if (stats)
 			stats->k[i].load_ms = tinyc_now_ms() - t_load;
-		tinyc_compile_result_clear(&cr);
+		tinyc_compile_result_clear(&kern_texts[i]);
 		if (!kern[i])
 			goto done;
 		if (stats) {
@@ -343,86 +510,27 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 		if (!t && tinyc_cuda_memset8(cu, dptr[i], 0, bytes) < 0)
 			goto done;
 	}
-	/* launch in order, timing each kernel when asked */
-	for (int i = 0; i < nk; i++) {
-		const tinyc_gkernel *k = gm->kernels[i];
-		int64_t grid[3];
-		for (int d = 0; d < 3; d++)
-			if (tinyc_gpu_eval_int(k->grid[d], sym, &grid[d]) < 0) {
-				tinyc_error(ctx, "LaunchError", "kernel %s: grid extent needs a symbol value", k->name);
-				goto done;
-			}
-		if (grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0)
-			continue;	/* nothing to compute */
-		/* argument storage: pointers and integers by parameter */
-		void **args = calloc((size_t)k->nparam + 1, sizeof(void *));
-		int64_t *vals = calloc((size_t)k->nparam + 1, sizeof(int64_t));
-		int32_t *vals32 = calloc((size_t)k->nparam + 1, sizeof(int32_t));
-		tmap_storage *maps = aligned_alloc(64, sizeof(tmap_storage) * ((size_t)k->nparam + 1));
-		if (!args || !vals || !vals32 || !maps) {
-			free(args), free(vals), free(vals32), free(maps);
-			tinyc_error(ctx, "OutOfMemory", "kernel arguments");
-			goto done;
-		}
-		int bad = 0;
-		for (int p = 0; p < k->nparam; p++) {
-			const tinyc_gvar *v = &k->vars[k->params[p]];
-			if (v->kind == TINYC_GV_PARAM_PTR) {
-				args[p] = &dptr[v->buf];
-			} else if (v->kind == TINYC_GV_PARAM_INT) {
-				vals[p] = sym[v->sym];
-				if (v->dtype == TINYC_INT) {
-					if (vals[p] > INT32_MAX) {
-						tinyc_error(ctx, "LaunchError", "kernel %s: %s = %" PRId64 " does not fit int",
-							    k->name, v->name, vals[p]);
-						bad = 1;
-					}
-					vals32[p] = (int32_t)vals[p];
-					args[p] = &vals32[p];
-				} else {
-					args[p] = &vals[p];
-				}
-			} else if (tmap_arg(ctx, cu, gm, k, v, sym, dptr, &maps[p]) == 0) {
-				args[p] = &maps[p];
-			} else {
-				bad = 1;
-			}
-		}
-		launch l = {kern[i], {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]},
-			    {(unsigned)k->block[0], (unsigned)k->block[1], (unsigned)k->block[2]},
-			    (unsigned)k->dyn_smem, args};
-		int lrc = bad ? -1 : 0;
-		if (!bad && opt->iters > 0) {
-			double med = 0;
-			lrc = tinyc_cuda_time(cu, launch_once, &l, opt->warmup, opt->iters, &med, NULL);
-			if (stats)
-				stats->k[i].median_ms = med;
-			/* launch-inclusive: host time of back-to-back launches, one sync at the end */
-			if (lrc == 0 && stats && (lrc = tinyc_cuda_sync(cu)) == 0) {
-				struct timespec t0;
-				clock_gettime(CLOCK_MONOTONIC, &t0);
-				for (int r = 0; r < opt->iters && lrc == 0; r++)
-					lrc = launch_once(cu, &l);
-				if (lrc == 0)
-					lrc = tinyc_cuda_sync(cu);
-				stats->k[i].wall_ms = ms_since(&t0) / opt->iters;
-			}
-		} else if (!bad) {
-			struct timespec t0;
-			clock_gettime(CLOCK_MONOTONIC, &t0);
-			lrc = launch_once(cu, &l);
-			if (lrc == 0)
-				lrc = tinyc_cuda_sync(cu);
-			if (stats)
-				stats->k[i].median_ms = ms_since(&t0);
-		}
-		if (stats)
-			for (int d = 0; d < 3; d++)
-				stats->k[i].grid[d] = (unsigned)grid[d], stats->k[i].block[d] = (unsigned)k->block[d];
-		free(args), free(vals), free(vals32), free(maps);
-		if (lrc < 0)
-			goto done;
+	/* every launch's grid and arguments, then the launches in order */
+	if (!(ls = calloc((size_t)nk + 1, sizeof(*ls)))) {
+		tinyc_error(ctx, "OutOfMemory", "kernel launches");
+		goto done;
 	}
+	for (int i = 0; i < nk; i++)
+		if (launch_prepare(ctx, cu, gm, i, kern[i], sym, dptr, &ls[i]) < 0)
+			goto done;
+	for (int i = 0; i < nk; i++) {
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (!ls[i].empty && (launch_once(cu, &ls[i]) < 0 || tinyc_cuda_sync(cu) < 0))
+			goto done;
+		if (stats) {
+			stats->k[i].median_ms = ms_since(&t0);
+			for (int d = 0; d < 3; d++)
+				stats->k[i].grid[d] = ls[i].grid_v[d], stats->k[i].block[d] = (unsigned)gm->kernels[i]->block[d];
+		}
+	}
+	if (opt->iters > 0 && time_launches(cu, ls, nk, opt, stats) < 0)
+		goto done;
 	if (tinyc_cuda_sync(cu) < 0)
 		goto done;
 	/* outputs back (the timed runs repeat the same launches: same results) */
@@ -440,6 +548,12 @@ done:
 	for (int i = 0; dptr && i < gm->nbuf; i++)
 		if (dptr[i])
 			tinyc_cuda_free(cu, dptr[i]);
+	for (int i = 0; kern_texts && i < nk; i++)
+		tinyc_compile_result_clear(&kern_texts[i]);
+	free(kern_texts);
+	for (int i = 0; ls && i < nk; i++)
+		launch_clear(&ls[i]);
+	free(ls);
 	for (int i = 0; kern && i < nk; i++)
 		tinyc_kernel_free(kern[i]);
 	free(dptr);

@@ -47,6 +47,30 @@ void tinyc_ctx_clear_diags(tinyc_ctx *ctx)
 	ctx->nerr = 0;
 }
 
+/* Move every diagnostic of src to the end of dst's (src is left empty). */
+int tinyc_ctx_take_diags(tinyc_ctx *dst, tinyc_ctx *src)
+{
+	if (src->ndiag == 0)
+		return 0;
+	if (src->ndiag > dst->cap - dst->ndiag) {
+		int cap = dst->ndiag + src->ndiag;
+		tinyc_diag *d = realloc(dst->diag, (size_t)cap * sizeof(*d));
+		if (!d) {
+			dst->oom = 1;
+			tinyc_ctx_clear_diags(src);
+			return -1;
+		}
+		dst->diag = d;
+		dst->cap = cap;
+	}
+	memcpy(dst->diag + dst->ndiag, src->diag, (size_t)src->ndiag * sizeof(*src->diag));
+	dst->ndiag += src->ndiag;
+	dst->nerr += src->nerr;
+	dst->oom |= src->oom;
+	src->ndiag = src->nerr = 0;
+	return 0;
+}
+
 char *tinyc_asprintf(const char *fmt, ...)
 {
 	va_list ap;
@@ -410,6 +434,15 @@ void tinyc_buf_puts(tinyc_buf *b, const char *s)
 		return;
 	memcpy(b->data + b->len, s, n + 1);
 	b->len += n;
+}
+
+void tinyc_buf_append(tinyc_buf *b, const void *data, size_t n)
+{
+	if (buf_reserve(b, n) < 0)
+		return;
+	memcpy(b->data + b->len, data, n);
+	b->len += n;
+	b->data[b->len] = 0;
 }
 
 void tinyc_buf_putc(tinyc_buf *b, char c)

@@ -72,6 +72,9 @@ void tinyc_note_at(tinyc_ctx *ctx, const tinyc_source *src, tinyc_loc loc,
 int tinyc_ctx_error_count(const tinyc_ctx *ctx);
 int tinyc_ctx_diag_count(const tinyc_ctx *ctx);
 const tinyc_diag *tinyc_ctx_diag(const tinyc_ctx *ctx, int i);
+/* Move every diagnostic of src to the end of dst's (a worker thread's context into the
+ * caller's); -1 when out of memory (src's are dropped then). */
+int tinyc_ctx_take_diags(tinyc_ctx *dst, tinyc_ctx *src);
 /* Forget all diagnostics collected so far. */
 void tinyc_ctx_clear_diags(tinyc_ctx *ctx);
 /* Print every diagnostic clang-style (location, kind, message, source line, caret); in
@@ -107,6 +110,8 @@ typedef struct tinyc_buf {
 void tinyc_buf_printf(tinyc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tinyc_buf_puts(tinyc_buf *b, const char *s);
 void tinyc_buf_putc(tinyc_buf *b, char c);
+/* Append n bytes (any bytes; the contents stay NUL-terminated after them). */
+void tinyc_buf_append(tinyc_buf *b, const void *data, size_t n);
 void tinyc_buf_free(tinyc_buf *b);
 
 #endif

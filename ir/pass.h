@@ -54,6 +54,8 @@ int tinyc_pass_find(const char *name);
 __tinyc_give tinyc_module *tinyc_module_alloc(tinyc_ctx *ctx, const tinyc_source *src,
 					      const tinyc_options *opt);
 void tinyc_module_free(__tinyc_take tinyc_module *m);
+/* Free every stage built so far (the module can run its pipeline again). */
+void tinyc_module_reset(tinyc_module *m);
 /* Run the pipeline up to and including pass `last` (without the leaf stages before it
  * when m->opt.kernels_only).  If print_after_all, each stage's dump is appended to *dumps.
  * Returns 0 or -1 (diagnostics on m->ctx). */

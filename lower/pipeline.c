@@ -92,17 +92,27 @@ tinyc_module *tinyc_module_alloc(tinyc_ctx *ctx, const tinyc_source *src,
 	return m;
 }
 
+/* Free every stage's IR: the module is as tinyc_module_alloc made it. */
+void tinyc_module_reset(tinyc_module *m)
+{
+	int n;
+	const tinyc_pass *p = tinyc_pipeline(&n);
+	for (int i = n - 1; i >= 0; i--) {
+		if (p[i].free && m->stage[i])
+			p[i].free(m->stage[i]);
+		m->stage[i] = NULL;
+	}
+	tinyc_bindings_free(m->bind);
+	tinyc_graph_free(m->uop);
+	m->bind = NULL;
+	m->uop = NULL;
+}
+
 void tinyc_module_free(tinyc_module *m)
 {
 	if (!m)
 		return;
-	int n;
-	const tinyc_pass *p = tinyc_pipeline(&n);
-	for (int i = n - 1; i >= 0; i--)
-		if (p[i].free && m->stage[i])
-			p[i].free(m->stage[i]);
-	tinyc_bindings_free(m->bind);
-	tinyc_graph_free(m->uop);
+	tinyc_module_reset(m);
 	free(m);
 }
 

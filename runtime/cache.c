@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 
 #define ENTRY_MAGIC "TINYCKC1"
 #define ENTRY_HEADER 88			/* 8 + 4 + 4 + 8 + 32 + 32 */
+#define ENTRY_OTHER 2			/* the kind field of a non-image entry (tinyc_cache_put) */
 #define KEY_VERSION "tinyc-kernel-cache-v1"	/* bump when the key or entry layout changes */
 
 /* ------------------------------------------------------------------- SHA-256 ---- */
@@ -249,6 +251,29 @@ static uint64_t get_u64(const unsigned char *p)
 	return v;
 }
 
+/* The check sum of an entry's bytes: SHA-256 for kernel images; for other entries (read
+ * on the module cache's hot path) a 64-bit multiply-xor hash over 8-byte words in the
+ * first 8 bytes, zeros after: it detects damage (a flipped bit, a cut file) at memory
+ * speed, where SHA-256 costs milliseconds per 100 KB. */
+static void entry_sum(const unsigned char *data, size_t n, int kind, unsigned char sum[32])
+{
+	if (kind != ENTRY_OTHER) {
+		tinyc_sha256(data, n, sum);
+		return;
+	}
+	uint64_t h = 0x9e3779b97f4a7c15u ^ n, w;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, data + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdu;
+		h ^= h >> 32;
+	}
+	for (; i < n; i++)
+		h = (h ^ data[i]) * 0x100000001b3u;
+	memset(sum, 0, 32);
+	put_u64(sum, h);
+}
+
 /* Read and check a cache entry.  Returns 1 and fills blob on a good entry, 0 when there is
  * no entry, -1 when the entry is corrupt, short or for another key. */
 static int entry_read(const char *path, const unsigned char key[32], int is_cubin,
@@ -280,7 +305,7 @@ static int entry_read(const char *path, const unsigned char key[32], int is_cubi
 		got += (size_t)n;
 	}
 	unsigned char sum[32];
-	tinyc_sha256(data, (size_t)size, sum);
+	entry_sum(data, (size_t)size, is_cubin, sum);
 	if (memcmp(sum, head + 56, 32) != 0)
 		goto done;
 	data[size] = 0;
@@ -333,7 +358,7 @@ static char *entry_write(const char *dir, const char *path, const char *hex,
 	put_u32(head + 12, 0);
 	put_u64(head + 16, (uint64_t)blob->size);
 	memcpy(head + 24, key, 32);
-	tinyc_sha256(blob->data, blob->size, head + 56);
+	entry_sum(blob->data, blob->size, blob->is_cubin, head + 56);
 	char *why = NULL;
 	if (fchmod(fd, 0644) != 0 || write_all(fd, head, ENTRY_HEADER) != 0 ||
 	    write_all(fd, blob->data, blob->size) != 0)
@@ -437,4 +462,142 @@ int tinyc_kernel_compile_cached(tinyc_ctx *ctx, const char *cuda_src, const char
 	}
 	r->total_ms = tinyc_now_ms() - t0;
 	return 0;
+}
+
+/* ------------------------------------------------------------ other entries ---- */
+
+/* The path of entry key.ext in the cache directory, or NULL when the cache is off. */
+static char *entry_path(const unsigned char key[32], const char *ext, char **dir_out)
+{
+	char *dir = tinyc_cache_dir();
+	if (!dir)
+		return NULL;
+	char hex[65];
+	tinyc_hex(key, 32, hex);
+	char *path = tinyc_asprintf("%s/%s.%s", dir, hex, ext);
+	if (!path || !dir_out)
+		free(dir);
+	else
+		*dir_out = dir;
+	return path;
+}
+
+int tinyc_cache_get(const unsigned char key[32], const char *ext, tinyc_blob *out)
+{
+	*out = (tinyc_blob){0};
+	char *path = entry_path(key, ext, NULL);
+	if (!path)
+		return 0;
+	int got = entry_read(path, key, ENTRY_OTHER, out);
+	free(path);
+	return got;
+}
+
+int tinyc_cache_put(const unsigned char key[32], const char *ext, const void *data, size_t size)
+{
+	char *dir = NULL, *path = entry_path(key, ext, &dir);
+	if (!path)
+		return -1;
+	char hex[65];
+	tinyc_hex(key, 32, hex);
+	tinyc_blob b = {.data = (unsigned char *)data, .size = size, .is_cubin = ENTRY_OTHER};
+	char *why = entry_write(dir, path, hex, key, &b);
+	free(why);
+	free(dir);
+	free(path);
+	return why ? -1 : 0;
+}
+
+/* ------------------------------------------------------- parallel compiles ---- */
+
+/* The shared state of the compile workers: the next job to take. */
+typedef struct compile_pool {
+	pthread_mutex_t lock;			/* guards next */
+	int next;				/* the next job index */
+	int n;					/* jobs */
+	const tinyc_compile_job *jobs;		/* the jobs */
+	tinyc_compile_result *results;		/* one per job */
+	tinyc_ctx **ctxs;			/* one context per job (its diagnostics) */
+	int *rcs;				/* each job's return code */
+} compile_pool;
+
+/* A worker: take jobs until none is left, each into its own context. */
+static void *compile_worker(void *arg)
+{
+	compile_pool *p = arg;
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		int i = p->next < p->n ? p->next++ : -1;
+		pthread_mutex_unlock(&p->lock);
+		if (i < 0)
+			return NULL;
+		const tinyc_compile_job *j = &p->jobs[i];
+		p->rcs[i] = tinyc_kernel_compile_cached(p->ctxs[i], j->src, j->name, j->arch, j->opt,
+							&p->results[i]);
+	}
+}
+
+/* How many compile threads: $TINYC_JIT_THREADS, else the online CPUs, at most 16 and n. */
+static int compile_threads(int n)
+{
+	const char *e = getenv("TINYC_JIT_THREADS");
+	long t = e && atoi(e) > 0 ? atoi(e) : sysconf(_SC_NPROCESSORS_ONLN);
+	if (t > 16)
+		t = 16;
+	if (t > n)
+		t = n;
+	return t < 1 ? 1 : (int)t;
+}
+
+int tinyc_kernel_compile_many(tinyc_ctx *ctx, int n, const tinyc_compile_job *jobs,
+			      tinyc_compile_result *results, double *wall_ms)
+{
+	double t0 = tinyc_now_ms();
+	if (wall_ms)
+		*wall_ms = 0;
+	for (int i = 0; i < n; i++)
+		results[i] = (tinyc_compile_result){0};
+	if (n <= 0)
+		return 0;
+	compile_pool p = {.next = 0, .n = n, .jobs = jobs, .results = results};
+	p.ctxs = calloc((size_t)n, sizeof(*p.ctxs));
+	p.rcs = calloc((size_t)n, sizeof(*p.rcs));
+	int nt = compile_threads(n), started = 0, rc = 0;
+	pthread_t *th = calloc((size_t)nt, sizeof(*th));
+	int ok = p.ctxs && p.rcs && th && pthread_mutex_init(&p.lock, NULL) == 0;
+	for (int i = 0; ok && i < n; i++)
+		ok = (p.ctxs[i] = tinyc_ctx_alloc()) != NULL;
+	if (!ok) {
+		rc = tinyc_error(ctx, "OutOfMemory", "parallel compile");
+		goto done;
+	}
+	/* the calling thread works too: nt - 1 helpers (none when a thread cannot start) */
+	for (int t = 1; t < nt; t++) {
+		if (pthread_create(&th[t], NULL, compile_worker, &p) != 0)
+			break;
+		started++;
+	}
+	compile_worker(&p);
+	for (int t = 1; t <= started; t++)
+		pthread_join(th[t], NULL);
+	pthread_mutex_destroy(&p.lock);
+	/* the diagnostics in job order, as a serial loop would have reported them */
+	for (int i = 0; i < n; i++) {
+		if (p.rcs[i] < 0)
+			rc = -1;
+		if (tinyc_ctx_take_diags(ctx, p.ctxs[i]) < 0)
+			rc = -1;
+	}
+done:
+	for (int i = 0; p.ctxs && i < n; i++)
+		tinyc_ctx_free(p.ctxs[i]);
+	free(p.ctxs);
+	free(p.rcs);
+	free(th);
+	if (rc < 0)
+		for (int i = 0; i < n; i++)
+			tinyc_compile_result_clear(&results[i]);
+	if (wall_ms)
+		*wall_ms = tinyc_now_ms() - t0;
+	return rc;
 }

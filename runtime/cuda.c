@@ -52,6 +52,36 @@ typedef struct driver_api {
 	CUresult (*EventDestroy)(CUevent);
 } driver_api;
 
+/* Stream capture and CUDA graphs (CUDA 11.4+), resolved at open when present: what
+ * tinyc_cuda_time_graph replays.  All NULL when the driver lacks one of them. */
+typedef struct graph_api {
+	CUresult (*StreamCreate)(CUstream *, unsigned int);
+	CUresult (*StreamDestroy)(CUstream);
+	CUresult (*StreamSynchronize)(CUstream);
+	CUresult (*StreamBeginCapture)(CUstream, CUstreamCaptureMode);
+	CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+	CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+	CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+	CUresult (*GraphExecDestroy)(CUgraphExec);
+	CUresult (*GraphDestroy)(CUgraph);
+} graph_api;
+
+/* Where each graph entry point is found (exported, versioned names). */
+static const struct {
+	const char *name;	/* exported symbol */
+	size_t offset;		/* field in graph_api */
+} graph_symbols[] = {
+	{"cuStreamCreate", offsetof(graph_api, StreamCreate)},
+	{"cuStreamDestroy_v2", offsetof(graph_api, StreamDestroy)},
+	{"cuStreamSynchronize", offsetof(graph_api, StreamSynchronize)},
+	{"cuStreamBeginCapture_v2", offsetof(graph_api, StreamBeginCapture)},
+	{"cuStreamEndCapture", offsetof(graph_api, StreamEndCapture)},
+	{"cuGraphInstantiateWithFlags", offsetof(graph_api, GraphInstantiate)},
+	{"cuGraphLaunch", offsetof(graph_api, GraphLaunch)},
+	{"cuGraphExecDestroy", offsetof(graph_api, GraphExecDestroy)},
+	{"cuGraphDestroy", offsetof(graph_api, GraphDestroy)},
+};
+
 /* Where each entry point is found: the preferred exported name, then an older one. */
 static const struct {
 	const char *name;	/* exported symbol, versioned as cuda.h #defines it */
@@ -97,6 +127,10 @@ struct tinyc_cuda {
 	tinyc_ctx *ctx;			/* where errors go (kept) */
 	void *lib;			/* dlopen handle of libcuda.so.1 */
 	driver_api api;			/* resolved entry points */
+	graph_api graph;		/* stream capture and graphs (NULLs when missing) */
+	int has_graphs;			/* every graph entry point was found */
+	CUstream stream;		/* where launches go: NULL (the default stream), or the
+					   capturing stream while tinyc_cuda_time_graph records */
 	CUdevice dev;			/* the device */
 	CUcontext pctx;			/* its primary context, retained */
 	tinyc_device_info info;		/* properties read at open */
@@ -257,6 +291,12 @@ tinyc_cuda *tinyc_cuda_open(tinyc_ctx *ctx, int device)
 	}
 	void *tm = dlsym(cu->lib, "cuTensorMapEncodeTiled");	/* optional entry point */
 	memcpy(&cu->TensorMapEncodeTiled, &tm, sizeof(tm));
+	cu->has_graphs = 1;
+	for (size_t i = 0; i < sizeof(graph_symbols) / sizeof(graph_symbols[0]); i++) {
+		void *p = dlsym(cu->lib, graph_symbols[i].name);	/* optional entry points */
+		cu->has_graphs &= p != NULL;
+		memcpy((char *)&cu->graph + graph_symbols[i].offset, &p, sizeof(p));
+	}
 	CUresult r = cu->api.Init(0);
 	int count = 0;
 	if (r == CUDA_SUCCESS)
@@ -376,7 +416,7 @@ static unsigned at_least_1(unsigned v)
 	return v ? v : 1;
 }
 
-/* Launch a kernel on the default stream, opting in to large dynamic shared memory. */
+/* Launch a kernel on the current stream (the default one outside a graph capture), opting in to large dynamic shared memory. */
 int tinyc_cuda_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
 		      unsigned dyn_smem_bytes, void **args)
 {
@@ -387,7 +427,7 @@ int tinyc_cuda_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_di
 	}
 	CHECK(cu, LaunchKernel, (k->fn, at_least_1(grid.x), at_least_1(grid.y), at_least_1(grid.z),
 				 at_least_1(block.x), at_least_1(block.y), at_least_1(block.z),
-				 dyn_smem_bytes, NULL, args, NULL));
+				 dyn_smem_bytes, cu->stream, args, NULL));
 	return 0;
 }
 
@@ -499,6 +539,148 @@ done:
 	for (int i = 0; i < 2; i++)
 		if (ev[i])
 			cu->api.EventDestroy(ev[i]);
+	free(t);
+	return ret;
+}
+
+/* Time one run of `iters` back-to-back calls of fn between two events (after `warmup`
+ * calls and a synchronisation): *per_call_ms = the elapsed time / iters.  The launches
+ * queue up behind each other, so the gaps between kernels are the GPU's, not the host's,
+ * as long as the host enqueues faster than the kernels run. */
+int tinyc_cuda_time_run(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup, int iters,
+			double *per_call_ms)
+{
+	*per_call_ms = 0;
+	if (iters < 1)
+		return tinyc_error(cu->ctx, "InvalidArgument", "timing needs at least one iteration");
+	CUevent ev[2] = {NULL, NULL};
+	CUresult r = CUDA_SUCCESS;
+	const char *call = NULL;
+	int ret = -1;
+	float ms = 0;
+	for (int i = 0; i < 2 && r == CUDA_SUCCESS; i++)
+		if ((r = cu->api.EventCreate(&ev[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
+			call = "cuEventCreate";
+	for (int i = 0; r == CUDA_SUCCESS && i < warmup; i++)
+		if (fn(cu, arg) < 0)
+			goto done;
+	if (r == CUDA_SUCCESS && (r = cu->api.CtxSynchronize()) != CUDA_SUCCESS)
+		call = "cuCtxSynchronize";
+	if (r == CUDA_SUCCESS && (r = cu->api.EventRecord(ev[0], NULL)) != CUDA_SUCCESS)
+		call = "cuEventRecord";
+	for (int i = 0; r == CUDA_SUCCESS && i < iters; i++)
+		if (fn(cu, arg) < 0)
+			goto done;
+	if (r == CUDA_SUCCESS && (r = cu->api.EventRecord(ev[1], NULL)) != CUDA_SUCCESS)
+		call = "cuEventRecord";
+	else if (r == CUDA_SUCCESS && (r = cu->api.EventSynchronize(ev[1])) != CUDA_SUCCESS)
+		call = "cuEventSynchronize";
+	else if (r == CUDA_SUCCESS && (r = cu->api.EventElapsedTime(&ms, ev[0], ev[1])) != CUDA_SUCCESS)
+		call = "cuEventElapsedTime";
+	if (r != CUDA_SUCCESS) {
+		cuda_fail(cu, call, r, NULL);
+		goto done;
+	}
+	*per_call_ms = ms / iters;
+	ret = 0;
+done:
+	for (int i = 0; i < 2; i++)
+		if (ev[i])
+			cu->api.EventDestroy(ev[i]);
+	return ret;
+}
+
+int tinyc_cuda_has_graphs(const tinyc_cuda *cu)
+{
+	return cu->has_graphs;
+}
+
+/* Capture `per_graph` calls of fn on a fresh stream into one CUDA graph, replay it once
+ * untimed, then `replays` times each between two events: *per_call_ms = the median replay
+ * time / per_graph.  No host launch overhead is in it: the whole graph is one submission. */
+int tinyc_cuda_time_graph(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int per_graph,
+			  int replays, double *per_call_ms)
+{
+	*per_call_ms = 0;
+	if (!cu->has_graphs)
+		return tinyc_error(cu->ctx, "CudaError", "the CUDA driver has no stream capture (graphs)");
+	if (per_graph < 1 || replays < 1)
+		return tinyc_error(cu->ctx, "InvalidArgument", "timing needs at least one iteration");
+	const graph_api *g = &cu->graph;
+	double *t = tinyc_calloc(cu->ctx, (size_t)replays, sizeof(double));
+	if (!t)
+		return -1;
+	CUstream st = NULL;
+	CUgraph graph = NULL;
+	CUgraphExec exec = NULL;
+	CUevent ev[2] = {NULL, NULL};
+	CUresult r;
+	const char *call = "cuStreamCreate";
+	int ret = -1, fn_failed = 0;
+	if ((r = g->StreamCreate(&st, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+		goto fail;
+	call = "cuStreamBeginCapture";
+	if ((r = g->StreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) != CUDA_SUCCESS)
+		goto fail;
+	cu->stream = st;
+	for (int i = 0; i < per_graph && !fn_failed; i++)
+		fn_failed = fn(cu, arg) < 0;
+	cu->stream = NULL;
+	call = "cuStreamEndCapture";	/* ends the capture also after a failed launch */
+	r = g->StreamEndCapture(st, &graph);
+	if (fn_failed)
+		goto done;
+	if (r != CUDA_SUCCESS)
+		goto fail;
+	call = "cuGraphInstantiate";
+	if ((r = g->GraphInstantiate(&exec, graph, 0)) != CUDA_SUCCESS)
+		goto fail;
+	call = "cuEventCreate";
+	for (int i = 0; i < 2; i++)
+		if ((r = cu->api.EventCreate(&ev[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
+			goto fail;
+	call = "cuGraphLaunch";
+	if ((r = g->GraphLaunch(exec, st)) != CUDA_SUCCESS)	/* warm-up replay */
+		goto fail;
+	for (int i = 0; i < replays; i++) {
+		float ms = 0;
+		call = "cuEventRecord";
+		if ((r = cu->api.EventRecord(ev[0], st)) != CUDA_SUCCESS)
+			goto fail;
+		call = "cuGraphLaunch";
+		if ((r = g->GraphLaunch(exec, st)) != CUDA_SUCCESS)
+			goto fail;
+		call = "cuEventRecord";
+		if ((r = cu->api.EventRecord(ev[1], st)) != CUDA_SUCCESS)
+			goto fail;
+		call = "cuEventSynchronize";
+		if ((r = cu->api.EventSynchronize(ev[1])) != CUDA_SUCCESS)
+			goto fail;
+		call = "cuEventElapsedTime";
+		if ((r = cu->api.EventElapsedTime(&ms, ev[0], ev[1])) != CUDA_SUCCESS)
+			goto fail;
+		t[i] = ms;
+	}
+	qsort(t, (size_t)replays, sizeof(double), cmp_double);
+	*per_call_ms = (replays % 2 ? t[replays / 2] : 0.5 * (t[replays / 2 - 1] + t[replays / 2])) /
+		       per_graph;
+	ret = 0;
+	goto done;
+fail:
+	cuda_fail(cu, call, r, NULL);
+done:
+	cu->stream = NULL;
+	for (int i = 0; i < 2; i++)
+		if (ev[i])
+			cu->api.EventDestroy(ev[i]);
+	if (exec)
+		g->GraphExecDestroy(exec);
+	if (graph)
+		g->GraphDestroy(graph);
+	if (st) {
+		g->StreamSynchronize(st);
+		g->StreamDestroy(st);
+	}
 	free(t);
 	return ret;
 }

@@ -177,6 +177,28 @@ int tinyc_kernel_compile_cached(tinyc_ctx *ctx, const char *cuda_src, const char
 				const char *arch, const tinyc_compile_opts *opt,
 				__tinyc_give tinyc_compile_result *r);
 
+/* Other cache entries (a compiled module's launch description): key.ext in the cache
+ * directory, stored atomically and checked (header, key, SHA-256 of the bytes) on reading.
+ * get: 1 and *out filled (data NUL-terminated), 0 when there is none or the cache is off,
+ * -1 when the entry is bad.  put: 0, or -1 when it could not be stored (not an error). */
+int tinyc_cache_get(const unsigned char key[32], const char *ext, __tinyc_give tinyc_blob *out);
+int tinyc_cache_put(const unsigned char key[32], const char *ext, const void *data, size_t size);
+
+/* One compile of tinyc_kernel_compile_many. */
+typedef struct tinyc_compile_job {
+	const char *src;			/* CUDA text */
+	const char *name;			/* translation unit name */
+	const char *arch;			/* target */
+	const tinyc_compile_opts *opt;		/* options (may be NULL) */
+} tinyc_compile_job;
+
+/* tinyc_kernel_compile_cached for n jobs at once, on $TINYC_JIT_THREADS threads (default:
+ * the online CPUs, at most 16): results[i] for jobs[i]; the diagnostics come in job order.
+ * *wall_ms (when not NULL): the elapsed time of the whole.  0, or -1 when a job failed
+ * (then every result is cleared). */
+int tinyc_kernel_compile_many(tinyc_ctx *ctx, int n, const tinyc_compile_job *jobs,
+			      __tinyc_give tinyc_compile_result *results, double *wall_ms);
+
 /* ----------------------------------------------------------------- CUDA driver ---- */
 
 typedef struct tinyc_cuda tinyc_cuda;		/* the driver, one device, its primary context */
@@ -268,6 +290,17 @@ typedef int (*tinyc_launch_fn)(tinyc_cuda *cu, void *arg);
  * of the event times in *median_ms (and every time in times_ms[iters] when not NULL). */
 int tinyc_cuda_time(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup, int iters,
 		    double *median_ms, double *times_ms);
+
+/* Back-to-back timing: `warmup` calls, then one run of `iters` calls between two events;
+ * *per_call_ms = elapsed / iters (the kernels' time plus the gaps the host leaves). */
+int tinyc_cuda_time_run(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup, int iters,
+			double *per_call_ms);
+/* Whether the driver has stream capture and graphs (tinyc_cuda_time_graph). */
+int tinyc_cuda_has_graphs(const tinyc_cuda *cu);
+/* Graph-replay timing: `per_graph` calls of fn captured into one CUDA graph, replayed once
+ * untimed and `replays` times between events; *per_call_ms = median replay / per_graph. */
+int tinyc_cuda_time_graph(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int per_graph,
+			  int replays, double *per_call_ms);
 
 /* tinyc_cuda_time for one kernel launch. */
 int tinyc_cuda_time_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,

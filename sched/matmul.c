@@ -561,6 +561,13 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		 * re-read A from shared memory (bandwidth); each tile's epilogue stalls its
 		 * consumers for about 1.5 k tiles */
 		double pipe = t->stages >= 4 ? 0.92 : t->stages == 3 ? 0.85 : 0.7;
+		/* memory-bound (decode, few tiles, long K): each stage is one more k tile in
+		 * flight per CTA; measured on an H100 (tinyc tune, graph replay): 64x4096x11008
+		 * 52.2 / 44.4 / 39.2 us at 4 / 5 / 6 stages, 16x4096x4096 18.5 / 18.0 / 17.6,
+		 * 512x4096x4096 26.3 / 24.9 / 24.9; with K = 1024 no gain (128x16384x1024:
+		 * 9.6 us at 4 stages, 11.1 with 6 and another tile), so only for 32+ k tiles */
+		if (t->stages >= 4 && mp->t_memory_us > mp->t_compute_us && ceil(K / t->bk) >= 32)
+			pipe = t->stages >= 6 ? 0.98 : t->stages == 5 ? 0.95 : 0.92;
 		double instr = t->wgn >= 256 ? 1.0 : t->wgn >= 128 ? 0.95 : 0.8;
 		double kt = ceil(K / t->bk);
 		/* pingpong: a consumer's epilogue runs under the other's main loop, all but the

@@ -4,23 +4,31 @@
   tools/bench_matmul.py gen DIR MxNxK [...]     write DIR/MxNxK/{X,W,bias}.npy (fp16, seeded)
   tools/bench_matmul.py check DIR MxNxK [...]   compare DIR/MxNxK/Y.npy (tinyc's output) with
                                                 relu(X @ W + bias) computed by torch in fp32
-  tools/bench_matmul.py time MxNxK [...]        time on the GPU, per shape:
+  tools/bench_matmul.py time MxNxK[:ITERS] [...] time on the GPU, per shape:
         cuBLASLt fused   torch._addmm_activation(bias, x, w)  (bias + ReLU epilogue)
         cuBLAS           x @ w
         unfused          torch.relu(torch.addmm(bias, x, w))
-      CUDA events around each call, the median of --iters calls after --warmup; and the host
-      wall time per call of --iters back-to-back calls with one synchronisation (launch
-      overhead included).  Prints "BENCH torch shape=MxNxK lt_us=.. lt_wall_us=.. mm_us=..
-      unfused_us=..".
+      each two ways, as `tinyc bench` times tinyc's plan:
+        graph  ITERS calls (default --iters) captured into one CUDA graph, replayed once
+               untimed and 7 times between two events: the median replay / ITERS.  No host
+               launch overhead: this is the kernels' time (and the GPU's gaps between them).
+        run    ITERS back-to-back calls between two events after --warmup: / ITERS (Python
+               and launch overhead included where it exceeds the kernel's time).
+      Prints "BENCH torch shape=MxNxK lt_us=.. lt_run_us=.. mm_us=.. mm_run_us=.. unfused_us=..
+      unfused_run_us=.." (the *_us without run: graph replay).
+
+  tools/bench_matmul.py table DIR MxNxK [...]   the markdown tables from DIR's logs (tinyc
+                                                bench's cold.log / warm.log per shape,
+                                                check.log, torch.log)
 
 check prints "CHECK shape=MxNxK rel=.. maxabs=.. ok|FAILED" (rel = |Y - ref| / |ref| in the
 2-norm; ok below 5e-3, no NaN) and exits 1 when any check failed.
 """
 import argparse
 import os
+import re
 import statistics
 import sys
-import time
 
 
 def shape_of(s):
@@ -75,27 +83,44 @@ def check(a):
     return 1 if bad else 0
 
 
+REPLAYS = 7	# graph replays timed; the median is taken (as tinyc bench does)
+
+
 def timed(torch, fn, warmup, iters):
-    """Median event time (us) and host wall time per call (us) of fn()."""
+    """Graph-replay and back-to-back time per call (us) of fn(), iters calls each."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    ts = []
+    e0 = torch.cuda.Event(enable_timing=True)
+    e1 = torch.cuda.Event(enable_timing=True)
+    e0.record()
     for _ in range(iters):
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        e0.record()
         fn()
+    e1.record()
+    e1.synchronize()
+    run = e0.elapsed_time(e1) * 1e3 / iters
+    # the same calls captured into one CUDA graph (on a side stream, as torch requires)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()	# warm the side stream's workspace before capture
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(iters):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(REPLAYS):
+        e0.record()
+        g.replay()
         e1.record()
         e1.synchronize()
-        ts.append(e0.elapsed_time(e1) * 1e3)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        fn()
-    torch.cuda.synchronize()
-    wall = (time.perf_counter() - t0) / iters * 1e6
-    return statistics.median(ts), wall
+        ts.append(e0.elapsed_time(e1) * 1e3 / iters)
+    del g
+    return statistics.median(ts), run
 
 
 def time_all(a):
@@ -108,33 +133,134 @@ def time_all(a):
         print("bench_matmul: no CUDA device for PyTorch")
         return 0
     print("bench_matmul: torch %s on %s" % (torch.__version__, torch.cuda.get_device_name()))
-    for sh in a.shapes:
+    for arg in a.shapes:
+        sh, _, it = arg.partition(":")
+        iters = int(it) if it else a.iters
         m, n, k = shape_of(sh)
         g = torch.Generator(device="cuda").manual_seed(7)
         x = torch.rand(m, k, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
         w = torch.rand(k, n, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
         b = torch.rand(n, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
-        lt, lt_wall = timed(torch, lambda: torch._addmm_activation(b, x, w), a.warmup, a.iters)
-        mm, mm_wall = timed(torch, lambda: x @ w, a.warmup, a.iters)
-        un, un_wall = timed(torch, lambda: torch.relu(torch.addmm(b, x, w)), a.warmup, a.iters)
-        print("BENCH torch shape=%s lt_us=%.3f lt_wall_us=%.3f mm_us=%.3f mm_wall_us=%.3f "
-              "unfused_us=%.3f unfused_wall_us=%.3f" % (sh, lt, lt_wall, mm, mm_wall, un, un_wall))
+        lt, lt_run = timed(torch, lambda: torch._addmm_activation(b, x, w), a.warmup, iters)
+        mm, mm_run = timed(torch, lambda: x @ w, a.warmup, iters)
+        un, un_run = timed(torch, lambda: torch.relu(torch.addmm(b, x, w)), a.warmup, iters)
+        print("BENCH torch shape=%s lt_us=%.3f lt_run_us=%.3f mm_us=%.3f mm_run_us=%.3f "
+              "unfused_us=%.3f unfused_run_us=%.3f iters=%d" % (sh, lt, lt_run, mm, mm_run, un, un_run, iters))
         sys.stdout.flush()
+        del x, w, b
+        torch.cuda.empty_cache()
+    return 0
+
+
+def shape_class(m, n, k):
+    """Which family of the benchmark's shape set a shape belongs to."""
+    llm = {4096, 11008}
+    if m == n == k and m & (m - 1) == 0:
+        return "square"
+    if m <= 64 and n in llm and k in llm:
+        return "decode"
+    if m >= 512 and n in llm and k in llm:
+        return "prefill"
+    if 768 in (n, k) and 3072 in (m, n, k):
+        return "BERT"
+    if m >= 16 * n:
+        return "tall-skinny"
+    if n >= 16 * m:
+        return "short-wide"
+    return "odd" if any(v % 8 for v in (m, n, k)) or m == n == k else "other"
+
+
+def plan_short(desc):
+    """A plan line of tinyc bench, shortened for the table."""
+    mm = re.match(r"matmul (\w+) (\[[0-9,]+\]) stages (\d+)(.*)", desc)
+    if not mm:
+        return desc.split(",")[0]
+    var, tile, st, rest = mm.groups()
+    out = "%s %s s%s" % (var, tile, st)
+    if "packed" in rest:
+        out += " " + re.search(r"(A B|A|B) packed", rest).group(0)
+    if "pingpong" in rest:
+        out += " pingpong"
+    ctas = re.search(r"persistent (\d+) CTAs", rest)
+    if ctas:
+        out += ", %s CTAs" % ctas.group(1)
+    return out
+
+
+def table(a):
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError:
+            return ""
+    torch_log = read(os.path.join(a.dir, "torch.log"))
+    check_log = read(os.path.join(a.dir, "check.log"))
+
+    def tfield(sh, name):
+        mm = re.search(r"^BENCH torch shape=%s .*?\b%s=([0-9.]+)" % (re.escape(sh), name), torch_log, re.M)
+        return float(mm.group(1)) if mm else None
+
+    def num(x, fmt="%.2f"):
+        return fmt % x if x is not None else "-"
+    print("| M x N x K | class | tinyc plan | tinyc graph (us) | tinyc b2b (us) | cuBLASLt fused graph (us) "
+          "| cuBLASLt b2b (us) | cuBLAS x@w graph (us) | cuBLASLt / tinyc | tinyc TFLOP/s | check |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    jit = []
+    for sh in a.shapes:
+        m, n, k = shape_of(sh)
+        warm = read(os.path.join(a.dir, sh, "warm.log"))
+        cold = read(os.path.join(a.dir, sh, "cold.log"))
+        plans = [plan_short(d) for d in re.findall(r"^  plan k\d+_\w+: (.*)$", warm, re.M)]
+        pt = re.search(r"^  plan time: graph ([0-9.]+) us .*back-to-back ([0-9.]+) us", warm, re.M)
+        g = float(pt.group(1)) if pt else None
+        b2b = float(pt.group(2)) if pt else None
+        nk = len(re.findall(r"^  jit k\d+", warm, re.M))
+        plan = " + ".join(plans) if plans else "-"
+        if nk > len(plans):
+            plan += " (%d kernels)" % nk
+        lt = tfield(sh, "lt_us")
+        ck = re.search(r"^CHECK shape=%s rel=(\S+) .* (\w+)$" % re.escape(sh), check_log, re.M)
+        print("| %d x %d x %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            m, n, k, shape_class(m, n, k), plan, num(g), num(b2b), num(lt), num(tfield(sh, "lt_run_us")),
+            num(tfield(sh, "mm_us")), num(lt / g if lt and g else None),
+            num(2.0 * m * n * k / g / 1e6 if g else None, "%.1f"),
+            "%s (rel %s)" % (ck.group(2), ck.group(1)) if ck else "-"))
+
+        def jt(log):
+            mm = re.search(r"^  jit total: passes ([0-9.]+) ms \+ [a-z() ]+ ([0-9.]+) ms \+ load ([0-9.]+) ms = "
+                           r"([0-9.]+) ms", log, re.M)
+            return tuple(float(x) for x in mm.groups()) if mm else None
+        res = re.search(r"^  jit k0_Y: .*; (\d+) regs, (\d+) B smem, (\d+) B local", warm, re.M)
+        jit.append((sh, jt(cold), jt(warm), nk, res.groups() if res else None))
+    print()
+    print("JIT latency of the whole plan (compiler passes + cached compile + module load of every kernel; "
+          "the driver's initialisation apart), and the matmul kernel's resources:")
+    print()
+    print("| M x N x K | kernels | cold: passes (ms) | cold: nvrtc (ms) | cold total (ms) | cached: passes (ms) "
+          "| cached: lookup (ms) | cached total (ms) | regs | spills (B) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for sh, c, w, nk, res in jit:
+        c = c or (None,) * 4
+        w = w or (None,) * 4
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            sh, nk, num(c[0], "%.1f"), num(c[1], "%.1f"), num(c[3], "%.1f"), num(w[0], "%.1f"),
+            num(w[1], "%.1f"), num(w[3], "%.1f"), res[0] if res else "-", res[2] if res else "-"))
     return 0
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["gen", "check", "time"])
+    ap.add_argument("mode", choices=["gen", "check", "time", "table"])
     ap.add_argument("args", nargs="+")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--iters", type=int, default=50)
     a = ap.parse_args()
-    if a.mode in ("gen", "check"):
+    if a.mode in ("gen", "check", "table"):
         a.dir, a.shapes = a.args[0], a.args[1:]
     else:
         a.shapes = a.args
-    return {"gen": gen, "check": check, "time": time_all}[a.mode](a)
+    return {"gen": gen, "check": check, "time": time_all, "table": table}[a.mode](a)
 
 
 if __name__ == "__main__":

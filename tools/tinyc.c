@@ -61,6 +61,9 @@ typedef struct cli {
 	double passes_ms;	/* run/bench: time of the compiler passes (JIT latency report) */
 	double driver_ms;	/* run/bench on cuda: the CUDA driver's initialisation (once per
 				 * process, before the passes) */
+	tinyc_gpu_cached *cached;	/* run/bench on cuda: the module from the module cache */
+	int store_module;	/* run/bench on cuda: store the module after the run (a miss) */
+	unsigned char module_key[32];	/* its key */
 } cli;
 
 static void usage(FILE *out)
@@ -110,12 +113,15 @@ static void usage(FILE *out)
 		"\n"
 		"Bench options (tinyc bench FILE ...): every size symbol bound with --bind; inputs\n"
 		"are --in files or seeded random data (--random-inputs, default seed 1); --check,\n"
-		"--target, -v as for run.  Prints per kernel the median time, GB/s and TFLOP/s and\n"
-		"their fractions of the device's peak, the host wall time per launch of back-to-back\n"
-		"launches (launch overhead included), each kernel's plan, and the JIT latency: the\n"
-		"compiler passes, the cached compile (nvrtc when cold) and the module load.\n"
+		"--target, -v as for run.  Prints per kernel the CUDA-graph replay time per launch (N\n"
+		"launches captured into one graph, median of 7 replays / N), GB/s and TFLOP/s and\n"
+		"their fractions of the device's peak, the median event time of single launches and\n"
+		"the host wall time per launch of N back-to-back launches; then the whole plan (every\n"
+		"kernel in order) by graph replay and by N back-to-back executions between two\n"
+		"events; each kernel's plan, and the JIT latency: the compiler passes, the cached\n"
+		"compile (nvrtc when cold) and the module load.\n"
 		"  --warmup N            untimed launches per kernel first (default 10)\n"
-		"  --iters N             event-timed launches per kernel, median reported (default 100)\n"
+		"  --iters N             launches per graph / per timed run (default 100)\n"
 		"\n"
 		"Other:\n"
 		"  --help                this text\n"
@@ -378,14 +384,17 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 			 const tinyc_gpu_run_stats *st)
 {
 	const tinyc_schedule *s = tinyc_module_schedule(m);
-	printf("tinyc bench: %s on %s (%s), %d warm-up, median of %d launches per kernel\n",
-	       c->file, dev->name, dev->target, c->warmup, c->iters);
-	printf("  %-24s %10s %10s %7s %10s %7s  %-7s %9s\n", "kernel", "time(us)", "GB/s", "%peak",
-	       "TFLOP/s", "%peak", "bound", "wall(us)");
+	printf("tinyc bench: %s on %s (%s), %d warm-up; per kernel: CUDA-graph replay of %d launches "
+	       "(median of 7 replays / %d), median event time of %d single launches, host wall time "
+	       "of %d back-to-back launches\n", c->file, dev->name, dev->target, c->warmup, c->iters,
+	       c->iters, c->iters, c->iters);
+	printf("  %-24s %10s %10s %7s %10s %7s  %-7s %9s %9s\n", "kernel", "graph(us)", "GB/s", "%peak",
+	       "TFLOP/s", "%peak", "bound", "event(us)", "wall(us)");
 	double total = 0;
 	for (int i = 0; i < st->nkernel; i++) {
 		const tinyc_gpu_kernel_stat *k = &st->k[i];
-		double us = k->median_ms * 1e3;
+		/* the graph replay when the driver has graphs, else the event median */
+		double us = (k->graph_ms > 0 ? k->graph_ms : k->median_ms) * 1e3;
 		total += us;
 		double flops = 0, bytes = 0, peak_tf = s ? s->fp32_tflops : 0;
 		/* the schedule kernel of the same name (a template's extra kernels, such as
@@ -404,10 +413,15 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 		double gbs = us > 0 ? bytes / (us * 1e3) : 0, tfs = us > 0 ? flops / (us * 1e6) : 0;
 		double fb = dev->peak_bandwidth_gbs > 0 ? gbs / dev->peak_bandwidth_gbs : 0;
 		double ff = peak_tf > 0 ? tfs / peak_tf : 0;
-		printf("  %-24s %10.2f %10.1f %6.1f%% %10.3f %6.1f%%  %-7s %9.2f\n", k->name, us, gbs,
-		       100 * fb, tfs, 100 * ff, fb >= ff ? "memory" : "compute", k->wall_ms * 1e3);
+		printf("  %-24s %10.2f %10.1f %6.1f%% %10.3f %6.1f%%  %-7s %9.2f %9.2f\n", k->name, us, gbs,
+		       100 * fb, tfs, 100 * ff, fb >= ff ? "memory" : "compute", k->median_ms * 1e3,
+		       k->wall_ms * 1e3);
 	}
 	printf("  %-24s %10.2f\n", "total", total);
+	/* the whole plan, every kernel in order: what a caller of the module waits for */
+	printf("  plan time: graph %.3f us per execution (%d executions per graph, median of 7 "
+	       "replays); back-to-back %.3f us per execution (%d executions between two events)\n",
+	       st->plan_graph_ms * 1e3, c->iters, st->plan_run_ms * 1e3, c->iters);
 	/* the plan and the JIT latency of every kernel: compiler passes, then per kernel the
 	 * cached compile (nvrtc on a miss) and the module load; resources from the driver */
 	for (int i = 0; s && i < s->nkern && i < st->nkernel; i++) {
@@ -415,6 +429,9 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 		if (p)
 			printf("  plan %s: %s\n", s->kerns[i].name, p->desc);
 	}
+	for (int i = 0; !s && c->cached && i < c->cached->nkernel; i++)	/* as stored */
+		if (c->cached->plans[i])
+			printf("  plan %s: %s\n", c->cached->gm->kernels[i]->name, c->cached->plans[i]);
 	double compile_ms = 0, load_ms = 0;
 	int hits = 0;
 	for (int i = 0; i < st->nkernel; i++) {
@@ -426,10 +443,32 @@ static void bench_report(const cli *c, const tinyc_module *m, const tinyc_device
 		       c->driver_ms);
 		compile_ms += k->compile_ms, load_ms += k->load_ms, hits += k->cache_hit;
 	}
-	/* the whole module: what a user waits for before the first launch */
+	/* the whole module: what a user waits for before the first launch; the kernels are
+	 * compiled in parallel, so the compile is the elapsed time, not the sum */
+	double wall = st->print_ms + st->compile_wall_ms;
 	printf("  jit total: passes %.1f ms + %s %.1f ms + load %.1f ms = %.1f ms (%d kernels, %d "
-	       "cache hits)\n", c->passes_ms, hits == st->nkernel ? "cache hit" : "nvrtc (cold)",
-	       compile_ms, load_ms, c->passes_ms + compile_ms + load_ms, st->nkernel, hits);
+	       "cache hits; CUDA text %.1f ms, compiles %.1f ms summed over kernels)\n", c->passes_ms,
+	       hits == st->nkernel ? "cache hit" : "nvrtc (cold)", wall, load_ms,
+	       c->passes_ms + wall + load_ms, st->nkernel, hits, st->print_ms, compile_ms);
+}
+
+/* Store the module that just ran (kernels, images, each kernel's plan line) in the
+ * compiled-module cache; a failure to store is not an error of the run. */
+static void store_module(cli *c, tinyc_module *m, const tinyc_gpu_module *gm, const int64_t *sym,
+			 const tinyc_blob *images)
+{
+	const tinyc_schedule *s = tinyc_module_schedule(m);
+	const char **plans = calloc((size_t)gm->nkernel + 1, sizeof(*plans));
+	if (!plans)
+		return;
+	for (int i = 0; i < gm->nkernel; i++)
+		for (int j = 0; s && j < s->nkern && !plans[i]; j++)
+			if (!strcmp(s->kerns[j].name, gm->kernels[i]->name) && tinyc_skernel_plan(&s->kerns[j]))
+				plans[i] = tinyc_skernel_plan(&s->kerns[j])->desc;
+	int rc = tinyc_gpu_cache_store(c->module_key, gm, sym, images, plans);
+	if (c->opt.verbose)
+		fprintf(stderr, "tinyc: module cache: %s\n", rc == 0 ? "stored" : "not stored");
+	free(plans);
 }
 
 /* The device run: the RB-SSA interpreter (cpu), the reference evaluator (ref), the GPU IR
@@ -446,7 +485,7 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 		snprintf(where, wsize, "the reference evaluator");
 		return tinyc_eval(ctx, m->uop, m->bind, io);
 	}
-	tinyc_gpu_module *gm = tinyc_module_gpuir(m);
+	tinyc_gpu_module *gm = c->cached && !strcmp(d, "cuda") ? c->cached->gm : tinyc_module_gpuir(m);
 	if (!gm)
 		return tinyc_error(ctx, "PipelineError", "no GPU IR to run");
 	int64_t *sym = calloc((size_t)m->uop->nsym + 1, sizeof(int64_t));
@@ -468,9 +507,18 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 	}
 	const tinyc_device_info *dev = tinyc_cuda_device_info(cu);
 	int bench = !strcmp(c->cmd, "bench");
-	tinyc_gpu_run_opts opt = {bench ? c->warmup : 0, bench ? c->iters : 0, 0};
+	tinyc_gpu_run_opts opt = {bench ? c->warmup : 0, bench ? c->iters : 0, 0, NULL, NULL};
 	tinyc_gpu_run_stats st = {0};
+	if (c->cached)
+		opt.images = c->cached->images;
+	else if (c->store_module)
+		opt.keep = calloc((size_t)gm->nkernel + 1, sizeof(*opt.keep));
 	rc = tinyc_gpu_run_cuda(ctx, cu, gm, sym, io, &opt, &st);
+	if (rc == 0 && opt.keep)
+		store_module(c, m, gm, sym, opt.keep);
+	for (int i = 0; opt.keep && i < gm->nkernel; i++)
+		free(opt.keep[i].data);
+	free(opt.keep);
 	snprintf(where, wsize, "%s (%s, %d kernels)", dev->name, dev->target, gm->nkernel);
 	if (rc == 0 && c->opt.verbose)
 		for (int i = 0; i < st.nkernel; i++)
@@ -482,6 +530,10 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 				st.k[i].load_ms, st.k[i].regs, st.k[i].smem_bytes, st.k[i].local_bytes,
 				st.k[i].grid[0], st.k[i].grid[1], st.k[i].grid[2], st.k[i].block[0],
 				st.k[i].block[1], st.k[i].block[2]);
+	if (rc == 0 && c->opt.verbose)
+		fprintf(stderr, "tinyc: jit: passes %.1f ms, CUDA text %.1f ms, compile %.1f ms elapsed "
+			"(%d kernels in parallel)\n", c->passes_ms, st.print_ms, st.compile_wall_ms,
+			st.nkernel);
 	if (rc == 0 && bench)
 		bench_report(c, m, dev, &st);
 	tinyc_gpu_run_stats_clear(&st);
@@ -521,9 +573,38 @@ static int cmd_run(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 		c->driver_ms = tinyc_now_ms() - t_drv;
 	}
 	double t_passes = tinyc_now_ms();
-	int prc = tinyc_module_run_until(m, last, 0, NULL);
+	/* the compiled-module cache: a graph compiled before with the same text, sizes, target,
+	 * device and settings is launched from its stored description, after the parse only */
+	tinyc_gpu_cached cached = {0};
+	const char *mc = getenv("TINYC_MODULE_CACHE");
+	int prc;
+	if (held && !c->runtime_sizes && !(mc && !strcmp(mc, "0"))) {
+		const tinyc_device_info *dev = tinyc_cuda_device_info(held);
+		tinyc_gpu_cache_key(m->src->text, m->opt.bind ? m->opt.bind : "",
+				    m->opt.target ? m->opt.target : "", dev, c->module_key);
+		int bound = (prc = tinyc_module_run_until(m, 0, 0, NULL)) == 0;
+		for (int i = 0; bound && i < m->uop->nsym; i++)
+			bound = m->bind->val[i] >= 0;	/* sizes from the inputs: not cached */
+		if (bound && tinyc_gpu_cache_load(ctx, c->module_key, m->uop, m->bind, &cached) == 1) {
+			c->cached = &cached;
+			if (m->opt.verbose)
+				fprintf(stderr, "tinyc: module cache hit: parse and lookup %.3f ms, no passes "
+					"(TINYC_MODULE_CACHE=0 turns it off)\n", tinyc_now_ms() - t_passes);
+		} else if (prc == 0) {
+			/* a miss: compile from scratch (the pipeline parses again) */
+			tinyc_module_reset(m);
+			c->store_module = bound;
+			if (m->opt.verbose)
+				fprintf(stderr, "tinyc: module cache miss: %.3f ms\n", tinyc_now_ms() - t_passes);
+			prc = tinyc_module_run_until(m, last, 0, NULL);
+		}
+	} else {
+		prc = tinyc_module_run_until(m, last, 0, NULL);
+	}
 	c->passes_ms = tinyc_now_ms() - t_passes;
 	rc = prc < 0 ? EXIT_DIAG : cmd_run_body(ctx, c, m);
+	c->cached = NULL;
+	tinyc_gpu_cached_clear(&cached);
 	if (held)
 		tinyc_cuda_close(held);
 	tinyc_ctx_free(quiet);

@@ -611,6 +611,49 @@ Test(cache, compile_error_not_stored)
 	rm_tree(tmp);
 }
 
+/* Several compiles on threads: each result is the one a serial compile gives (same key, a
+ * CUBIN for the arch), on 1 thread and on 4; a failing job is reported, with its CUDA
+ * diagnostic, and every result is cleared. */
+Test(cache, compile_many_parallel)
+{
+	char *tmp = make_tmp_dir();
+	tinyc_compile_opts opt = {.cache_dir = tmp};
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	const char *archs[4] = {"sm_80", "sm_90", "sm_86", "sm_89"};
+	tinyc_compile_job jobs[4];
+	tinyc_compile_result serial[4], many[4];
+	for (int i = 0; i < 4; i++) {
+		jobs[i] = (tinyc_compile_job){half_kernel, "scale_add.cu", archs[i], &opt};
+		cr_assert_eq(tinyc_kernel_compile_cached(ctx, half_kernel, "scale_add.cu", archs[i],
+							 &(tinyc_compile_opts){.no_cache = 1}, &serial[i]),
+			     0, "%s", first_msg(ctx));
+	}
+	const char *threads[2] = {"1", "4"};
+	for (int t = 0; t < 2; t++) {
+		setenv("TINYC_JIT_THREADS", threads[t], 1);
+		double wall = -1;
+		cr_assert_eq(tinyc_kernel_compile_many(ctx, 4, jobs, many, &wall), 0, "%s", first_msg(ctx));
+		cr_expect_geq(wall, 0);
+		for (int i = 0; i < 4; i++) {
+			cr_expect_str_eq(many[i].key, serial[i].key, "job %d on %s threads", i, threads[t]);
+			cr_expect_eq(many[i].cache_hit, t == 1, "job %d: the second round hits", i);
+			check_cubin(&many[i].blob, atoi(archs[i] + 3));
+			tinyc_compile_result_clear(&many[i]);
+		}
+	}
+	unsetenv("TINYC_JIT_THREADS");
+	jobs[2].src = bad_kernel;
+	jobs[2].name = "bad.cu";
+	cr_assert_eq(tinyc_kernel_compile_many(ctx, 4, jobs, many, NULL), -1);
+	cr_expect_str_eq(first_kind(ctx), "CudaCompileError");
+	for (int i = 0; i < 4; i++) {
+		cr_expect_null(many[i].blob.data, "job %d kept its image after a failure", i);
+		tinyc_compile_result_clear(&serial[i]);
+	}
+	tinyc_ctx_free(ctx);
+	rm_tree(tmp);
+}
+
 /* ------------------------------------------------------------------ CUDA driver ---- */
 
 #define SKIP_WITHOUT_GPU() \
@@ -738,6 +781,60 @@ Test(cuda, launch_ptx, .description = "gpu")
 {
 	SKIP_WITHOUT_GPU();
 	run_scale_add(0);
+}
+
+/* One launch of the counting kernel, for the timing functions. */
+typedef struct bump_launch {
+	tinyc_kernel *k;	/* bump */
+	void **args;		/* its arguments */
+} bump_launch;
+
+static int bump_once(tinyc_cuda *cu, void *arg)
+{
+	bump_launch *b = arg;
+	return tinyc_cuda_launch(cu, b->k, (tinyc_dim3){4, 1, 1}, (tinyc_dim3){256, 1, 1}, 0, b->args);
+}
+
+/* Graph-replay and back-to-back timing run exactly the launches they say: a kernel that adds
+ * 1 to every element counts them (graph: per_graph x (replays + 1 untimed); run: warmup +
+ * iters), and a plain launch afterwards still goes to the default stream. */
+Test(cuda, time_graph_and_run_count_launches, .description = "gpu")
+{
+	SKIP_WITHOUT_GPU();
+	static const char *src = "extern \"C\" __global__ void bump(int *y, int n)\n"
+				 "{\n\tint i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+				 "\tif (i < n)\n\t\ty[i] += 1;\n}\n";
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_cuda *cu = tinyc_cuda_open(ctx, 0);
+	cr_assert_not_null(cu, "%s", first_msg(ctx));
+	cr_assert(tinyc_cuda_has_graphs(cu), "a CUDA 12+ driver has stream capture");
+	tinyc_blob img;
+	cr_assert_eq(tinyc_nvrtc_compile(ctx, src, "bump.cu", tinyc_cuda_device_info(cu)->target, 1,
+					 &img), 0, "%s", first_msg(ctx));
+	tinyc_kernel *k = tinyc_cuda_kernel_load(cu, &img, "bump");
+	cr_assert_not_null(k, "%s", first_msg(ctx));
+	enum { N = 1000 };
+	int y[N], n = N;
+	tinyc_devptr dy;
+	cr_assert_eq(tinyc_cuda_alloc(cu, sizeof(y), &dy), 0);
+	cr_assert_eq(tinyc_cuda_memset8(cu, dy, 0, sizeof(y)), 0);
+	void *args[] = {&dy, &n};
+	bump_launch b = {k, args};
+	double g = 0, r = 0;
+	cr_assert_eq(tinyc_cuda_time_graph(cu, bump_once, &b, 5, 7, &g), 0, "%s", first_msg(ctx));
+	cr_assert_eq(tinyc_cuda_time_run(cu, bump_once, &b, 2, 10, &r), 0, "%s", first_msg(ctx));
+	cr_assert_eq(bump_once(cu, &b), 0);
+	cr_assert_eq(tinyc_cuda_sync(cu), 0);
+	cr_assert_eq(tinyc_cuda_download(cu, y, dy, sizeof(y)), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(y[i], 5 * (7 + 1) + 2 + 10 + 1, "y[%d] = %d", i, y[i]);
+	cr_expect(g > 0 && g < 1 && r > 0 && r < 1, "graph %.5f ms, run %.5f ms per launch", g, r);
+	cr_log_info("bump: graph %.2f us, back-to-back %.2f us per launch", g * 1e3, r * 1e3);
+	cr_expect_eq(tinyc_cuda_free(cu, dy), 0);
+	tinyc_kernel_free(k);
+	tinyc_blob_clear(&img);
+	tinyc_cuda_close(cu);
+	tinyc_ctx_free(ctx);
 }
 
 /* Dynamic shared memory above 48 KiB is opted in; a device-to-device copy moves the data. */
