@@ -263,8 +263,14 @@ static void copy_tile_elements(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 	tinyc_gexpr *r = along_rows ? bin(b, TINYC_GX_MOD, i, I(b, rows)) : bin(b, TINYC_GX_DIV, i, I(b, cols));
 	tinyc_gexpr *c = along_rows ? bin(b, TINYC_GX_DIV, i, I(b, rows)) : bin(b, TINYC_GX_MOD, i, I(b, cols));
 	tinyc_gexpr *gr = add(b, row0, r), *gc = add(b, col0, c);
-	tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), op_addr(b, op, gr, gc),
-				       in_tile(b, gr, R, pr, gc, C, pc));
+	tinyc_gexpr *in = in_tile(b, gr, R, pr, gc, C, pc), *addr, *guard = NULL;
+	if (op->gather.on) {	/* im2col: the window's guard too */
+		addr = tinyc_conv_addr(b, op, gr, gc, &guard);
+		in = land(b, in, guard);
+	} else {
+		addr = op_addr(b, op, gr, gc);
+	}
+	tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), addr, in);
 	tinyc_gstmt *st = tinyc_gs_store(k, sh, add(b, base, add(b, mul(b, r, I(b, ld)), c)),
 					 tinyc_gx_cast(k, k->vars[sh].dtype, v),
 					 total % b->threads ? bin(b, TINYC_GX_LT, i, I(b, total)) : NULL);
@@ -653,7 +659,14 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 		tinyc_gexpr *gmn = add(b, mn0, kmajor ? o : add(b, I(b, 64 * blkno), c));
 		tinyc_gexpr *in = land(b, t->pred_k ? bin(b, TINYC_GX_LT, gk, b->K) : NULL,
 				       pred_mn ? bin(b, TINYC_GX_LT, gmn, MN) : NULL);
-		tinyc_gexpr *addr = is_b ? op_addr(b, op, gk, gmn) : op_addr(b, op, gmn, gk);
+		tinyc_gexpr *addr, *guard = NULL;
+		if (op->gather.on) {	/* im2col: the window's guard too */
+			addr = is_b ? tinyc_conv_addr(b, op, gk, gmn, &guard)
+				    : tinyc_conv_addr(b, op, gmn, gk, &guard);
+			in = land(b, in, guard);
+		} else {
+			addr = is_b ? op_addr(b, op, gk, gmn) : op_addr(b, op, gmn, gk);
+		}
 		tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), addr, in);
 		/* element (o, c) of the block: o * 64 + ((c / 8) ^ (o % 8)) * 8 + c % 8 */
 		tinyc_gexpr *sw = bin(b, TINYC_GX_XOR, bin(b, TINYC_GX_DIV, c, I(b, 8)), bin(b, TINYC_GX_MOD, o, I(b, 8)));

@@ -428,7 +428,7 @@ static int detect_contraction(pvb *b, int ri)
 	isl_pw_multi_aff *chain = isl_pw_multi_aff_copy(r->read[0].acc);
 	int x = r->read[0].array;
 	isl_pw_multi_aff *acc[2] = {NULL, NULL};
-	int arr[2] = {-1, -1};
+	int arr[2] = {-1, -1}, padded[2] = {0, 0};
 	for (;;) {
 		int xs = pv->stmt_of[x];
 		const tinyc_uop *xu = &b->g->nodes[x];
@@ -437,9 +437,11 @@ static int detect_contraction(pvb *b, int ri)
 		const tinyc_pv_stmt *st = &pv->stmt[xs];
 		chain = range_as_stmt(b, chain, st);
 		if (xu->op == TINYC_OP_MUL) {
-			if (st->read[0].array >= 0 && st->read[1].array >= 0 &&
-			    !st->read[0].padded && !st->read[1].padded) {
+			/* a padded operand (a convolution's window over a PAD) is gathered
+			 * with its guards (sched/conv.c) */
+			if (st->read[0].array >= 0 && st->read[1].array >= 0) {
 				for (int k = 0; k < 2; k++) {
+					padded[k] = st->read[k].padded;
 					acc[k] = isl_pw_multi_aff_pullback_pw_multi_aff(
 						isl_pw_multi_aff_copy(st->read[k].acc),
 						isl_pw_multi_aff_copy(chain));
@@ -470,6 +472,8 @@ static int detect_contraction(pvb *b, int ri)
 	c.rhs = arr[1];
 	c.lhs_acc = acc[0];
 	c.rhs_acc = acc[1];
+	c.lhs_padded = padded[0];
+	c.rhs_padded = padded[1];
 	c.naxes = v->naxes;
 	c.acc = v->acc;
 	c.role = calloc((size_t)(v->naxes ? v->naxes : 1), sizeof(tinyc_role));
@@ -500,6 +504,28 @@ static int detect_contraction(pvb *b, int ri)
 			c.role[a] = TINYC_ROLE_N, c.nn++;
 		else
 			ok = 0;	/* an axis of size > 1 that neither operand reads */
+	}
+	/* a convolution (an operand's dim indexed by an m and a k axis: a window, or a
+	 * padded operand) computes one GEMM per image: its outermost m axis is a batch, so
+	 * that the remaining m axes (the output's spatial ones) compose in the output */
+	int window = padded[0] || padded[1];
+	for (int k = 0; ok && !window && k < 2; k++) {
+		isl_size n = isl_pw_multi_aff_dim(acc[k], isl_dim_out);
+		for (int d = 0; d < n && !window; d++) {
+			int um = 0, uk = 0;
+			for (int a = 0; a < v->naxes; a++)
+				if (tinyc_isl_pma_uses(acc[k], d, a))
+					um |= c.role[a] == TINYC_ROLE_M, uk |= c.role[a] == TINYC_ROLE_K;
+			window = um && uk;
+		}
+	}
+	if (ok && window && c.nm >= 2 && !c.nbatch) {
+		for (int a = 0; a < v->naxes; a++)
+			if (c.role[a] == TINYC_ROLE_M) {
+				c.role[a] = TINYC_ROLE_BATCH;
+				c.nm--, c.nbatch++;
+				break;
+			}
 	}
 	if (!ok || !c.nk) {
 		free(c.role);
@@ -901,7 +927,11 @@ void tinyc_polyview_print(const tinyc_polyview *pv, tinyc_buf *out)
 			print_role(pv, c, TINYC_ROLE_N, out);
 			print_role(pv, c, TINYC_ROLE_K, out);
 			print_role(pv, c, TINYC_ROLE_BATCH, out);
-			tinyc_buf_printf(out, " acc=%s\n", tinyc_dtype_name(c->acc));
+			tinyc_buf_printf(out, " acc=%s", tinyc_dtype_name(c->acc));
+			if (c->lhs_padded || c->rhs_padded)
+				tinyc_buf_printf(out, " padded=%s", !c->rhs_padded ? "lhs"
+								     : c->lhs_padded ? "both" : "rhs");
+			tinyc_buf_putc(out, '\n');
 		}
 	}
 }
