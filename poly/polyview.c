@@ -414,6 +414,28 @@ static isl_pw_multi_aff *range_as_stmt(pvb *b, isl_pw_multi_aff *acc, const tiny
 	return isl_pw_multi_aff_set_tuple_id(acc, isl_dim_out, id);
 }
 
+/* Record whether a piece's output dim (user: {dim, axis, result}) involves the axis. */
+static isl_stat piece_uses(isl_set *set, isl_multi_aff *ma, void *user)
+{
+	int *q = user;
+	isl_aff *af = isl_multi_aff_get_aff(ma, q[0]);
+	q[2] |= af && isl_aff_involves_dims(af, isl_dim_in, (unsigned)q[1], 1) == isl_bool_true;
+	isl_aff_free(af);
+	isl_multi_aff_free(ma);
+	isl_set_free(set);
+	return isl_stat_ok;
+}
+
+/* Whether the expression of output dim d of pma uses input axis a (its domain's
+ * constraints, a padded access's guards, aside). */
+static int expr_uses(isl_pw_multi_aff *pma, int d, int a)
+{
+	int q[3] = {d, a, 0};
+	if (!pma || isl_pw_multi_aff_foreach_piece(pma, piece_uses, q) < 0)
+		return 0;
+	return q[2];
+}
+
 /* Contraction detection at REDUCE statement ri: REDUCE ADD over CASTs over a MUL whose two
  * operands are arrays; roles from which operand's access (pulled back to the reduce
  * domain) uses each axis.  0: recorded or not a contraction; -1: isl error. */
@@ -508,24 +530,27 @@ static int detect_contraction(pvb *b, int ri)
 	/* a convolution (an operand's dim indexed by an m and a k axis: a window, or a
 	 * padded operand) computes one GEMM per image: its outermost m axis is a batch, so
 	 * that the remaining m axes (the output's spatial ones) compose in the output */
-	int window = padded[0] || padded[1];
-	for (int k = 0; ok && !window && k < 2; k++) {
-		isl_size n = isl_pw_multi_aff_dim(acc[k], isl_dim_out);
-		for (int d = 0; d < n && !window; d++) {
-			int um = 0, uk = 0;
-			for (int a = 0; a < v->naxes; a++)
-				if (tinyc_isl_pma_uses(acc[k], d, a))
-					um |= c.role[a] == TINYC_ROLE_M, uk |= c.role[a] == TINYC_ROLE_K;
-			window = um && uk;
-		}
-	}
-	if (ok && window && c.nm >= 2 && !c.nbatch) {
-		for (int a = 0; a < v->naxes; a++)
-			if (c.role[a] == TINYC_ROLE_M) {
-				c.role[a] = TINYC_ROLE_BATCH;
-				c.nm--, c.nbatch++;
-				break;
+	int window = padded[0] || padded[1], image = -1;
+	for (int a = 0; ok && a < v->naxes; a++) {
+		if (c.role[a] != TINYC_ROLE_M)
+			continue;
+		int in_window = 0;	/* a dim of an operand indexed by a and a k axis */
+		for (int k = 0; k < 2; k++) {
+			isl_size n = isl_pw_multi_aff_dim(acc[k], isl_dim_out);
+			for (int d = 0; d < n; d++) {
+				if (!expr_uses(acc[k], d, a))
+					continue;
+				for (int j = 0; j < v->naxes; j++)
+					in_window |= c.role[j] == TINYC_ROLE_K && expr_uses(acc[k], d, j);
 			}
+		}
+		window |= in_window;
+		if (!in_window && image < 0)
+			image = a;
+	}
+	if (ok && window && c.nm >= 2 && !c.nbatch && image >= 0) {
+		c.role[image] = TINYC_ROLE_BATCH;
+		c.nm--, c.nbatch++;
 	}
 	if (!ok || !c.nk) {
 		free(c.role);

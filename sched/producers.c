@@ -10,7 +10,8 @@
  * RESHAPEs that add dims of size 1) is marked: a computed value, a CAST of one (stored
  * converted), or a view of one (heads split and transposed: stored in the layout the
  * contraction reads, a statement of its own in the Poly-View, copied from the value below
- * it, which is marked too; a window over it, a convolution's, is not: the contraction
+ * it, which is marked too; a window over it, a convolution's (a PAD, an EXPAND inside the
+ * view), is not: the contraction
  * gathers the value through it).  The partition stores it
  * in a buffer of its own dtype, and the epilogue extraction stores it from the kernel of
  * the contraction that produces it when it can run there.
@@ -101,12 +102,12 @@ void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
 				continue;
 			/* a view is copied from its value, which is stored too (by the epilogue
 			 * of the contraction that computes it, in its own layout); a window
-			 * (a convolution's PAD and SHRINK) is not copied: the contraction
+			 * (a convolution's PAD, or the EXPAND of its overlapping windows) is not copied: the contraction
 			 * gathers it from the value (implicit GEMM, sched/conv.c) */
 			int q = p, window = 0;
 			while (tinyc_op_info(g->nodes[q].op)->kind == TINYC_KIND_MOVEMENT &&
 			       g->nodes[q].op != TINYC_OP_CONTIGUOUS) {
-				window |= g->nodes[q].op == TINYC_OP_PAD || g->nodes[q].op == TINYC_OP_SHRINK;
+				window |= g->nodes[q].op == TINYC_OP_PAD || (q != p && g->nodes[q].op == TINYC_OP_EXPAND);
 				q = g->nodes[q].src[0];
 			}
 			if (!window)
