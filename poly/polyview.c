@@ -548,6 +548,28 @@ static int detect_contraction(pvb *b, int ri)
 		if (!in_window && image < 0)
 			image = a;
 	}
+	/* a 1x1 convolution has no window, but its input's dims interleave m and k axes
+	 * (n, c, h, w): an m axis in a dim before a k dim before another m axis's dim is the
+	 * image axis */
+	for (int k = 0; ok && !window && k < 2; k++) {
+		isl_size n = isl_pw_multi_aff_dim(acc[k], isl_dim_out);
+		int first_m = -1, seen_k = 0;
+		for (int d = 0; d < n && !window; d++) {
+			int am = -1, uk = 0;
+			for (int a = 0; a < v->naxes; a++) {
+				if (!expr_uses(acc[k], d, a))
+					continue;
+				if (c.role[a] == TINYC_ROLE_M && am < 0)
+					am = a;
+				uk |= c.role[a] == TINYC_ROLE_K;
+			}
+			if (am >= 0 && first_m >= 0 && seen_k)
+				window = 1, image = first_m;
+			if (am >= 0 && first_m < 0)
+				first_m = am;
+			seen_k |= uk && first_m >= 0;
+		}
+	}
 	if (ok && window && c.nm >= 2 && !c.nbatch && image >= 0) {
 		c.role[image] = TINYC_ROLE_BATCH;
 		c.nm--, c.nbatch++;
