@@ -262,6 +262,25 @@ static void copy_tile_elements(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 	tinyc_gexpr *i = let(b, body, iname, add(b, b->tid, mul(b, tinyc_gx_var(k, jv), I(b, b->threads))));
 	tinyc_gexpr *r = along_rows ? bin(b, TINYC_GX_MOD, i, I(b, rows)) : bin(b, TINYC_GX_DIV, i, I(b, cols));
 	tinyc_gexpr *c = along_rows ? bin(b, TINYC_GX_DIV, i, I(b, rows)) : bin(b, TINYC_GX_MOD, i, I(b, cols));
+	if (op->gather.on) {
+		/* im2col: along the coordinate whose innermost axis is longer (a convolution's
+		 * output row, ow, rather than kw); when the threads cover whole lines, a thread
+		 * keeps one coordinate for the whole k loop (its split is computed once) */
+		const tinyc_mm_gather *g = &op->gather;
+		along_rows = g->ext[0][g->nax[0] - 1] >= g->ext[1][g->nax[1] - 1];
+		int line = along_rows ? rows : cols;
+		tinyc_gexpr *j = tinyc_gx_var(k, jv);
+		if (b->threads % line == 0) {
+			tinyc_gexpr *fixed = bin(b, TINYC_GX_MOD, b->tid, I(b, line));
+			tinyc_gexpr *step = add(b, bin(b, TINYC_GX_DIV, b->tid, I(b, line)),
+						mul(b, j, I(b, b->threads / line)));
+			r = along_rows ? fixed : step;
+			c = along_rows ? step : fixed;
+		} else {
+			r = along_rows ? bin(b, TINYC_GX_MOD, i, I(b, rows)) : bin(b, TINYC_GX_DIV, i, I(b, cols));
+			c = along_rows ? bin(b, TINYC_GX_DIV, i, I(b, rows)) : bin(b, TINYC_GX_MOD, i, I(b, cols));
+		}
+	}
 	tinyc_gexpr *gr = add(b, row0, r), *gc = add(b, col0, c);
 	tinyc_gexpr *in = in_tile(b, gr, R, pr, gc, C, pc), *addr, *guard = NULL;
 	if (op->gather.on) {	/* im2col: the window's guard too */
