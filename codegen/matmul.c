@@ -1009,8 +1009,9 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	int64_t padded = bound_poly(gm, &out->stride[o]);
 	int batch = !tinyc_evt_poly_is_zero(&out->stride[2]);
 	int64_t L = batch ? bound_dim(gm, &prob->l) : 1;
-	if (elems < 1 || C < 1 || O < 1 || L < 1 || sc < 0 || so < 0 || sl < 0 || off < 0 ||
-	    padded < C || tinyc_dtype_size(op->dtype) != 2)
+	int gathered = op->gather.on;	/* im2col: the window's offset may be negative */
+	if (elems < 1 || C < 1 || O < 1 || L < 1 || sc < 0 || so < 0 || sl < 0 ||
+	    (off < 0 && !gathered) || padded < C || tinyc_dtype_size(op->dtype) != 2)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: packing operand %c needs its "
 				   "sizes bound, non-negative strides and 16-bit elements", name,
 				   is_b ? 'B' : 'A');
@@ -1040,7 +1041,7 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 		return -1;
 	int64_t W = padded / 2, chunks = (W + 1023) / 1024, blocks = chunks * O * L;
 	int64_t reach = off + (O - 1) * so + (C - 1) * sc + (L - 1) * sl;
-	tinyc_dtype it = reach < INT32_MAX && elems < INT32_MAX && blocks < INT32_MAX / 1024
+	tinyc_dtype it = !gathered && reach < INT32_MAX && elems < INT32_MAX && blocks < INT32_MAX / 1024
 			 ? TINYC_INT : TINYC_LONG;
 	k->index_dtype = it;
 	k->block[0] = 256, k->block[1] = k->block[2] = 1;
@@ -1071,12 +1072,26 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	tinyc_gexpr *wd = PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, q, PK_I(1024)),
 			       PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, tinyc_gx_var(k, jv), PK_I(256)), tid));
 	tinyc_gexpr *half[2];
+	/* a gathered operand: the im2col element of (r, col) of image l, 0 outside the window */
+	tinyc_mmk gb;
+	memset(&gb, 0, sizeof(gb));
+	gb.ctx = ctx, gb.gm = gm, gb.k = k, gb.it = it, gb.l = l;
 	for (int h = 0; h < 2; h++) {
 		tinyc_gexpr *col = PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, wd, PK_I(2)), PK_I(h));
-		tinyc_gexpr *v = tinyc_gx_load(k, src, PK_B(TINYC_GX_ADD, base, PK_B(TINYC_GX_MUL, col, PK_I(sc))),
-					       PK_B(TINYC_GX_LT, col, PK_I(C)));
+		tinyc_gexpr *addr, *in = PK_B(TINYC_GX_LT, col, PK_I(C)), *guard = NULL;
+		if (gathered) {
+			addr = is_b ? tinyc_conv_addr(&gb, op, col, r, &guard)
+				    : tinyc_conv_addr(&gb, op, r, col, &guard);
+			if (guard)
+				in = PK_B(TINYC_GX_LAND, in, guard);
+		} else {
+			addr = PK_B(TINYC_GX_ADD, base, PK_B(TINYC_GX_MUL, col, PK_I(sc)));
+		}
+		tinyc_gexpr *v = tinyc_gx_load(k, src, addr, in);
 		half[h] = tinyc_gx_cast(k, TINYC_UINT, v);
 	}
+	if (gb.error)
+		return -1;
 	tinyc_gexpr *word = PK_B(TINYC_GX_OR, half[0], PK_B(TINYC_GX_SHL, half[1], tinyc_gx_int(k, TINYC_UINT, 16)));
 	tinyc_gs_append(k, body, tinyc_gs_store(k, dst, PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, row, PK_I(W)), wd),
 						word, PK_B(TINYC_GX_LT, wd, PK_I(W))));

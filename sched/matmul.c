@@ -283,8 +283,6 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		t->a_kmajor = 1, t->a_tma = 0;
 	if (prob->b.gather.on)
 		t->b_kmajor = 1, t->b_tma = 0;
-	if (pack && (prob->a.gather.on || prob->b.gather.on))
-		return -1;
 	if (pack) {
 		if (t->a_tma && t->b_tma)
 			return -1;
