@@ -262,9 +262,34 @@ static void copy_tile_elements(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 	tinyc_gexpr *i = let(b, body, iname, add(b, b->tid, mul(b, tinyc_gx_var(k, jv), I(b, b->threads))));
 	tinyc_gexpr *r = along_rows ? bin(b, TINYC_GX_MOD, i, I(b, rows)) : bin(b, TINYC_GX_DIV, i, I(b, cols));
 	tinyc_gexpr *c = along_rows ? bin(b, TINYC_GX_DIV, i, I(b, rows)) : bin(b, TINYC_GX_MOD, i, I(b, cols));
+	if (op->gather.on) {
+		/* im2col: along the coordinate whose innermost axis is longer (a convolution's
+		 * output row, ow, rather than kw); when the threads cover whole lines, a thread
+		 * keeps one coordinate for the whole k loop (its split is computed once) */
+		const tinyc_mm_gather *g = &op->gather;
+		along_rows = g->ext[0][g->nax[0] - 1] >= g->ext[1][g->nax[1] - 1];
+		int line = along_rows ? rows : cols;
+		tinyc_gexpr *j = tinyc_gx_var(k, jv);
+		if (b->threads % line == 0) {
+			tinyc_gexpr *fixed = bin(b, TINYC_GX_MOD, b->tid, I(b, line));
+			tinyc_gexpr *step = add(b, bin(b, TINYC_GX_DIV, b->tid, I(b, line)),
+						mul(b, j, I(b, b->threads / line)));
+			r = along_rows ? fixed : step;
+			c = along_rows ? step : fixed;
+		} else {
+			r = along_rows ? bin(b, TINYC_GX_MOD, i, I(b, rows)) : bin(b, TINYC_GX_DIV, i, I(b, cols));
+			c = along_rows ? bin(b, TINYC_GX_DIV, i, I(b, rows)) : bin(b, TINYC_GX_MOD, i, I(b, cols));
+		}
+	}
 	tinyc_gexpr *gr = add(b, row0, r), *gc = add(b, col0, c);
-	tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), op_addr(b, op, gr, gc),
-				       in_tile(b, gr, R, pr, gc, C, pc));
+	tinyc_gexpr *in = in_tile(b, gr, R, pr, gc, C, pc), *addr, *guard = NULL;
+	if (op->gather.on) {	/* im2col: the window's guard too */
+		addr = tinyc_conv_addr(b, op, gr, gc, &guard);
+		in = land(b, in, guard);
+	} else {
+		addr = op_addr(b, op, gr, gc);
+	}
+	tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), addr, in);
 	tinyc_gstmt *st = tinyc_gs_store(k, sh, add(b, base, add(b, mul(b, r, I(b, ld)), c)),
 					 tinyc_gx_cast(k, k->vars[sh].dtype, v),
 					 total % b->threads ? bin(b, TINYC_GX_LT, i, I(b, total)) : NULL);
@@ -653,7 +678,14 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 		tinyc_gexpr *gmn = add(b, mn0, kmajor ? o : add(b, I(b, 64 * blkno), c));
 		tinyc_gexpr *in = land(b, t->pred_k ? bin(b, TINYC_GX_LT, gk, b->K) : NULL,
 				       pred_mn ? bin(b, TINYC_GX_LT, gmn, MN) : NULL);
-		tinyc_gexpr *addr = is_b ? op_addr(b, op, gk, gmn) : op_addr(b, op, gmn, gk);
+		tinyc_gexpr *addr, *guard = NULL;
+		if (op->gather.on) {	/* im2col: the window's guard too */
+			addr = is_b ? tinyc_conv_addr(b, op, gk, gmn, &guard)
+				    : tinyc_conv_addr(b, op, gmn, gk, &guard);
+			in = land(b, in, guard);
+		} else {
+			addr = is_b ? op_addr(b, op, gk, gmn) : op_addr(b, op, gmn, gk);
+		}
 		tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), addr, in);
 		/* element (o, c) of the block: o * 64 + ((c / 8) ^ (o % 8)) * 8 + c % 8 */
 		tinyc_gexpr *sw = bin(b, TINYC_GX_XOR, bin(b, TINYC_GX_DIV, c, I(b, 8)), bin(b, TINYC_GX_MOD, o, I(b, 8)));
@@ -977,8 +1009,9 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	int64_t padded = bound_poly(gm, &out->stride[o]);
 	int batch = !tinyc_evt_poly_is_zero(&out->stride[2]);
 	int64_t L = batch ? bound_dim(gm, &prob->l) : 1;
-	if (elems < 1 || C < 1 || O < 1 || L < 1 || sc < 0 || so < 0 || sl < 0 || off < 0 ||
-	    padded < C || tinyc_dtype_size(op->dtype) != 2)
+	int gathered = op->gather.on;	/* im2col: the window's offset may be negative */
+	if (elems < 1 || C < 1 || O < 1 || L < 1 || sc < 0 || so < 0 || sl < 0 ||
+	    (off < 0 && !gathered) || padded < C || tinyc_dtype_size(op->dtype) != 2)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: packing operand %c needs its "
 				   "sizes bound, non-negative strides and 16-bit elements", name,
 				   is_b ? 'B' : 'A');
@@ -1008,7 +1041,7 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 		return -1;
 	int64_t W = padded / 2, chunks = (W + 1023) / 1024, blocks = chunks * O * L;
 	int64_t reach = off + (O - 1) * so + (C - 1) * sc + (L - 1) * sl;
-	tinyc_dtype it = reach < INT32_MAX && elems < INT32_MAX && blocks < INT32_MAX / 1024
+	tinyc_dtype it = !gathered && reach < INT32_MAX && elems < INT32_MAX && blocks < INT32_MAX / 1024
 			 ? TINYC_INT : TINYC_LONG;
 	k->index_dtype = it;
 	k->block[0] = 256, k->block[1] = k->block[2] = 1;
@@ -1039,12 +1072,26 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	tinyc_gexpr *wd = PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, q, PK_I(1024)),
 			       PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, tinyc_gx_var(k, jv), PK_I(256)), tid));
 	tinyc_gexpr *half[2];
+	/* a gathered operand: the im2col element of (r, col) of image l, 0 outside the window */
+	tinyc_mmk gb;
+	memset(&gb, 0, sizeof(gb));
+	gb.ctx = ctx, gb.gm = gm, gb.k = k, gb.it = it, gb.l = l;
 	for (int h = 0; h < 2; h++) {
 		tinyc_gexpr *col = PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, wd, PK_I(2)), PK_I(h));
-		tinyc_gexpr *v = tinyc_gx_load(k, src, PK_B(TINYC_GX_ADD, base, PK_B(TINYC_GX_MUL, col, PK_I(sc))),
-					       PK_B(TINYC_GX_LT, col, PK_I(C)));
+		tinyc_gexpr *addr, *in = PK_B(TINYC_GX_LT, col, PK_I(C)), *guard = NULL;
+		if (gathered) {
+			addr = is_b ? tinyc_conv_addr(&gb, op, col, r, &guard)
+				    : tinyc_conv_addr(&gb, op, r, col, &guard);
+			if (guard)
+				in = PK_B(TINYC_GX_LAND, in, guard);
+		} else {
+			addr = PK_B(TINYC_GX_ADD, base, PK_B(TINYC_GX_MUL, col, PK_I(sc)));
+		}
+		tinyc_gexpr *v = tinyc_gx_load(k, src, addr, in);
 		half[h] = tinyc_gx_cast(k, TINYC_UINT, v);
 	}
+	if (gb.error)
+		return -1;
 	tinyc_gexpr *word = PK_B(TINYC_GX_OR, half[0], PK_B(TINYC_GX_SHL, half[1], tinyc_gx_int(k, TINYC_UINT, 16)));
 	tinyc_gs_append(k, body, tinyc_gs_store(k, dst, PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, row, PK_I(W)), wd),
 						word, PK_B(TINYC_GX_LT, wd, PK_I(W))));

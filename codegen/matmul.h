@@ -106,6 +106,11 @@ int tinyc_mmk_param(tinyc_mmk *b, int buf, int written);
 /* Append s to block (records a failure in b->error). */
 void tinyc_mmk_append(tinyc_mmk *b, tinyc_gstmt *block, tinyc_gstmt *s);
 
+/* codegen/conv.c: the element offset of (row, col) of gathered operand op (im2col, see
+ * sched/conv.h); *guard: the window's predicate (NULL: none). */
+tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
+			     tinyc_gexpr *col, tinyc_gexpr **guard);
+
 /* The epilogue: append to `body` (after the k loop) the code that applies prob->evt to
  * the accumulator fragment f, including the in-CTA part of the reductions; workspaces are
  * created in b->gm and recorded in b->ws.  0 or -1. */

@@ -1087,8 +1087,17 @@ static int extract_one(ex *x, int ci)
 	if (outside) {
 		tinyc_evt_layout lay;
 		free(x->fail), x->fail = NULL;
-		if (out_layout(x, x->Wr, &x->g->nodes[x->r], &lay) < 0)
-			return tinyc_error(x->ctx, "EvtInternal", "the accumulator's layout: %s", x->fail);
+		if (out_layout(x, x->Wr, &x->g->nodes[x->r], &lay) < 0) {
+			/* no epilogue (the contraction stays a separate kernel): an accumulator
+			 * whose layout does not fold into (m, n, l) strides, e.g. a convolution's
+			 * output with its image axis among the m axes */
+			char msg[200];
+			snprintf(msg, sizeof(msg), "the accumulator's layout: %.150s", x->fail ? x->fail : "?");
+			e->why_none = strdup(msg);
+			tinyc_evt_free(x->gr);
+			x->gr = NULL;
+			return e->why_none ? 0 : tinyc_error(x->ctx, "OutOfMemory", "epilogue extraction");
+		}
 		int a = build(x, x->r, -1, x->Wr, 0);
 		int s = a < 0 ? -1
 			      : tinyc_evt_store(x->ctx, x->gr, pv->array_name[x->r], x->r,

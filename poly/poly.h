@@ -129,6 +129,7 @@ typedef struct tinyc_contraction {
 	int *lhs_dim, *rhs_dim;		/* per axis: the operand dim that uses it, or -1 */
 	int nm, nn, nk, nbatch;		/* how many axes have each role */
 	tinyc_dtype acc;		/* accumulator dtype */
+	int lhs_padded, rhs_padded;	/* operand read through a PAD (guarded: 0 outside) */
 } tinyc_contraction;
 
 /* One statement: a value that computes. */

@@ -414,6 +414,28 @@ static isl_pw_multi_aff *range_as_stmt(pvb *b, isl_pw_multi_aff *acc, const tiny
 	return isl_pw_multi_aff_set_tuple_id(acc, isl_dim_out, id);
 }
 
+/* Record whether a piece's output dim (user: {dim, axis, result}) involves the axis. */
+static isl_stat piece_uses(isl_set *set, isl_multi_aff *ma, void *user)
+{
+	int *q = user;
+	isl_aff *af = isl_multi_aff_get_aff(ma, q[0]);
+	q[2] |= af && isl_aff_involves_dims(af, isl_dim_in, (unsigned)q[1], 1) == isl_bool_true;
+	isl_aff_free(af);
+	isl_multi_aff_free(ma);
+	isl_set_free(set);
+	return isl_stat_ok;
+}
+
+/* Whether the expression of output dim d of pma uses input axis a (its domain's
+ * constraints, a padded access's guards, aside). */
+static int expr_uses(isl_pw_multi_aff *pma, int d, int a)
+{
+	int q[3] = {d, a, 0};
+	if (!pma || isl_pw_multi_aff_foreach_piece(pma, piece_uses, q) < 0)
+		return 0;
+	return q[2];
+}
+
 /* Contraction detection at REDUCE statement ri: REDUCE ADD over CASTs over a MUL whose two
  * operands are arrays; roles from which operand's access (pulled back to the reduce
  * domain) uses each axis.  0: recorded or not a contraction; -1: isl error. */
@@ -428,7 +450,7 @@ static int detect_contraction(pvb *b, int ri)
 	isl_pw_multi_aff *chain = isl_pw_multi_aff_copy(r->read[0].acc);
 	int x = r->read[0].array;
 	isl_pw_multi_aff *acc[2] = {NULL, NULL};
-	int arr[2] = {-1, -1};
+	int arr[2] = {-1, -1}, padded[2] = {0, 0};
 	for (;;) {
 		int xs = pv->stmt_of[x];
 		const tinyc_uop *xu = &b->g->nodes[x];
@@ -437,9 +459,11 @@ static int detect_contraction(pvb *b, int ri)
 		const tinyc_pv_stmt *st = &pv->stmt[xs];
 		chain = range_as_stmt(b, chain, st);
 		if (xu->op == TINYC_OP_MUL) {
-			if (st->read[0].array >= 0 && st->read[1].array >= 0 &&
-			    !st->read[0].padded && !st->read[1].padded) {
+			/* a padded operand (a convolution's window over a PAD) is gathered
+			 * with its guards (sched/conv.c) */
+			if (st->read[0].array >= 0 && st->read[1].array >= 0) {
 				for (int k = 0; k < 2; k++) {
+					padded[k] = st->read[k].padded;
 					acc[k] = isl_pw_multi_aff_pullback_pw_multi_aff(
 						isl_pw_multi_aff_copy(st->read[k].acc),
 						isl_pw_multi_aff_copy(chain));
@@ -470,6 +494,8 @@ static int detect_contraction(pvb *b, int ri)
 	c.rhs = arr[1];
 	c.lhs_acc = acc[0];
 	c.rhs_acc = acc[1];
+	c.lhs_padded = padded[0];
+	c.rhs_padded = padded[1];
 	c.naxes = v->naxes;
 	c.acc = v->acc;
 	c.role = calloc((size_t)(v->naxes ? v->naxes : 1), sizeof(tinyc_role));
@@ -500,6 +526,53 @@ static int detect_contraction(pvb *b, int ri)
 			c.role[a] = TINYC_ROLE_N, c.nn++;
 		else
 			ok = 0;	/* an axis of size > 1 that neither operand reads */
+	}
+	/* a convolution (an operand's dim indexed by an m and a k axis: a window, or a
+	 * padded operand) computes one GEMM per image: its outermost m axis is a batch, so
+	 * that the remaining m axes (the output's spatial ones) compose in the output */
+	int window = padded[0] || padded[1], image = -1;
+	for (int a = 0; ok && a < v->naxes; a++) {
+		if (c.role[a] != TINYC_ROLE_M)
+			continue;
+		int in_window = 0;	/* a dim of an operand indexed by a and a k axis */
+		for (int k = 0; k < 2; k++) {
+			isl_size n = isl_pw_multi_aff_dim(acc[k], isl_dim_out);
+			for (int d = 0; d < n; d++) {
+				if (!expr_uses(acc[k], d, a))
+					continue;
+				for (int j = 0; j < v->naxes; j++)
+					in_window |= c.role[j] == TINYC_ROLE_K && expr_uses(acc[k], d, j);
+			}
+		}
+		window |= in_window;
+		if (!in_window && image < 0)
+			image = a;
+	}
+	/* a 1x1 convolution has no window, but its input's dims interleave m and k axes
+	 * (n, c, h, w): an m axis in a dim before a k dim before another m axis's dim is the
+	 * image axis */
+	for (int k = 0; ok && !window && k < 2; k++) {
+		isl_size n = isl_pw_multi_aff_dim(acc[k], isl_dim_out);
+		int first_m = -1, seen_k = 0;
+		for (int d = 0; d < n && !window; d++) {
+			int am = -1, uk = 0;
+			for (int a = 0; a < v->naxes; a++) {
+				if (!expr_uses(acc[k], d, a))
+					continue;
+				if (c.role[a] == TINYC_ROLE_M && am < 0)
+					am = a;
+				uk |= c.role[a] == TINYC_ROLE_K;
+			}
+			if (am >= 0 && first_m >= 0 && seen_k)
+				window = 1, image = first_m;
+			if (am >= 0 && first_m < 0)
+				first_m = am;
+			seen_k |= uk && first_m >= 0;
+		}
+	}
+	if (ok && window && c.nm >= 2 && !c.nbatch && image >= 0) {
+		c.role[image] = TINYC_ROLE_BATCH;
+		c.nm--, c.nbatch++;
 	}
 	if (!ok || !c.nk) {
 		free(c.role);
@@ -901,7 +974,11 @@ void tinyc_polyview_print(const tinyc_polyview *pv, tinyc_buf *out)
 			print_role(pv, c, TINYC_ROLE_N, out);
 			print_role(pv, c, TINYC_ROLE_K, out);
 			print_role(pv, c, TINYC_ROLE_BATCH, out);
-			tinyc_buf_printf(out, " acc=%s\n", tinyc_dtype_name(c->acc));
+			tinyc_buf_printf(out, " acc=%s", tinyc_dtype_name(c->acc));
+			if (c->lhs_padded || c->rhs_padded)
+				tinyc_buf_printf(out, " padded=%s", !c->rhs_padded ? "lhs"
+								     : c->lhs_padded ? "both" : "rhs");
+			tinyc_buf_putc(out, '\n');
 		}
 	}
 }

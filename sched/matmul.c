@@ -134,19 +134,37 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 			free(w);
 			return -1;
 		}
-		/* merged axes: the innermost's stride, when the outer ones compose */
+		/* merged axes: the innermost's stride, when the outer ones compose; else (and
+		 * for a padded operand) the row and column axes are gathered (sched/conv.h) */
 		tinyc_evt_poly rs[4];
+		int rowr = i ? 2 : 0, colr = i ? 1 : 2;
+		int gather = i ? c->rhs_padded : c->lhs_padded;
 		for (int r = 0; r < 4; r++) {
 			rs[r] = nax[r] ? st[ax[r][nax[r] - 1]] : tinyc_evt_poly_const(0);
 			for (int j = nax[r] - 1; j > 0; j--) {
 				int64_t so = poly_value(s, &st[ax[r][j - 1]]), si = poly_value(s, &st[ax[r][j]]);
-				if (so < 0 || si < 0 || so != si * size[ax[r][j]]) {
-					snprintf(why, wsize, "the %s operand's %s axes do not merge (strides "
-						 "%" PRId64 " and %" PRId64 ")", i ? "right" : "left",
-						 rname[r], so, si);
-					return -1;
+				if (so >= 0 && si >= 0 && so == si * size[ax[r][j]])
+					continue;
+				if ((r == rowr || r == colr) && so >= 0 && si >= 0) {
+					gather = 1;
+					continue;
 				}
+				snprintf(why, wsize, "the %s operand's %s axes do not merge (strides "
+					 "%" PRId64 " and %" PRId64 ")", i ? "right" : "left",
+					 rname[r], so, si);
+				return -1;
 			}
+		}
+		memset(&op[i]->gather, 0, sizeof(op[i]->gather));
+		if (gather) {
+			int64_t aext[TINYC_MAX_RANK + 1], astr[TINYC_MAX_RANK + 1];
+			for (int a = 0; a < c->naxes; a++) {
+				aext[a] = tinyc_sched_dim(s, &rv->axes[a].size);
+				astr[a] = poly_value(s, &st[a]);
+			}
+			if (tinyc_conv_gather(acc[i], sr->domain, ax[rowr], nax[rowr], ax[colr], nax[colr],
+					      aext, astr, &op[i]->gather, why, wsize) < 0)
+				return -1;
 		}
 		op[i]->node = arr[i];
 		op[i]->buf = s->node_buf[arr[i]];
@@ -259,6 +277,12 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 			!tinyc_evt_poly_is_const(&prob->b.stride[0], 1));
 	t->a_tma = (prob->tma_ok & TINYC_MM_TMA_A) != 0;
 	t->b_tma = (prob->tma_ok & TINYC_MM_TMA_B) != 0;
+	/* a gathered operand (im2col) is copied by the producer's threads */
+	if (prob->a.gather.on)	/* K-major: measured faster than M-major on the H100
+				 * (fp16 BasicBlock: 995 against 1558 us, docs/conv-results.md) */
+		t->a_kmajor = 1, t->a_tma = 0;
+	if (prob->b.gather.on)
+		t->b_kmajor = 1, t->b_tma = 0;
 	if (pack) {
 		if (t->a_tma && t->b_tma)
 			return -1;
@@ -389,8 +413,8 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		if (wm % 16 || wn % 16)
 			return -1;
 		/* cp.async 16-byte chunks need the contiguous dim along the tile's rows */
-		t->async_a = tinyc_evt_poly_is_const(&prob->a.stride[1], 1);
-		t->async_b = tinyc_evt_poly_is_const(&prob->b.stride[1], 1);
+		t->async_a = tinyc_evt_poly_is_const(&prob->a.stride[1], 1) && !prob->a.gather.on;
+		t->async_b = tinyc_evt_poly_is_const(&prob->b.stride[1], 1) && !prob->b.gather.on;
 		if ((t->async_a || t->async_b) != (stages > 1))
 			return -1;
 		t->smem = (int64_t)stages * ((int64_t)bm * (bk + 8) + (int64_t)bk * (bn + 8)) * 2 +
@@ -661,7 +685,7 @@ static int tma_aligned(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 			else if (st % q && !(a == 2 && !(prob->evt && prob->evt->batched)))
 				ok = 0;
 		}
-		if (ok && unit)
+		if (ok && unit && !op[i]->gather.on)
 			bits |= i ? TINYC_MM_TMA_B : TINYC_MM_TMA_A;
 	}
 	return bits;
@@ -1003,6 +1027,7 @@ static void print_operand(const tinyc_schedule *s, const tinyc_mm_operand *op, t
 		tinyc_buf_puts(out, " offset ");
 		tinyc_evt_poly_print(&op->offset, s->g->syms, s->g->nsym, out);
 	}
+	tinyc_conv_print_gather(&op->gather, out);
 }
 
 void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc_buf *out)

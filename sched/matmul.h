@@ -48,6 +48,7 @@
 
 #include "ir/evt.h"
 #include "sched/schedule.h"
+#include "sched/conv.h"
 
 typedef enum tinyc_mm_variant {
 	TINYC_MM_SIMT,		/* CUDA cores, synchronous shared tiles */
@@ -69,6 +70,8 @@ typedef struct tinyc_mm_operand {
 	tinyc_dtype dtype;		/* element type in memory */
 	tinyc_evt_poly stride[3];	/* element strides along (row, col, l) */
 	tinyc_evt_poly offset;		/* element offset of (0, 0, 0) */
+	tinyc_mm_gather gather;		/* on: im2col addressing of (row, col) instead of
+					 * stride[0..1] (a convolution's window, sched/conv.h) */
 } tinyc_mm_operand;
 
 /* What a matmul kernel computes. */

@@ -8,12 +8,13 @@
  * which the templates read with strides and convert on the way) or a computed value
  * (elementwise, REDUCE, CONTIGUOUS).  Then the operand below its deepest broadcast (and
  * the RESHAPEs that add dims of size 1) is marked, so that nothing stored repeats an
- * element (a convolution's window EXPANDs stay views): a computed value, a CAST of one
- * (stored converted), or a view of one (heads split and transposed: stored in the layout
- * the contraction reads, a statement of its own in the Poly-View, copied from the value
- * below it, which is marked too).  The partition stores it in a buffer of its own dtype,
- * and the epilogue extraction stores it from the kernel of the contraction that produces
- * it when it can run there.
+ * element: a computed value, a CAST of one (stored converted), or a view of one (heads
+ * split and transposed: stored in the layout the contraction reads, a statement of its own
+ * in the Poly-View, copied from the value below it, which is marked too).  A window over a
+ * computed value (a convolution's PAD, or an EXPAND inside the view) is not copied: the
+ * contraction gathers the value through it (implicit GEMM, sched/conv.c).  The partition
+ * stores what is marked in a buffer of its own dtype, and the epilogue extraction stores
+ * it from the kernel of the contraction that produces it when it can run there.
  */
 #include "sched/schedule.h"
 
@@ -100,13 +101,19 @@ void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
 			tinyc_op op = g->nodes[leaf].op;
 			if (op == TINYC_OP_BUFFER || op == TINYC_OP_CONST)
 				continue;
-			mark[p] = 1;
 			/* a view is copied from its value, which is stored too (by the epilogue
-			 * of the contraction that computes it, in its own layout) */
-			int q = p;
+			 * of the contraction that computes it, in its own layout); a window (a
+			 * convolution's PAD, or the EXPAND of its overlapping windows) is not
+			 * copied: the contraction gathers it from the value (sched/conv.c) */
+			int q = p, window = 0;
 			while (tinyc_op_info(g->nodes[q].op)->kind == TINYC_KIND_MOVEMENT &&
-			       g->nodes[q].op != TINYC_OP_CONTIGUOUS)
+			       g->nodes[q].op != TINYC_OP_CONTIGUOUS) {
+				window |= g->nodes[q].op == TINYC_OP_PAD ||
+					  (q != p && g->nodes[q].op == TINYC_OP_EXPAND);
 				q = g->nodes[q].src[0];
+			}
+			if (!window)
+				mark[p] = 1;
 			mark[q] = 1;
 		}
 	}

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""The PyTorch side of tools/bench-conv: issue 15's convolutions in torch eager (cuDNN,
+TF32 off for fp32) and torch.compile, timed by CUDA-graph replay (eager: 20 calls captured
+in one graph, replayed 10 times, time / 200) and for torch.compile by 100 back-to-back
+calls between two CUDA events (time / 100), after warm-up.
+
+  tools/bench_conv.py [--no-compile]
+
+prints "BENCH torch case=NAME dtype=D eager_us=.. compile_us=..".  Cases:
+  block      ResNet BasicBlock (two 3x3 convs, no bias, BatchNorm eval, ReLU, identity
+             residual) on x[32,64,56,56]
+  stem       ResNet-50 stem conv: 7x7 stride 2 padding 3, 3 -> 64 on x[32,3,224,224]
+  depthwise  3x3 padding 1, groups 256 on x[32,256,56,56]
+"""
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    """relu(bn2(conv2(relu(bn1(conv1 x)))) + x), BatchNorm in eval mode."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + x)
+
+
+def model(case):
+    """The module and its input shape."""
+    if case == "block":
+        return Block(64), (32, 64, 56, 56)
+    if case == "stem":
+        return nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), (32, 3, 224, 224)
+    return nn.Conv2d(256, 256, 3, padding=1, groups=256, bias=False), (32, 256, 56, 56)
+
+
+def graph_us(fn, x, per_graph=20, replays=10):
+    """Mean time of one call: per_graph calls captured in a CUDA graph, replayed."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(per_graph):
+            fn(x)
+    g.replay()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(replays):
+        g.replay()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) * 1000.0 / (per_graph * replays)
+
+
+def loop_us(fn, x, iters=100):
+    """Mean time of one call over iters back-to-back calls (events around all of them)."""
+    for _ in range(5):
+        fn(x)
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(iters):
+        fn(x)
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) * 1000.0 / iters
+
+
+def main(argv):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    for case in ("block", "stem", "depthwise"):
+        for dt in (torch.float32, torch.float16):
+            m, shape = model(case)
+            m = m.cuda().to(dt).eval()
+            for p in m.parameters():
+                p.requires_grad_(False)
+            for mod in m.modules():
+                if isinstance(mod, nn.BatchNorm2d):
+                    mod.running_mean.uniform_(-0.5, 0.5)
+                    mod.running_var.uniform_(0.5, 1.5)
+            x = torch.randn(shape, device="cuda", dtype=dt)
+            with torch.no_grad():
+                eager = graph_us(m, x)
+                comp = -1.0
+                if "--no-compile" not in argv:
+                    cm = torch.compile(m)
+                    comp = loop_us(cm, x)
+            name = "fp32" if dt == torch.float32 else "fp16"
+            print(f"BENCH torch case={case} dtype={name} eager_us={eager:.1f} compile_us={comp:.1f}",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
