@@ -542,6 +542,14 @@ static int cmd_run_body(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 	tinyc_tensor **owned = NULL;
 
 	for (int i = 0; i < g->n; i++) {
+		/* the verifier keeps slots in 0..TINYC_MAX_NODES-1; refuse anything else here too */
+		if (g->nodes[i].op == TINYC_OP_BUFFER &&
+		    (g->nodes[i].slot < 0 || g->nodes[i].slot >= TINYC_MAX_NODES)) {
+			tinyc_error_at(ctx, g->src, g->nodes[i].loc, "SlotOutOfRange",
+				       "slot=%lld is outside 0..%d", (long long)g->nodes[i].slot,
+				       TINYC_MAX_NODES - 1);
+			return EXIT_DIAG;
+		}
 		if (g->nodes[i].op == TINYC_OP_BUFFER && g->nodes[i].slot + 1 > io.nin)
 			io.nin = (int)g->nodes[i].slot + 1;
 		if (g->nodes[i].op == TINYC_OP_OUTPUT)
