@@ -79,6 +79,16 @@ int tinyc_bind_from_inputs(tinyc_ctx *ctx, const tinyc_graph *g, tinyc_bindings 
 int tinyc_eval(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b, tinyc_io *io);
 void tinyc_io_clear_outputs(tinyc_io *io);
 
+/* Bytes of host memory available now: MemAvailable of /proc/meminfo, else the free pages;
+ * -1 when neither is known. */
+int64_t tinyc_host_memory_available(void);
+/* The bytes the BUFFERs and OUTPUTs of g take under bindings b (strided ones: the storage
+ * their strides span) into *bytes; -1 when a size is unbound.  Saturates at INT64_MAX. */
+int tinyc_io_bytes(const tinyc_graph *g, const tinyc_bindings *b, int64_t *bytes);
+/* Check that `need` bytes fit in what the machine has (and in limit, when limit >= 0):
+ * OutOfMemory "WHAT needs N bytes, M available" otherwise.  0 or -1. */
+int tinyc_memory_check(tinyc_ctx *ctx, const char *what, int64_t need, int64_t limit);
+
 /* Compare two tensors of the same shape: max |a-b| and max |a-b|/(|b|+eps). */
 typedef struct tinyc_cmp {
 	double max_abs;		/* largest absolute difference */

@@ -28,7 +28,7 @@
  *                          that cannot hold the operand's values.
  *   InvalidConst           CONST literal that does not fit its dtype, or CONST of rank > 0.
  *   IntegerOverflow        element count, byte size or stride extent beyond int64.
- *   SizeTooLarge           a value of more than TINYC_MAX_BYTES (2^40) bytes, or strides
+ *   SizeTooLarge           a value of more than TINYC_MAX_BYTES (2^46) bytes, or strides
  *                          spanning more (the same cap on every device; docs/reliability.md).
  *   StrideOutOfRange       a stride beyond TINYC_MAX_DIM.
  *   OverlappingStrides     OUTPUT strides= that put two elements at one address.
@@ -274,7 +274,7 @@ static int check_size(verifier *v)
 			return 0;
 		char *s = fmt_shape(v, u->rank, u->shape);
 		err(v, u->shape_loc, "SizeTooLarge", "%s%s takes %" PRId64 " bytes; a value "
-		    "holds at most 2^40 bytes on every device", tinyc_dtype_name(u->dtype),
+		    "holds at most 2^46 bytes on every device", tinyc_dtype_name(u->dtype),
 		    str(s), bytes);
 		free(s);
 		return -1;
@@ -362,7 +362,7 @@ static int check_strides(verifier *v)
 	if (__builtin_mul_overflow(extent + 1, (int64_t)tinyc_dtype_size(u->dtype), &bytes) ||
 	    bytes > TINYC_MAX_BYTES) {
 		err(v, aloc(v, TINYC_ATTR_STRIDES), "SizeTooLarge", "the strides span %" PRId64
-		    " elements of %s; a buffer holds at most 2^40 bytes on every device",
+		    " elements of %s; a buffer holds at most 2^46 bytes on every device",
 		    extent + 1, tinyc_dtype_name(u->dtype));
 		return -1;
 	}

@@ -311,22 +311,23 @@ Test(verify, integer_overflow)
 		   "the element count of [M,1099511627776] does not fit in int64");
 }
 
-/* Size caps the same on every device: 2^40 bytes per value and per strided buffer. */
+/* Size caps the same on every device: 2^46 bytes per value and per strided buffer. */
 Test(verify, size_too_large)
 {
 	const char *t = "%0 = BUFFER(slot=0, name=\"x\") : char[M,1099511627776]\n";
-	expect_err(t, "M=2", "SizeTooLarge", 1, 37,
-		   "char[M,1099511627776] takes 2199023255552 bytes; a value holds at most 2^40 "
+	expect_ok(t, "M=64");
+	expect_err(t, "M=65", "SizeTooLarge", 1, 37,
+		   "char[M,1099511627776] takes 71468255805440 bytes; a value holds at most 2^46 "
 		   "bytes on every device");
-	expect_ok("%0 = BUFFER(slot=0, name=\"x\") : float[262144,1048576]\n", NULL);
-	expect_err("%0 = BUFFER(slot=0, name=\"x\") : float[262144,1048577]\n", NULL,
-		   "SizeTooLarge", 1, 38, "float[262144,1048577] takes 1099512676352 bytes; a "
-		   "value holds at most 2^40 bytes on every device");
+	expect_ok("%0 = BUFFER(slot=0, name=\"x\") : float[4194304,4194304]\n", NULL);
+	expect_err("%0 = BUFFER(slot=0, name=\"x\") : float[4194304,4194305]\n", NULL,
+		   "SizeTooLarge", 1, 38, "float[4194304,4194305] takes 70368760954880 bytes; a "
+		   "value holds at most 2^46 bytes on every device");
 	expect_err("%0 = BUFFER(slot=0, name=\"x\", strides=[2000000000000]) : float[4]\n", NULL,
 		   "StrideOutOfRange", 1, 39, "stride 2000000000000 of axis 0 is beyond 2^40");
-	expect_err("%0 = BUFFER(slot=0, name=\"x\", strides=[1099511627776,1]) : float[2,4]\n",
-		   NULL, "SizeTooLarge", 1, 39, "the strides span 1099511627780 elements of float; "
-		   "a buffer holds at most 2^40 bytes on every device");
+	expect_err("%0 = BUFFER(slot=0, name=\"x\", strides=[1099511627776,1]) : float[65,4]\n",
+		   NULL, "SizeTooLarge", 1, 39, "the strides span 70368744177668 elements of float; "
+		   "a buffer holds at most 2^46 bytes on every device");
 }
 
 /* OUTPUT strides that write two elements to one address; BUFFER views may overlap. */
