@@ -51,6 +51,8 @@ void tinyc_tensor_fill_random(tinyc_tensor *t, uint64_t seed);
 /* Read a .npy file (format 1.0/2.0/3.0, C order, the dtypes of dtype.h that NumPy has).
  * Anything else (Fortran order, object arrays, big-endian) is a diagnostic naming the file. */
 __tinyc_give tinyc_tensor *tinyc_npy_read(tinyc_ctx *ctx, const char *path);
+/* The same from an open stream (closed by the call); path names it in diagnostics. */
+__tinyc_give tinyc_tensor *tinyc_npy_read_stream(tinyc_ctx *ctx, FILE *f, const char *path);
 /* Write a .npy file (format 1.0).  bfloat16 has no NumPy dtype: a diagnostic. */
 int tinyc_npy_write(tinyc_ctx *ctx, const char *path, const tinyc_tensor *t);
 
