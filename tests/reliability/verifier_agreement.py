@@ -9,7 +9,7 @@ With unbound symbols two diagnostics of later stages are allowed, because they a
 questions the uop verifier cannot answer without values (docs/reliability.md):
 AccessOutOfBounds (Poly-View proves a SHRINK leaves a symbolic axis for some values) and
 SymbolicReshape (a RESHAPE the IndexBook cannot express for every value).  With every
-symbol bound nothing is allowed.  Any signal (a crash) fails.
+symbol bound nothing is allowed.  Any signal (a crash) or a run past 300 s fails.
 """
 import os
 import re
@@ -34,7 +34,12 @@ def symbols(path):
 
 
 def tinyc_run(args):
-    p = subprocess.run([tinyc] + args, capture_output=True, text=True, errors="replace")
+    """Run tinyc; a run past 300 s counts as a failure (exit -1)."""
+    try:
+        p = subprocess.run([tinyc] + args, capture_output=True, text=True, errors="replace",
+                           timeout=300)
+    except subprocess.TimeoutExpired:
+        return -1, "timed out after 300 s"
     return p.returncode, p.stderr
 
 
