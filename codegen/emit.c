@@ -26,6 +26,21 @@ struct emit_memo {
 	tinyc_gexpr *pred;		/* the predicate it was computed under */
 	tinyc_gexpr *value;		/* the register holding it */
 	int depth;			/* loop scope it lives in */
+	int prev;			/* the previous entry of the same node, or -1 */
+};
+
+/* One value being computed by the iterative walk of tinyc_emit_value. */
+struct emit_frame {
+	int node;			/* the UOp node */
+	tinyc_gstmt *block;		/* where its statements go */
+	tinyc_gexpr *idx[TINYC_MAX_RANK];	/* its index */
+	tinyc_gexpr *pred;		/* the predicate it is needed under */
+	int step;			/* operands asked for so far */
+	tinyc_gexpr *a[3];		/* operand values */
+	tinyc_gexpr *guard;		/* movement: the AxisMap's guard, or NULL */
+	int acc;			/* REDUCE: the accumulator register */
+	tinyc_dtype acc_dt;		/* REDUCE: its dtype */
+	tinyc_gstmt *outer, *inner;	/* REDUCE: the loop nest and its innermost body */
 };
 
 tinyc_dtype tinyc_emit_compute_dtype(tinyc_dtype dt)
@@ -136,6 +151,7 @@ void tinyc_emit_free(tinyc_emit *em)
 	free(em->buf_param);
 	free(em->nonneg);
 	free(em->memo);
+	free(em->memo_head);
 	free(em);
 }
 
@@ -146,18 +162,22 @@ void tinyc_emit_scope_enter(tinyc_emit *em)
 
 void tinyc_emit_scope_leave(tinyc_emit *em)
 {
-	while (em->nmemo > 0 && em->memo[em->nmemo - 1].depth >= em->depth)
-		em->nmemo--;
+	while (em->nmemo > 0 && em->memo[em->nmemo - 1].depth >= em->depth) {
+		struct emit_memo *m = &em->memo[--em->nmemo];
+		em->memo_head[m->node] = m->prev;
+	}
 	em->depth--;
 }
 
-/* Look up a memoised value. */
+/* Look up a memoised value: the entries of node, newest first. */
 static tinyc_gexpr *memo_find(tinyc_emit *em, int node, int rank, tinyc_gexpr *const *idx,
 			      tinyc_gexpr *pred)
 {
-	for (int i = em->nmemo - 1; i >= 0; i--) {
+	if (!em->memo_head)
+		return NULL;
+	for (int i = em->memo_head[node]; i >= 0; i = em->memo[i].prev) {
 		struct emit_memo *m = &em->memo[i];
-		if (m->node != node || m->rank != rank || !tinyc_gx_equal(m->pred, pred))
+		if (m->rank != rank || !tinyc_gx_equal(m->pred, pred))
 			continue;
 		int same = 1;
 		for (int d = 0; d < rank && same; d++)
@@ -172,15 +192,22 @@ static tinyc_gexpr *memo_find(tinyc_emit *em, int node, int rank, tinyc_gexpr *c
 static void memo_add(tinyc_emit *em, int node, int rank, tinyc_gexpr *const *idx,
 		     tinyc_gexpr *pred, tinyc_gexpr *value)
 {
+	if (!em->memo_head) {
+		em->memo_head = malloc(sizeof(int) * (size_t)(em->g->n > 0 ? em->g->n : 1));
+		if (!em->memo_head)
+			return;	/* not memoising is still correct */
+		for (int i = 0; i < em->g->n; i++)
+			em->memo_head[i] = -1;
+	}
 	if (em->nmemo == em->capmemo) {
 		int nc = em->capmemo ? em->capmemo * 2 : 32;
 		struct emit_memo *nm = realloc(em->memo, sizeof(*nm) * (size_t)nc);
 		if (!nm)
-			return;	/* not memoising is still correct */
+			return;
 		em->memo = nm;
 		em->capmemo = nc;
 	}
-	struct emit_memo *m = &em->memo[em->nmemo++];
+	struct emit_memo *m = &em->memo[em->nmemo];
 	m->node = node;
 	m->rank = rank;
 	for (int d = 0; d < rank; d++)
@@ -188,6 +215,8 @@ static void memo_add(tinyc_emit *em, int node, int rank, tinyc_gexpr *const *idx
 	m->pred = pred;
 	m->value = value;
 	m->depth = em->depth;
+	m->prev = em->memo_head[node];
+	em->memo_head[node] = em->nmemo++;
 }
 
 /* Bind e to a fresh register named after node, declared in block; returns the register.
@@ -452,25 +481,27 @@ static tinyc_gexpr *emit_elementwise(tinyc_emit *em, const tinyc_uop *u, tinyc_g
 	}
 }
 
-/* A REDUCE computed inline: accumulator, loop nest over the reduced axes, conversion. */
-static tinyc_gexpr *emit_reduce(tinyc_emit *em, tinyc_gstmt *block, int node,
-				tinyc_gexpr *const *idx, tinyc_gexpr *pred)
+/* A REDUCE computed inline, first half: the accumulator and the loop nest over the reduced
+ * axes; fills f's reduction fields and ax (the axis values the operand is read at). */
+static int reduce_open(tinyc_emit *em, struct emit_frame *f, tinyc_gexpr **ax)
 {
 	tinyc_gkernel *k = em->k;
-	const tinyc_uop *u = &em->g->nodes[node];
-	const tinyc_ibval *v = &em->ib->val[node];
+	const tinyc_uop *u = &em->g->nodes[f->node];
+	const tinyc_ibval *v = &em->ib->val[f->node];
 	const tinyc_uop *in = &em->g->nodes[u->src[0]];
-	tinyc_gexpr *ax[TINYC_MAX_RANK] = {0};
+	for (int d = 0; d < TINYC_MAX_RANK; d++)
+		ax[d] = NULL;
 	for (int d = 0; d < v->rank; d++)
 		if (v->out[d]->op == TINYC_IX_AXIS)
-			ax[v->out[d]->var] = idx[d];
-	tinyc_dtype acc_dt = v->acc != TINYC_DTYPE_NONE ? v->acc : u->dtype;
-	tinyc_dtype acd = tinyc_emit_compute_dtype(acc_dt);
+			ax[v->out[d]->var] = f->idx[d];
+	f->acc_dt = v->acc != TINYC_DTYPE_NONE ? v->acc : u->dtype;
+	tinyc_dtype acd = tinyc_emit_compute_dtype(f->acc_dt);
 	char name[64];
 	snprintf(name, sizeof(name), "acc%s", u->id);
 	int acc = tinyc_gk_reg(k, name, acd);
-	if (acc < 0 || tinyc_gs_append(k, block, tinyc_gs_decl(k, acc, tinyc_emit_red_identity(em, u->redop, acd))) < 0)
-		return emit_fail(em, "out of memory");
+	if (acc < 0 || tinyc_gs_append(k, f->block, tinyc_gs_decl(k, acc, tinyc_emit_red_identity(em, u->redop, acd))) < 0)
+		return emit_fail(em, "out of memory"), -1;
+	f->acc = acc;
 	/* loops over the reduced axes, outermost first */
 	tinyc_gstmt *outer = NULL, *inner = NULL;
 	for (int r = 0; r < v->nreduce; r++) {
@@ -478,7 +509,7 @@ static tinyc_gexpr *emit_reduce(tinyc_emit *em, tinyc_gstmt *block, int node,
 		snprintf(name, sizeof(name), "r%d", a);
 		int iv = tinyc_gk_reg(k, name, k->index_dtype);
 		if (iv < 0)
-			return emit_fail(em, "out of memory");
+			return emit_fail(em, "out of memory"), -1;
 		tinyc_emit_set_nonneg(em, iv);
 		ax[a] = tinyc_gx_var(k, iv);
 		tinyc_gstmt *body = tinyc_gs_block(k);
@@ -487,7 +518,7 @@ static tinyc_gexpr *emit_reduce(tinyc_emit *em, tinyc_gstmt *block, int node,
 						       tinyc_gx_int(k, k->index_dtype, 1),
 						       r == v->nreduce - 1 ? 4 : 0, body);
 		if (!loop)
-			return emit_fail(em, "out of memory");
+			return emit_fail(em, "out of memory"), -1;
 		if (inner)
 			tinyc_gs_append(k, inner, loop);
 		else
@@ -498,19 +529,30 @@ static tinyc_gexpr *emit_reduce(tinyc_emit *em, tinyc_gstmt *block, int node,
 		inner = tinyc_gs_block(k);
 		outer = inner;
 	}
+	f->outer = outer;
+	f->inner = inner;
 	tinyc_emit_scope_enter(em);
-	tinyc_gexpr *x = tinyc_emit_value(em, inner, u->src[0], ax, NULL);
-	x = convert(em, x, in->dtype, acc_dt);
-	tinyc_gstmt *upd = tinyc_gs_assign(k, acc, tinyc_emit_red_combine(em, u->redop,
-									   tinyc_gx_var(k, acc), x));
+	return 0;
+}
+
+/* A REDUCE computed inline, second half: fold the operand's value x into the accumulator,
+ * close the loop nest and append it to the block; the converted accumulator. */
+static tinyc_gexpr *reduce_close(tinyc_emit *em, struct emit_frame *f, tinyc_gexpr *x)
+{
+	tinyc_gkernel *k = em->k;
+	const tinyc_uop *u = &em->g->nodes[f->node];
+	const tinyc_uop *in = &em->g->nodes[u->src[0]];
+	x = convert(em, x, in->dtype, f->acc_dt);
+	tinyc_gstmt *upd = tinyc_gs_assign(k, f->acc, tinyc_emit_red_combine(em, u->redop,
+									      tinyc_gx_var(k, f->acc), x));
 	tinyc_emit_scope_leave(em);
-	if (!upd || tinyc_gs_append(k, inner, upd) < 0)
+	if (!upd || tinyc_gs_append(k, f->inner, upd) < 0)
 		return emit_fail(em, "reduction body");
 	/* a reduction under a PAD guard runs only where its value is used */
-	tinyc_gstmt *nest = pred ? tinyc_gs_if(k, pred, outer, NULL) : outer;
-	if (tinyc_gs_append(k, block, nest) < 0)
+	tinyc_gstmt *nest = f->pred ? tinyc_gs_if(k, f->pred, f->outer, NULL) : f->outer;
+	if (tinyc_gs_append(k, f->block, nest) < 0)
 		return emit_fail(em, "out of memory");
-	return convert(em, tinyc_gx_var(k, acc), acc_dt, u->dtype);
+	return convert(em, tinyc_gx_var(k, f->acc), f->acc_dt, u->dtype);
 }
 
 /* Whether node's value is read from a buffer in this kernel. */
@@ -522,11 +564,14 @@ static int is_loaded(tinyc_emit *em, int node)
 	return !(node == sk->value && sk->value == sk->root);
 }
 
-tinyc_gexpr *tinyc_emit_value(tinyc_emit *em, tinyc_gstmt *block, int node,
-			      tinyc_gexpr *const *idx, tinyc_gexpr *pred)
+/* The value of node at idx when it needs no operand (a hook's, a constant, a memoised or a
+ * loaded value); NULL with *done = 0 when its operands must be computed first. */
+static tinyc_gexpr *value_leaf(tinyc_emit *em, tinyc_gstmt *block, int node,
+			       tinyc_gexpr *const *idx, tinyc_gexpr *pred, int *done)
 {
 	tinyc_gkernel *k = em->k;
 	const tinyc_uop *u = &em->g->nodes[node];
+	*done = 1;
 	if (em->error)
 		return NULL;
 	if (em->leaf) {
@@ -539,7 +584,6 @@ tinyc_gexpr *tinyc_emit_value(tinyc_emit *em, tinyc_gstmt *block, int node,
 	tinyc_gexpr *m = memo_find(em, node, u->rank, idx, pred);
 	if (m)
 		return m;
-	tinyc_gexpr *e = NULL;
 	if (is_loaded(em, node)) {
 		int b = em->s->node_buf[node];
 		const tinyc_sbuf *sb = &em->s->bufs[b];
@@ -547,51 +591,140 @@ tinyc_gexpr *tinyc_emit_value(tinyc_emit *em, tinyc_gstmt *block, int node,
 		/* 16-bit storage widens exactly to float; a float temporary of a 16-bit value
 		 * already holds it in its compute dtype */
 		tinyc_dtype cd = tinyc_emit_compute_dtype(u->dtype);
-		e = sb->dtype == cd ? ld : tinyc_gx_cast(k, cd, ld);
-		e = let(em, block, node, e);
-	} else {
-		const tinyc_opinfo *info = tinyc_op_info(u->op);
-		switch (info->kind) {
-		case TINYC_KIND_MOVEMENT:
-		case TINYC_KIND_SINK: {
-			tinyc_gexpr *oi[TINYC_MAX_RANK], *guard;
-			if (tinyc_emit_operand_index(em, node, 0, idx, oi, &guard) < 0)
-				return emit_fail(em, "operand index");
-			tinyc_gexpr *p2 = guard ? (pred ? tinyc_gx_binary(k, TINYC_GX_LAND, pred, guard) : guard)
-						: pred;
-			tinyc_gexpr *x = tinyc_emit_value(em, block, u->src[0], oi, p2);
-			if (!x)
-				return NULL;
-			if (!guard)
-				return x;	/* a pure index map: the operand's register */
-			tinyc_gexpr *fill = tinyc_dtype_is_float(x->dtype)
-						    ? tinyc_gx_float(k, x->dtype, em->ib->val[node].map[0].fill)
-						    : tinyc_gx_int(k, x->dtype, (int64_t)em->ib->val[node].map[0].fill);
-			e = let(em, block, node, tinyc_gx_select(k, guard, x, fill));
-			break;
-		}
-		case TINYC_KIND_ELEMENTWISE: {
-			tinyc_gexpr *a[3] = {0};
-			for (int i = 0; i < u->nsrc; i++) {
-				tinyc_gexpr *oi[TINYC_MAX_RANK], *guard;
-				if (tinyc_emit_operand_index(em, node, i, idx, oi, &guard) < 0)
-					return emit_fail(em, "operand index");
-				if (!(a[i] = tinyc_emit_value(em, block, u->src[i], oi, pred)))
-					return NULL;
-			}
-			e = let(em, block, node, emit_elementwise(em, u, a));
-			break;
-		}
-		case TINYC_KIND_REDUCE:
-			e = let(em, block, node, emit_reduce(em, block, node, idx, pred));
-			break;
-		default:
-			return emit_fail(em, "a BUFFER without a buffer");
-		}
+		tinyc_gexpr *e = let(em, block, node, sb->dtype == cd ? ld : tinyc_gx_cast(k, cd, ld));
+		if (e)
+			memo_add(em, node, u->rank, idx, pred, e);
+		return e;
 	}
-	if (e)
-		memo_add(em, node, u->rank, idx, pred, e);
-	return e;
+	switch (tinyc_op_info(u->op)->kind) {
+	case TINYC_KIND_MOVEMENT:
+	case TINYC_KIND_SINK:
+	case TINYC_KIND_ELEMENTWISE:
+	case TINYC_KIND_REDUCE:
+		*done = 0;
+		return NULL;
+	default:
+		return emit_fail(em, "a BUFFER without a buffer");
+	}
+}
+
+/* Set up frame f for node at idx under pred, appending to block. */
+static void frame_init(struct emit_frame *f, tinyc_gstmt *block, int node,
+		       tinyc_gexpr *const *idx, int rank, tinyc_gexpr *pred)
+{
+	memset(f, 0, sizeof(*f));
+	f->node = node;
+	f->block = block;
+	for (int d = 0; d < rank; d++)
+		f->idx[d] = idx[d];
+	f->pred = pred;
+}
+
+/* The walk is a depth-first post-order over an explicit stack of frames (a chain of a
+ * million fused values must not overflow the C stack).  A frame's step counts the operands
+ * it has asked for; operands are emitted in order, each completely before the next, so the
+ * GPU IR is the same as a recursive walk's. */
+tinyc_gexpr *tinyc_emit_value(tinyc_emit *em, tinyc_gstmt *block, int node,
+			      tinyc_gexpr *const *idx, tinyc_gexpr *pred)
+{
+	tinyc_gkernel *k = em->k;
+	if (em->error)
+		return NULL;
+	int done;
+	tinyc_gexpr *r = value_leaf(em, block, node, idx, pred, &done);
+	if (done)
+		return r;
+	int n = 0, cap = 16;
+	struct emit_frame *st = malloc(sizeof(*st) * (size_t)cap);
+	if (!st)
+		return emit_fail(em, "out of memory");
+	frame_init(&st[n++], block, node, idx, em->g->nodes[node].rank, pred);
+	r = NULL;
+	while (n > 0) {
+		struct emit_frame *f = &st[n - 1];
+		const tinyc_uop *u = &em->g->nodes[f->node];
+		const tinyc_opinfo *info = tinyc_op_info(u->op);
+		tinyc_gexpr *e = NULL;
+		/* the operand to compute next: its node, index and predicate */
+		int child = -1;
+		tinyc_gexpr *ci[TINYC_MAX_RANK], *cpred = NULL;
+		tinyc_gstmt *cblock = f->block;
+		if (em->error)
+			break;
+		if (info->kind == TINYC_KIND_REDUCE) {
+			if (f->step == 0) {
+				if (reduce_open(em, f, ci) < 0)
+					break;
+				child = u->src[0];
+				cblock = f->inner;
+			} else {
+				e = let(em, f->block, f->node, reduce_close(em, f, f->a[0]));
+			}
+		} else if (info->kind == TINYC_KIND_ELEMENTWISE) {
+			if (f->step < u->nsrc) {
+				tinyc_gexpr *guard;
+				if (tinyc_emit_operand_index(em, f->node, f->step, f->idx, ci, &guard) < 0) {
+					emit_fail(em, "operand index");
+					break;
+				}
+				child = u->src[f->step];
+				cpred = f->pred;
+			} else {
+				e = let(em, f->block, f->node, emit_elementwise(em, u, f->a));
+			}
+		} else if (f->step == 0) {	/* movement or sink: one operand */
+			if (tinyc_emit_operand_index(em, f->node, 0, f->idx, ci, &f->guard) < 0) {
+				emit_fail(em, "operand index");
+				break;
+			}
+			tinyc_gexpr *g = f->guard, *p = f->pred;
+			cpred = g ? (p ? tinyc_gx_binary(k, TINYC_GX_LAND, p, g) : g) : p;
+			child = u->src[0];
+		} else {
+			tinyc_gexpr *x = f->a[0];
+			if (!f->guard) {
+				e = x;	/* a pure index map: the operand's register */
+			} else {
+				tinyc_gexpr *fill = tinyc_dtype_is_float(x->dtype)
+					? tinyc_gx_float(k, x->dtype, em->ib->val[f->node].map[0].fill)
+					: tinyc_gx_int(k, x->dtype, (int64_t)em->ib->val[f->node].map[0].fill);
+				e = let(em, f->block, f->node, tinyc_gx_select(k, f->guard, x, fill));
+			}
+		}
+		if (child >= 0) {
+			tinyc_gexpr *x = value_leaf(em, cblock, child, ci, cpred, &done);
+			if (done) {
+				if (!x)
+					break;
+				f->a[f->step++] = x;
+				continue;
+			}
+			if (n == cap) {
+				struct emit_frame *ns = realloc(st, sizeof(*st) * (size_t)cap * 2);
+				if (!ns) {
+					emit_fail(em, "out of memory");
+					break;
+				}
+				st = ns;
+				cap *= 2;
+				f = &st[n - 1];
+			}
+			f->step++;
+			frame_init(&st[n++], cblock, child, ci, em->g->nodes[child].rank, cpred);
+			continue;
+		}
+		/* the frame is complete: memoise its value and hand it to the parent */
+		if (!e)
+			break;
+		memo_add(em, f->node, u->rank, f->idx, f->pred, e);
+		n--;
+		if (n == 0)
+			r = e;
+		else
+			st[n - 1].a[st[n - 1].step - 1] = e;
+	}
+	free(st);
+	return em->error ? NULL : r;
 }
 
 tinyc_gstmt *tinyc_emit_store(tinyc_emit *em, int buf, tinyc_gexpr *const *idx,

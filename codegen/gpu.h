@@ -50,6 +50,7 @@ struct tinyc_emit {
 	int capnonneg;			/* entries of nonneg */
 	struct emit_memo *memo;		/* values computed so far, by scope */
 	int nmemo, capmemo;		/* memo entries */
+	int *memo_head;			/* per graph node: its newest memo entry, or -1 */
 	int depth;			/* current loop scope depth */
 	tinyc_emit_leaf_fn leaf;	/* substitution hook, or NULL */
 	void *leaf_user;		/* its argument */

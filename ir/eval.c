@@ -847,6 +847,12 @@ int tinyc_bind_from_inputs(tinyc_ctx *ctx, const tinyc_graph *g, tinyc_bindings 
 			}
 			const char *sym = g->syms[dm->sym];
 			int64_t *val = &b->val[dm->sym];
+			if (have < 1) {	/* the rule of --bind: sizes are at least 1 */
+				bad = tinyc_error_at(ctx, g->src, u->loc, "InputMismatch",
+						     "input '%s' has size %lld at axis %d: %s must be "
+						     "at least 1", name, (long long)have, k, sym);
+				continue;
+			}
 			if (*val < 0) {
 				*val = have;
 				from[dm->sym] = name;

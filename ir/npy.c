@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ir/tensor.h"
 
@@ -67,6 +68,8 @@ static int parse_string(npy_lexer *lx, char *buf, size_t cap)
 	char q = *lx->p++;
 	size_t n = 0;
 	while (lx->p < lx->end && *lx->p != q) {
+		if (!*lx->p)
+			return npy_err(lx, "malformed header: a NUL byte inside a string");
 		if (*lx->p == '\\' || n + 1 >= cap)
 			return npy_err(lx, "malformed header: unsupported string");
 		buf[n++] = *lx->p++;
@@ -93,6 +96,9 @@ static int parse_descr(npy_lexer *lx, const char *d, tinyc_dtype *dt)
 	const char *s = d;
 	if (*s == '<' || *s == '>' || *s == '=' || *s == '|')
 		order = *s++;
+	if (!*s)
+		return npy_err(lx, d[0] ? "malformed header: a dtype with a byte order but no type"
+					: "malformed header: an empty dtype");
 	char kind = *s++;
 	int size = 0;
 	if (kind == '?' && !*s)
@@ -217,11 +223,22 @@ static int parse_header(npy_lexer *lx, npy_header *h)
 /* Read a .npy file into a new tensor. */
 tinyc_tensor *tinyc_npy_read(tinyc_ctx *ctx, const char *path)
 {
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		tinyc_error(ctx, "IOError", "cannot read '%s': it is a directory", path);
+		return NULL;
+	}
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		tinyc_error(ctx, "IOError", "cannot open '%s': %s", path, strerror(errno));
 		return NULL;
 	}
+	return tinyc_npy_read_stream(ctx, f, path);
+}
+
+/* Read a .npy image from stream f (closed here); path names it in diagnostics. */
+tinyc_tensor *tinyc_npy_read_stream(tinyc_ctx *ctx, FILE *f, const char *path)
+{
 	npy_lexer lx = {NULL, NULL, ctx, path};
 	npy_header h;
 	memset(&h, 0, sizeof(h));

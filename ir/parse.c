@@ -31,6 +31,8 @@
  *   FloatOverflow       a float literal beyond the range of double
  *   NestingTooDeep      lists nested more than MAX_DEPTH deep
  *   ListTooLong         a list of more than MAX_LIST values
+ *   GraphTooLarge       more than TINYC_MAX_NODES nodes (reported at the first node
+ *                       beyond; parsing stops there)
  *   EmptyGraph          the text holds no node at all
  *   NoOutput            the graph has no OUTPUT node
  *   TooManyErrors       more than MAX_ERRORS errors: parsing stops
@@ -998,6 +1000,11 @@ static void parse_line(parser *p)
 		return;
 	}
 	token id = p->tok;
+	if (p->g->n >= TINYC_MAX_NODES) {
+		perr(p, id.loc, "GraphTooLarge", "a graph holds at most %d nodes", TINYC_MAX_NODES);
+		p->stopped = 1;	/* every later line would say the same */
+		return;
+	}
 	tinyc_uop u;
 	memset(&u, 0, sizeof(u));
 	u.op = TINYC_OP_NONE;

@@ -4,12 +4,15 @@
 #include "ir/tensor.h"
 
 #include <float.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The largest byte size a tensor may have: well inside size_t and int64. */
-#define TENSOR_MAX_BYTES (INT64_C(1) << 46)
+#define TENSOR_MAX_BYTES TINYC_MAX_BYTES	/* the uop verifier's cap */
 
 /* Allocate a zero-filled tensor.  Negative dims, a rank outside 0..TINYC_MAX_RANK or a
  * size beyond TENSOR_MAX_BYTES are diagnostics. */
@@ -313,4 +316,72 @@ int tinyc_tensor_compare(tinyc_ctx *ctx, const tinyc_tensor *a, const tinyc_tens
 			res->mismatched++;
 	}
 	return 0;
+}
+
+int64_t tinyc_host_memory_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (f) {
+		char line[256];
+		long long kb;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) {
+				fclose(f);
+				return kb > INT64_MAX / 1024 ? INT64_MAX : (int64_t)kb * 1024;
+			}
+		fclose(f);
+	}
+	long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	if (pages < 0 || size <= 0)
+		return -1;
+	return (int64_t)pages > INT64_MAX / size ? INT64_MAX : (int64_t)pages * size;
+}
+
+/* a + b, saturating at INT64_MAX (both non-negative). */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+int tinyc_io_bytes(const tinyc_graph *g, const tinyc_bindings *b, int64_t *bytes)
+{
+	int64_t total = 0;
+	for (int i = 0; i < g->n; i++) {
+		const tinyc_uop *u = &g->nodes[i];
+		if (u->op != TINYC_OP_BUFFER && u->op != TINYC_OP_OUTPUT)
+			continue;
+		int64_t elems = 1, t;
+		for (int d = 0; d < u->rank; d++) {
+			int64_t n = tinyc_dim_value(&u->shape[d], b);
+			if (n < 0)
+				return -1;
+			if (u->strides) {	/* the span of the strided storage */
+				int64_t st = tinyc_dim_value(&u->strides[d], b);
+				if (st < 0)
+					return -1;
+				if (__builtin_mul_overflow(n - 1, st, &t) ||
+				    __builtin_add_overflow(elems, t, &elems))
+					elems = INT64_MAX;
+			} else if (__builtin_mul_overflow(elems, n, &elems)) {
+				elems = INT64_MAX;
+			}
+		}
+		if (__builtin_mul_overflow(elems, (int64_t)tinyc_dtype_size(u->dtype), &t))
+			t = INT64_MAX;
+		total = sat_add(total, t);
+	}
+	*bytes = total;
+	return 0;
+}
+
+int tinyc_memory_check(tinyc_ctx *ctx, const char *what, int64_t need, int64_t limit)
+{
+	int64_t avail = tinyc_host_memory_available();
+	if (limit >= 0 && (avail < 0 || limit < avail))
+		avail = limit;
+	if (avail < 0 || need <= avail)
+		return 0;
+	return tinyc_error(ctx, "OutOfMemory", "%s needs %" PRId64 " bytes, %" PRId64 " available%s",
+			   what, need, avail, limit >= 0 && avail == limit ? " (--max-memory)" : "");
 }

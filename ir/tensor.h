@@ -51,6 +51,8 @@ void tinyc_tensor_fill_random(tinyc_tensor *t, uint64_t seed);
 /* Read a .npy file (format 1.0/2.0/3.0, C order, the dtypes of dtype.h that NumPy has).
  * Anything else (Fortran order, object arrays, big-endian) is a diagnostic naming the file. */
 __tinyc_give tinyc_tensor *tinyc_npy_read(tinyc_ctx *ctx, const char *path);
+/* The same from an open stream (closed by the call); path names it in diagnostics. */
+__tinyc_give tinyc_tensor *tinyc_npy_read_stream(tinyc_ctx *ctx, FILE *f, const char *path);
 /* Write a .npy file (format 1.0).  bfloat16 has no NumPy dtype: a diagnostic. */
 int tinyc_npy_write(tinyc_ctx *ctx, const char *path, const tinyc_tensor *t);
 
@@ -78,6 +80,16 @@ int tinyc_bind_from_inputs(tinyc_ctx *ctx, const tinyc_graph *g, tinyc_bindings 
  * strides= writes into flat storage of 1 + sum((shape-1)*stride) elements, zero elsewhere. */
 int tinyc_eval(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b, tinyc_io *io);
 void tinyc_io_clear_outputs(tinyc_io *io);
+
+/* Bytes of host memory available now: MemAvailable of /proc/meminfo, else the free pages;
+ * -1 when neither is known. */
+int64_t tinyc_host_memory_available(void);
+/* The bytes the BUFFERs and OUTPUTs of g take under bindings b (strided ones: the storage
+ * their strides span) into *bytes; -1 when a size is unbound.  Saturates at INT64_MAX. */
+int tinyc_io_bytes(const tinyc_graph *g, const tinyc_bindings *b, int64_t *bytes);
+/* Check that `need` bytes fit in what the machine has (and in limit, when limit >= 0):
+ * OutOfMemory "WHAT needs N bytes, M available" otherwise.  0 or -1. */
+int tinyc_memory_check(tinyc_ctx *ctx, const char *what, int64_t need, int64_t limit);
 
 /* Compare two tensors of the same shape: max |a-b| and max |a-b|/(|b|+eps). */
 typedef struct tinyc_cmp {

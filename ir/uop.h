@@ -16,6 +16,8 @@
 
 #define TINYC_MAX_RANK 16		/* highest tensor rank accepted */
 #define TINYC_MAX_DIM  (INT64_C(1) << 40)	/* largest single dim accepted */
+#define TINYC_MAX_NODES (1 << 18)	/* most nodes a graph may have; BUFFER slots are below */
+#define TINYC_MAX_BYTES (INT64_C(1) << 46)	/* largest value or strided buffer, in bytes */
 
 struct tinyc_bindings;
 

@@ -28,6 +28,12 @@
  *                          that cannot hold the operand's values.
  *   InvalidConst           CONST literal that does not fit its dtype, or CONST of rank > 0.
  *   IntegerOverflow        element count, byte size or stride extent beyond int64.
+ *   SizeTooLarge           a value of more than TINYC_MAX_BYTES (2^46) bytes, or strides
+ *                          spanning more (the same cap on every device; docs/reliability.md).
+ *   StrideOutOfRange       a stride beyond TINYC_MAX_DIM.
+ *   OverlappingStrides     OUTPUT strides= that put two elements at one address.
+ *   SlotOutOfRange         a BUFFER slot at or beyond TINYC_MAX_NODES (slots index arrays
+ *                          the runner allocates).
  *   UnboundSymbol          PAD of a symbolic axis whose symbol is not bound (M+2 is not a
  *                          size the format can write).
  *   InvalidShape           malformed node built through the API: rank beyond TINYC_MAX_RANK,
@@ -255,15 +261,24 @@ static int check_declared(verifier *v)
 	return 0;
 }
 
-/* Check that the declared shape's element count and byte size fit in int64. */
+/* Check that the declared shape's element count and byte size fit in int64, and its bytes
+ * (unbound symbols counted as 1) in TINYC_MAX_BYTES. */
 static int check_size(verifier *v)
 {
 	const tinyc_uop *u = v->u;
 	count c;
 	int64_t bytes;
 	if (elem_count(v, u->rank, u->shape, &c) == 0 &&
-	    !__builtin_mul_overflow(c.c, (int64_t)tinyc_dtype_size(u->dtype), &bytes))
-		return 0;
+	    !__builtin_mul_overflow(c.c, (int64_t)tinyc_dtype_size(u->dtype), &bytes)) {
+		if (bytes <= TINYC_MAX_BYTES)
+			return 0;
+		char *s = fmt_shape(v, u->rank, u->shape);
+		err(v, u->shape_loc, "SizeTooLarge", "%s%s takes %" PRId64 " bytes; a value "
+		    "holds at most 2^46 bytes on every device", tinyc_dtype_name(u->dtype),
+		    str(s), bytes);
+		free(s);
+		return -1;
+	}
 	char *s = fmt_shape(v, u->rank, u->shape);
 	if (elem_count(v, u->rank, u->shape, &c) < 0)
 		err(v, u->shape_loc, "IntegerOverflow",
@@ -277,11 +292,50 @@ static int check_size(verifier *v)
 	return -1;
 }
 
-/* Check explicit strides (BUFFER, OUTPUT): non-negative, extent within int64. */
+/* Check that an OUTPUT's strides give every element its own address (otherwise the result
+ * depends on the order of the writes: a race on the GPU).  The rule is the nested one: with
+ * the axes of size > 1 sorted by stride, each stride is beyond the span of the axes before
+ * it.  A few exotic layouts that are one-to-one without nesting are refused too. */
+static int check_overlap(verifier *v)
+{
+	const tinyc_uop *u = v->u;
+	int ax[TINYC_MAX_RANK], na = 0;
+	for (int k = 0; k < u->rank; k++) {
+		int64_t st = dim_val(v, u->strides[k]), n = dim_val(v, u->shape[k]);
+		if (st < 0 || n < 0)
+			return 0;	/* not known: checked once bound */
+		if (n == 1)
+			continue;
+		int j = na++;
+		while (j > 0 && dim_val(v, u->strides[ax[j - 1]]) > st) {	/* insertion sort */
+			ax[j] = ax[j - 1];
+			j--;
+		}
+		ax[j] = k;
+	}
+	int64_t span = 1;	/* elements spanned by the axes so far */
+	for (int j = 0; j < na; j++) {
+		int k = ax[j];
+		int64_t st = dim_val(v, u->strides[k]), n = dim_val(v, u->shape[k]);
+		if (st < span) {
+			err(v, aloc(v, TINYC_ATTR_STRIDES), "OverlappingStrides",
+			    "axis %d (size %" PRId64 ", stride %" PRId64 ") overlaps the %" PRId64
+			    " elements spanned by the axes of smaller stride: two elements of the "
+			    "OUTPUT would be written to one address", k, n, st, span);
+			return -1;
+		}
+		span = st * (n - 1) + span;	/* no overflow: check_strides bounded the extent */
+	}
+	return 0;
+}
+
+/* Check explicit strides (BUFFER, OUTPUT): non-negative, each at most TINYC_MAX_DIM, the
+ * storage they span (bytes) within TINYC_MAX_BYTES, and for an OUTPUT no two elements at
+ * one address (see check_overlap).  Unbound symbols are not checked. */
 static int check_strides(verifier *v)
 {
 	const tinyc_uop *u = v->u;
-	int64_t extent = 0;
+	int64_t extent = 0, bytes;
 	if (!u->strides)
 		return 0;
 	for (int k = 0; k < u->rank; k++) {
@@ -289,6 +343,11 @@ static int check_strides(verifier *v)
 		if (u->strides[k].sym < 0 && st < 0) {
 			err(v, aloc(v, TINYC_ATTR_STRIDES), "InvalidAttribute",
 			    "stride %" PRId64 " of axis %d is negative", st, k);
+			return -1;
+		}
+		if (st > TINYC_MAX_DIM) {
+			err(v, aloc(v, TINYC_ATTR_STRIDES), "StrideOutOfRange",
+			    "stride %" PRId64 " of axis %d is beyond 2^40", st, k);
 			return -1;
 		}
 		if (st < 0 || n < 0)
@@ -300,7 +359,14 @@ static int check_strides(verifier *v)
 			return -1;
 		}
 	}
-	return 0;
+	if (__builtin_mul_overflow(extent + 1, (int64_t)tinyc_dtype_size(u->dtype), &bytes) ||
+	    bytes > TINYC_MAX_BYTES) {
+		err(v, aloc(v, TINYC_ATTR_STRIDES), "SizeTooLarge", "the strides span %" PRId64
+		    " elements of %s; a buffer holds at most 2^46 bytes on every device",
+		    extent + 1, tinyc_dtype_name(u->dtype));
+		return -1;
+	}
+	return u->op == TINYC_OP_OUTPUT ? check_overlap(v) : 0;
 }
 
 /* Check a CONST: shape [] and a literal that fits the line's dtype. */
@@ -969,6 +1035,9 @@ static void check_names(verifier *v, int i, const int *dup_slot, const int *dup_
 	if (u->op == TINYC_OP_BUFFER && u->slot < 0)
 		err(v, aloc(v, TINYC_ATTR_SLOT), "InvalidAttribute",
 		    "slot=%" PRId64 " is negative", u->slot);
+	else if (u->op == TINYC_OP_BUFFER && u->slot >= TINYC_MAX_NODES)
+		err(v, aloc(v, TINYC_ATTR_SLOT), "SlotOutOfRange",
+		    "slot=%" PRId64 " is beyond the largest slot %d", u->slot, TINYC_MAX_NODES - 1);
 	if (dup_slot[i] >= 0)
 		err(v, aloc(v, TINYC_ATTR_SLOT), "InvalidAttribute",
 		    "slot=%" PRId64 " is already used by %%%s "

@@ -211,9 +211,10 @@ static int reduce_needs_buffer(part *p, int r)
 	return 0;
 }
 
-/* Collect what kernel k reads and which REDUCEs it computes inline: a walk from node i
- * that stops at materialised values. */
-static int collect(part *p, tinyc_skernel *k, int i, double mult, int top)
+/* One node of collect's walk: record a materialised input, or a REDUCE and the flops of
+ * node i.  1 when the walk goes on into i's operands (with *mult updated), 0 when not,
+ * -1 on failure. */
+static int collect_node(part *p, tinyc_skernel *k, int i, double *mult, int top)
 {
 	tinyc_schedule *s = p->s;
 	const tinyc_uop *u = &p->g->nodes[i];
@@ -246,19 +247,57 @@ static int collect(part *p, tinyc_skernel *k, int i, double mult, int top)
 			ext *= tinyc_sched_dim_est(s, &in->shape[axes[a]]);
 		if (ext > k->red_elems)
 			k->red_elems = ext;
-		mult *= ext;
-		k->flops += mult;
+		*mult *= ext;
+		k->flops += *mult;
 		if (na && axes[na - 1] == in->rank - 1 && in->rank > 0 &&
 		    tinyc_sched_dim_est(s, &in->shape[in->rank - 1]) > 1)
 			k->contig_red = 1;
 	} else if (tinyc_op_info(u->op)->kind == TINYC_KIND_ELEMENTWISE &&
 		   u->op != TINYC_OP_CAST && u->op != TINYC_OP_BITCAST) {
-		k->flops += mult;
+		k->flops += *mult;
 	}
-	for (int j = 0; j < u->nsrc; j++)
-		if (collect(p, k, u->src[j], mult, 0) < 0)
-			return -1;
-	return 0;
+	return 1;
+}
+
+/* Collect what kernel k reads and which REDUCEs it computes inline: a depth-first walk
+ * from node root that stops at materialised values.  The walk keeps its own stack (graph
+ * depth is unbounded) and pops operands in the order a recursive pre-order walk visits
+ * them, so the kernel's inputs come out in the same order. */
+static int collect(part *p, tinyc_skernel *k, int root, int top)
+{
+	struct { int node; double mult; } *st;
+	int n = 0, cap = 64, rc = 0;
+	if (!(st = tinyc_malloc(p->ctx, sizeof(*st) * (size_t)cap)))
+		return -1;
+	st[n].node = root;
+	st[n++].mult = 1;
+	while (n > 0) {
+		int i = st[--n].node;
+		double mult = st[n].mult;
+		int go = collect_node(p, k, i, &mult, top && i == root);
+		if (go < 0) {
+			rc = -1;
+			break;
+		}
+		const tinyc_uop *u = &p->g->nodes[i];
+		if (!go || u->nsrc == 0)
+			continue;
+		if (n + u->nsrc > cap) {
+			void *ns = tinyc_realloc(p->ctx, st, sizeof(*st) * (size_t)cap * 2);
+			if (!ns) {
+				rc = -1;
+				break;
+			}
+			st = ns;
+			cap *= 2;
+		}
+		for (int j = u->nsrc - 1; j >= 0; j--) {	/* first operand on top */
+			st[n].node = u->src[j];
+			st[n++].mult = mult;
+		}
+	}
+	free(st);
+	return rc;
 }
 
 /* Elements of a buffer's logical shape, with unbound symbols at the assumed value. */
@@ -306,7 +345,7 @@ static int add_kernel(part *p, int root)
 	int top = s->node_buf[k->value] < 0 || k->value == root;
 	if (k->value == root)
 		s->node_kernel[root] = ki;
-	if (collect(p, k, k->value, 1, top) < 0)
+	if (collect(p, k, k->value, top) < 0)
 		return -1;
 	const tinyc_uop *v = &g->nodes[k->value];
 	k->out_elems = 1;

@@ -59,6 +59,7 @@ typedef struct cli {
 	int warmup;		/* bench: --warmup N launches before timing */
 	int iters;		/* bench: --iters N timed launches per kernel */
 	double passes_ms;	/* run/bench: time of the compiler passes (JIT latency report) */
+	int64_t max_memory;	/* run/bench: --max-memory=BYTES, or -1 */
 	double driver_ms;	/* run/bench on cuda: the CUDA driver's initialisation (once per
 				 * process, before the passes) */
 	tinyc_gpu_cached *cached;	/* run/bench on cuda: the module from the module cache */
@@ -108,6 +109,8 @@ static void usage(FILE *out)
 		"  --check               compare every output with the reference evaluator: max\n"
 		"                        abs/rel error per output, exit 1 beyond the tolerance\n"
 		"  --atol=X --rtol=Y     tolerances for --check (default: by dtype)\n"
+		"  --max-memory=BYTES    refuse (OutOfMemory) a run whose inputs and outputs take\n"
+		"                        more than BYTES (always: more than the machine has free)\n"
 		"  --runtime-sizes       compile the kernels for symbolic sizes and give the --bind\n"
 		"                        values only at launch (default: --bind specialises them)\n"
 		"\n"
@@ -196,6 +199,7 @@ static int parse_args(int argc, char **argv, cli *c)
 	c->cmd = "compile";
 	c->device = "cpu";
 	c->atol = c->rtol = -1;
+	c->max_memory = -1;
 	c->warmup = 10;
 	c->iters = 100;
 	int i = 1;
@@ -253,6 +257,13 @@ static int parse_args(int argc, char **argv, cli *c)
 				return usage_error("--random-inputs expects an integer seed, got '%s'", v);
 			c->have_seed = 1;
 			c->seed = s;
+		} else if ((v = opt_value(argc, argv, &i, "--max-memory"))) {
+			char *end;
+			errno = 0;
+			unsigned long long s = strtoull(v, &end, 10);
+			if (!*v || *v == '-' || *end || errno || s > INT64_MAX)
+				return usage_error("--max-memory expects a number of bytes, got '%s'", v);
+			c->max_memory = (int64_t)s;
 		} else if ((v = opt_value(argc, argv, &i, "--device"))) {
 			if (strcmp(v, "cpu") && strcmp(v, "ref") && strcmp(v, "cuda") && strcmp(v, "gpuir"))
 				return usage_error("unknown device '%s' (known: ref, cpu, cuda, gpuir)", v);
@@ -631,6 +642,14 @@ static int cmd_run_body(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 	tinyc_tensor **owned = NULL;
 
 	for (int i = 0; i < g->n; i++) {
+		/* the verifier keeps slots in 0..TINYC_MAX_NODES-1; refuse anything else here too */
+		if (g->nodes[i].op == TINYC_OP_BUFFER &&
+		    (g->nodes[i].slot < 0 || g->nodes[i].slot >= TINYC_MAX_NODES)) {
+			tinyc_error_at(ctx, g->src, g->nodes[i].loc, "SlotOutOfRange",
+				       "slot=%lld is outside 0..%d", (long long)g->nodes[i].slot,
+				       TINYC_MAX_NODES - 1);
+			return EXIT_DIAG;
+		}
 		if (g->nodes[i].op == TINYC_OP_BUFFER && g->nodes[i].slot + 1 > io.nin)
 			io.nin = (int)g->nodes[i].slot + 1;
 		if (g->nodes[i].op == TINYC_OP_OUTPUT)
@@ -671,6 +690,15 @@ static int cmd_run_body(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 	}
 	if (tinyc_bind_from_inputs(ctx, g, m->bind, &io) < 0)
 		goto done;
+	/* the inputs and outputs must fit before anything is allocated for them (the devices
+	 * and --check allocate at least as much again, so this is a lower bound) */
+	int64_t need;
+	if (tinyc_io_bytes(g, m->bind, &need) == 0) {
+		char what[300];
+		snprintf(what, sizeof(what), "running %s (inputs and outputs)", c->file);
+		if (tinyc_memory_check(ctx, what, need, c->max_memory) < 0)
+			goto done;
+	}
 	/* --random-inputs: generate every missing input (needs its symbols bound) */
 	for (int i = 0; i < g->n; i++) {
 		const tinyc_uop *u = &g->nodes[i];

@@ -306,9 +306,60 @@ Test(verify, integer_overflow)
 	/* fits unbound; overflows once M is known */
 	const char *t = "%0 = BUFFER(slot=0, name=\"x\") : char[M,1099511627776]\n";
 	expect_ok(t, NULL);
-	expect_ok(t, "M=1000");
+	expect_ok(t, "M=1");
 	expect_err(t, "M=1099511627776", "IntegerOverflow", 1, 37,
 		   "the element count of [M,1099511627776] does not fit in int64");
+}
+
+/* Size caps the same on every device: 2^46 bytes per value and per strided buffer. */
+Test(verify, size_too_large)
+{
+	const char *t = "%0 = BUFFER(slot=0, name=\"x\") : char[M,1099511627776]\n";
+	expect_ok(t, "M=64");
+	expect_err(t, "M=65", "SizeTooLarge", 1, 37,
+		   "char[M,1099511627776] takes 71468255805440 bytes; a value holds at most 2^46 "
+		   "bytes on every device");
+	expect_ok("%0 = BUFFER(slot=0, name=\"x\") : float[4194304,4194304]\n", NULL);
+	expect_err("%0 = BUFFER(slot=0, name=\"x\") : float[4194304,4194305]\n", NULL,
+		   "SizeTooLarge", 1, 38, "float[4194304,4194305] takes 70368760954880 bytes; a "
+		   "value holds at most 2^46 bytes on every device");
+	expect_err("%0 = BUFFER(slot=0, name=\"x\", strides=[2000000000000]) : float[4]\n", NULL,
+		   "StrideOutOfRange", 1, 39, "stride 2000000000000 of axis 0 is beyond 2^40");
+	expect_err("%0 = BUFFER(slot=0, name=\"x\", strides=[1099511627776,1]) : float[65,4]\n",
+		   NULL, "SizeTooLarge", 1, 39, "the strides span 70368744177668 elements of float; "
+		   "a buffer holds at most 2^46 bytes on every device");
+}
+
+/* OUTPUT strides that write two elements to one address; BUFFER views may overlap. */
+Test(verify, overlapping_strides)
+{
+	expect_err("%0 = BUFFER(slot=0, name=\"x\") : float[8,4,20,64]\n"
+		   "%1 = OUTPUT(%0, name=\"y\", strides=[524288,262144,64,1]) : float[8,4,20,64]\n",
+		   NULL, "OverlappingStrides", 2, 35, "axis 0 (size 8, stride 524288) overlaps the "
+		   "787712 elements spanned by the axes of smaller stride: two elements of the "
+		   "OUTPUT would be written to one address");
+	expect_err("%0 = BUFFER(slot=0, name=\"x\") : float[4,6]\n"
+		   "%1 = OUTPUT(%0, name=\"y\", strides=[1,1]) : float[4,6]\n",
+		   NULL, "OverlappingStrides", 2, 35, "axis 1 (size 6, stride 1) overlaps the 4 "
+		   "elements spanned by the axes of smaller stride: two elements of the OUTPUT "
+		   "would be written to one address");
+	const char *t = "%0 = BUFFER(slot=0, name=\"x\") : float[4,M]\n"
+			"%1 = OUTPUT(%0, name=\"y\", strides=[8,1]) : float[4,M]\n";
+	expect_ok(t, NULL);	/* unknown until M is bound */
+	expect_ok(t, "M=8");
+	expect_err(t, "M=9", "OverlappingStrides", 2, 35, "axis 0 (size 4, stride 8) overlaps "
+		   "the 9 elements spanned by the axes of smaller stride: two elements of the "
+		   "OUTPUT would be written to one address");
+	expect_ok("%0 = BUFFER(slot=0, name=\"x\", strides=[0,1]) : float[4,6]\n"
+		  "%1 = OUTPUT(%0, name=\"y\", strides=[1,4]) : float[4,6]\n", NULL);
+}
+
+/* BUFFER slots index the runner's input arrays: at most TINYC_MAX_NODES - 1. */
+Test(verify, slot_out_of_range)
+{
+	expect_err("%0 = BUFFER(slot=2147483647, name=\"x\") : float[4]\n", NULL,
+		   "SlotOutOfRange", 1, 18, "slot=2147483647 is beyond the largest slot 262143");
+	expect_ok("%0 = BUFFER(slot=262143, name=\"x\") : float[4]\n", NULL);
 }
 
 Test(verify, invalid_permutation)
