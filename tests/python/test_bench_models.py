@@ -80,7 +80,8 @@ def main():
         # gpt2 fp16: 85.75 / 171.40 = 0.500; compile timed out: no ratio
         expect("gpt2 row", rows["gpt2_block_fp16"][1:],
                ["85.8", "3", "171.4", "n/a (timed out after 93 s)", "not run", "0.50", " |"])
-        expect("ln row", rows["layernorm_softmax_fp32"][1:3], ["n/a (error: timed out after 3 s)", ""])
+        expect("ln row", rows["layernorm_softmax_fp32"][1:3],
+               ["n/a (error: timed out after 3 s)", ""])
         expect("models not run left out", "gpt2_block_fp32" in rows, False)
 
     # the script itself, here without a GPU: every step fails or is skipped, and says so
@@ -96,7 +97,8 @@ def main():
                        "samemath.txt", "compile.txt", "table.md"]))
         with open(os.path.join(d, "table.md")) as f:
             t = f.read()
-        gpu = subprocess.run(["sh", "-c", "command -v nvidia-smi"], stdout=subprocess.PIPE).returncode == 0
+        gpu = subprocess.run(["sh", "-c", "command -v nvidia-smi"],
+                             stdout=subprocess.PIPE).returncode == 0
         if not gpu:
             expect("check failed without a GPU",
                    "layernorm_softmax_fp32_small FAILED (exit 1)" in t, True)
