@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/attention.h"
 #include "sched/schedule.h"
 
 int64_t tinyc_sched_dim(const tinyc_schedule *s, const tinyc_dim *d)
@@ -359,6 +360,9 @@ tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tiny
 		else if (u->op == TINYC_OP_REDUCE)
 			p.mat[i] = (unsigned char)reduce_needs_buffer(&p, i);
 	}
+
+	/* attention (sched/attention.c): one kernel computes softmax(Q K^T) V */
+	tinyc_attention_claim(g, b, p.live, p.mat);
 
 	/* outputs and temporaries, in graph order */
 	int nout = 0, ntemp = 0;

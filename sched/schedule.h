@@ -52,6 +52,7 @@ typedef enum tinyc_plan_kind {
 	TINYC_PLAN_ROWRED,	/* a block per output element; threads share one reduction */
 	TINYC_PLAN_MATMUL,	/* the tiled contraction template (its own provider/builder) */
 	TINYC_PLAN_REARRANGE,	/* the movement kernel of seed 003 (its own provider/builder) */
+	TINYC_PLAN_ATTENTION,	/* flash-style attention (sched/attention.c, codegen/attention.c) */
 	TINYC_PLAN_KIND_COUNT,
 } tinyc_plan_kind;
 

@@ -1,0 +1,360 @@
+/* Attention plan -> GPU IR: the flash-style kernel of a TINYC_PLAN_ATTENTION schedule
+ * kernel (sched/attention.h).
+ *
+ * A block owns `bm` query rows of one batch entry (grid x: query tiles, grid y: the batch
+ * dims flattened), one thread per row.  The thread keeps its query row and its output
+ * accumulator in registers; the block streams K and V through shared memory `bn` keys at
+ * a time.  Per key tile every thread computes its row of scores (the Q K^T dot product,
+ * then the graph's own scale and mask expression through the emitter, with the dot
+ * product substituted for the Q*K reduction), takes the tile maximum, rescales its
+ * running sum and accumulator once (online softmax, fp32 statistics) and accumulates
+ * P V.  Keys past Tk score -inf; rows past Tq compute but do not store.  The output is
+ * the accumulator divided by the running sum, passed through the elementwise ops the
+ * graph applies to O before it is stored.  Q, K and V are read through the emitter at the
+ * MUL operands' indices, so the graph's views (head splits, transposes, GQA broadcasts)
+ * need no special case.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "codegen/codegen.h"
+#include "codegen/gpu.h"
+#include "sched/attention.h"
+
+/* State of one kernel build. */
+typedef struct abuild {
+	tinyc_ctx *ctx;			/* diagnostics */
+	tinyc_gkernel *k;		/* the kernel */
+	tinyc_emit *em;			/* its value emitter */
+	const tinyc_attn_match *m;	/* the attention */
+	tinyc_dtype ix;			/* index dtype */
+	tinyc_gexpr *dot;		/* value substituted for the Q*K reduction, or NULL */
+	tinyc_gexpr *out;		/* value substituted for the P*V reduction, or NULL */
+	int failed;			/* a builder call failed */
+} abuild;
+
+/* The emitter hook: the dot product for the Q*K reduction, the normalised accumulator
+ * for the P*V reduction. */
+static tinyc_gexpr *attn_leaf(tinyc_emit *em, int node, tinyc_gexpr *const *idx, void *user)
+{
+	abuild *b = user;
+	(void)em, (void)idx;
+	if (node == b->m->qk)
+		return b->dot;
+	if (node == b->m->pv)
+		return b->out;
+	return NULL;
+}
+
+/* Append s to block, recording failure. */
+static void app(abuild *b, tinyc_gstmt *block, tinyc_gstmt *s)
+{
+	if (!s || tinyc_gs_append(b->k, block, s) < 0)
+		b->failed = 1;
+}
+
+/* An index constant. */
+static tinyc_gexpr *ic(abuild *b, int64_t v)
+{
+	return tinyc_gx_int(b->k, b->ix, v);
+}
+
+/* A float constant. */
+static tinyc_gexpr *fc(abuild *b, double v)
+{
+	return tinyc_gx_float(b->k, TINYC_FLOAT, v);
+}
+
+/* A binary expression. */
+static tinyc_gexpr *bin(abuild *b, tinyc_gx_op op, tinyc_gexpr *x, tinyc_gexpr *y)
+{
+	return tinyc_gx_binary(b->k, op, x, y);
+}
+
+/* Declare a register `name` of dtype dt initialised to init in block; its index or -1. */
+static int reg(abuild *b, tinyc_gstmt *block, const char *name, tinyc_dtype dt, tinyc_gexpr *init)
+{
+	int v = tinyc_gk_reg(b->k, name, dt);
+	if (v < 0) {
+		b->failed = 1;
+		return -1;
+	}
+	app(b, block, tinyc_gs_decl(b->k, v, init));
+	return v;
+}
+
+/* A loop iterator register (non-negative). */
+static int iter(abuild *b, const char *name)
+{
+	int v = tinyc_gk_reg(b->k, name, b->ix);
+	if (v < 0)
+		b->failed = 1;
+	else
+		tinyc_emit_set_nonneg(b->em, v);
+	return v;
+}
+
+/* Whether dim d of node n is the constant 1. */
+static int dim_is_one(const tinyc_graph *g, int n, int d)
+{
+	const tinyc_dim *x = &g->nodes[n].shape[d];
+	return x->sym < 0 && x->val == 1;
+}
+
+/* The index of node n (rank nb + 2 or nb + 3) at batch index p[0..nb) followed by the
+ * trailing indices t[0..nt): entries where n has size 1 are 0. */
+static void view_index(abuild *b, int n, int nb, tinyc_gexpr *const *p, int nt,
+		       tinyc_gexpr *const *t, tinyc_gexpr **out)
+{
+	const tinyc_graph *g = b->em->g;
+	for (int d = 0; d < nb + nt; d++) {
+		tinyc_gexpr *v = d < nb ? p[d] : t[d - nb];
+		out[d] = dim_is_one(g, n, d) ? ic(b, 0) : v;
+	}
+}
+
+/* Build the kernel body into k (see the top of the file). */
+static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
+		       const tinyc_attn_plan *ap)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_emit *em = b->em;
+	const tinyc_attn_match *m = b->m;
+	const tinyc_graph *g = s->g;
+	const tinyc_uop *su = &g->nodes[m->score];
+	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn;
+	const int64_t D = m->d, DV = m->dv;
+	tinyc_gstmt *body = k->body;
+	tinyc_gexpr *ninf = fc(b, -INFINITY);
+
+	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	int bx = reg(b, body, "qtile", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X)));
+	if (b->failed)
+		return;
+	tinyc_emit_set_nonneg(em, tid);
+	tinyc_emit_set_nonneg(em, bx);
+	tinyc_gexpr *tx = tinyc_gx_var(k, tid);
+	int iv = reg(b, body, "row", b->ix, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), tx));
+	if (iv < 0)
+		return;
+	tinyc_emit_set_nonneg(em, iv);
+	tinyc_gexpr *row = tinyc_gx_var(k, iv);
+	tinyc_gexpr *vrow = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
+	/* the batch indices from blockIdx.y, innermost dim fastest */
+	tinyc_gexpr *p[TINYC_MAX_RANK];
+	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
+	if (pb < 0)
+		return;
+	tinyc_emit_set_nonneg(em, pb);
+	tinyc_gexpr *rest = tinyc_gx_var(k, pb);
+	for (int d = nb - 1; d >= 0; d--) {
+		int64_t ext = tinyc_dim_value(&su->shape[d], s->bind);
+		if (su->shape[d].sym < 0)
+			ext = su->shape[d].val;
+		char name[16];
+		snprintf(name, sizeof(name), "b%d", d);
+		int v = reg(b, body, name, b->ix, bin(b, TINYC_GX_MOD, rest, ic(b, ext)));
+		if (v < 0)
+			return;
+		tinyc_emit_set_nonneg(em, v);
+		p[d] = tinyc_gx_var(k, v);
+		rest = bin(b, TINYC_GX_DIV, rest, ic(b, ext));
+	}
+
+	/* the query row in registers */
+	int q = tinyc_gk_reg_array(k, "q", TINYC_FLOAT, D);
+	int acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, DV);
+	int sc = tinyc_gk_reg_array(k, "s", TINYC_FLOAT, BN);
+	int ks = tinyc_gk_shared(k, "ktile", TINYC_FLOAT, (int64_t)BN * D, 16, 0);
+	int vs = tinyc_gk_shared(k, "vtile", TINYC_FLOAT, (int64_t)BN * DV, 16, 0);
+	if (q < 0 || acc < 0 || sc < 0 || ks < 0 || vs < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, body, tinyc_gs_decl(k, q, NULL));
+	app(b, body, tinyc_gs_decl(k, acc, fc(b, 0)));
+	{
+		int c = iter(b, "c");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *t[3] = {row, ic(b, 0), tinyc_gx_var(k, c)}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->q_side, nb, p, 3, t, idx);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *v = tinyc_emit_value(em, lb, m->q_side, idx, vrow);
+		tinyc_emit_scope_leave(em);
+		app(b, lb, tinyc_gs_store(k, q, tinyc_gx_var(k, c), tinyc_gx_cast(k, TINYC_FLOAT, v), NULL));
+		app(b, body, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, lb));
+	}
+	int mv = reg(b, body, "m", TINYC_FLOAT, ninf);
+	int lv = reg(b, body, "l", TINYC_FLOAT, fc(b, 0));
+	if (b->failed)
+		return;
+
+	/* the key tiles */
+	int j0 = iter(b, "j0");
+	tinyc_gstmt *tb = tinyc_gs_block(k);
+	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
+	app(b, tb, tinyc_gs_barrier(k));
+	for (int which = 0; which < 2; which++) {	/* K, then V, into shared memory */
+		int64_t W = which ? DV : D;
+		int t = iter(b, which ? "tv" : "tk");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *T = tinyc_gx_var(k, t);
+		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_DIV, T, ic(b, W)));
+		tinyc_gexpr *c = bin(b, TINYC_GX_MOD, T, ic(b, W));
+		tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
+		int node = which ? m->v_side : m->k_side;
+		tr[0] = ic(b, 0);
+		tr[1] = which ? c : j;
+		tr[2] = which ? j : c;
+		view_index(b, node, nb, p, 3, tr, idx);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *v = tinyc_emit_value(em, lb, node, idx, bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
+		tinyc_emit_scope_leave(em);
+		app(b, lb, tinyc_gs_store(k, which ? vs : ks, T, tinyc_gx_cast(k, TINYC_FLOAT, v), NULL));
+		app(b, tb, tinyc_gs_for_range(k, t, tx, ic(b, BN * W), ic(b, BM), 0, lb));
+	}
+	app(b, tb, tinyc_gs_barrier(k));
+	/* this row's scores of the tile, and their maximum */
+	app(b, tb, tinyc_gs_decl(k, sc, NULL));
+	int mt = reg(b, tb, "mtile", TINYC_FLOAT, tinyc_gx_var(k, mv));
+	{
+		int jj = iter(b, "jj");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
+		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, JJ);
+		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, j, ic(b, m->tk));
+		int dot = reg(b, lb, "dot", TINYC_FLOAT, fc(b, 0));
+		int c = iter(b, "c");
+		tinyc_gstmt *cb = tinyc_gs_block(k);
+		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, D)),
+							  tinyc_gx_var(k, c)), NULL);
+		app(b, cb, tinyc_gs_assign(k, dot, tinyc_gx_call(k, TINYC_GM_FMA,
+			tinyc_gx_load(k, q, tinyc_gx_var(k, c), NULL), kv, tinyc_gx_var(k, dot))));
+		app(b, lb, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, cb));
+		/* the graph's scale and mask on the dot product */
+		tinyc_gexpr *t[2] = {row, j}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->score, nb, p, 2, t, idx);
+		b->dot = tinyc_gx_var(k, dot);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *sv = tinyc_emit_value(em, lb, m->score, idx, bin(b, TINYC_GX_LAND, vrow, vj));
+		tinyc_emit_scope_leave(em);
+		b->dot = NULL;
+		sv = tinyc_gx_select(k, vj, tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf);
+		app(b, lb, tinyc_gs_store(k, sc, JJ, sv, NULL));
+		app(b, lb, tinyc_gs_assign(k, mt, bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt),
+						       tinyc_gx_load(k, sc, JJ, NULL))));
+		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), -1, lb));
+	}
+	/* online softmax: rescale by exp2(c * (m_old - m_new)); an all -inf row uses 0 */
+	tinyc_gexpr *C = fc(b, m->exp_scale);
+	int mu = reg(b, tb, "mref", TINYC_FLOAT,
+		     tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt), ninf), fc(b, 0),
+				     tinyc_gx_var(k, mt)));
+	int al = reg(b, tb, "alpha", TINYC_FLOAT,
+		     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+				   tinyc_gx_var(k, mv), tinyc_gx_var(k, mu)), C), NULL, NULL));
+	if (b->failed)
+		return;
+	app(b, tb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv), tinyc_gx_var(k, al))));
+	{
+		int e = iter(b, "e");
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		tinyc_gexpr *E = tinyc_gx_var(k, e);
+		app(b, eb, tinyc_gs_store(k, acc, E, bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL),
+							 tinyc_gx_var(k, al)), NULL));
+		app(b, tb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
+	}
+	{
+		int jj = iter(b, "jj");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
+		int pv = reg(b, lb, "p", TINYC_FLOAT,
+			     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+					   tinyc_gx_load(k, sc, JJ, NULL), tinyc_gx_var(k, mu)), C), NULL, NULL));
+		if (pv < 0)
+			return;
+		app(b, lb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv), tinyc_gx_var(k, pv))));
+		int e = iter(b, "e");
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		tinyc_gexpr *E = tinyc_gx_var(k, e);
+		tinyc_gexpr *vv = tinyc_gx_load(k, vs, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, DV)), E), NULL);
+		app(b, eb, tinyc_gs_store(k, acc, E, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, pv), vv,
+								 tinyc_gx_load(k, acc, E, NULL)), NULL));
+		app(b, lb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
+		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), -1, lb));
+	}
+	app(b, tb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));
+
+	/* O = acc / l through the graph's elementwise ops after the P*V reduction */
+	int linv = reg(b, body, "linv", TINYC_FLOAT, bin(b, TINYC_GX_DIV, fc(b, 1), tinyc_gx_var(k, lv)));
+	int e = iter(b, "e");
+	if (linv < 0 || e < 0)
+		return;
+	tinyc_gstmt *eb = tinyc_gs_block(k);
+	tinyc_gexpr *E = tinyc_gx_var(k, e);
+	tinyc_gexpr *t[2] = {row, E}, *idx[TINYC_MAX_RANK];
+	view_index(b, m->pv, nb, p, 2, t, idx);
+	b->out = bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL), tinyc_gx_var(k, linv));
+	tinyc_emit_scope_enter(em);
+	tinyc_gexpr *ov = tinyc_emit_value(em, eb, sk->value, idx, vrow);
+	tinyc_emit_scope_leave(em);
+	b->out = NULL;
+	app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vrow));
+	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
+}
+
+int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
+			  const tinyc_indexbook *ib, int kernel)
+{
+	const tinyc_skernel *sk = &s->kerns[kernel];
+	const tinyc_plan *p = tinyc_skernel_plan(sk);
+	if (!p || p->kind != TINYC_PLAN_ATTENTION || !p->ext)
+		return tinyc_error(ctx, "CodegenError", "kernel %s: not an ATTENTION plan", sk->name);
+	const tinyc_attn_plan *ap = p->ext;
+	tinyc_gkernel *k = tinyc_gk_alloc(gm, sk->name);
+	if (!k)
+		return -1;
+	/* int indices when every buffer the kernel touches is below 2^31 elements */
+	tinyc_dtype ix = TINYC_INT;
+	for (int j = -1; j < sk->nin; j++) {
+		const tinyc_sbuf *sb = &s->bufs[j < 0 ? sk->out_buf : sk->in_bufs[j]];
+		double n = 1;
+		for (int d = 0; d < sb->rank; d++)
+			n *= tinyc_sched_dim_est(s, &sb->shape[d]);
+		if (n >= 2147483647.0 / 2)
+			ix = TINYC_LONG;
+	}
+	k->index_dtype = ix;
+	tinyc_emit *em = tinyc_emit_alloc(ctx, k, s, ib, kernel);
+	if (!em)
+		return -1;
+	abuild b = {ctx, k, em, &ap->m, ix, NULL, NULL, 0};
+	em->leaf = attn_leaf;
+	em->leaf_user = &b;
+	const tinyc_uop *su = &s->g->nodes[ap->m.score];
+	double batch = 1;
+	for (int d = 0; d < ap->m.rank - 2; d++)
+		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
+	k->block[0] = ap->bm, k->block[1] = k->block[2] = 1;
+	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
+	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
+	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
+	build_body(&b, s, sk, ap);
+	int failed = b.failed || em->error;
+	tinyc_emit_free(em);
+	if (failed) {
+		if (!tinyc_ctx_error_count(ctx))
+			tinyc_error(ctx, "CodegenError", "attention %s: building the kernel failed", sk->name);
+		return -1;
+	}
+	char comment[256];
+	snprintf(comment, sizeof(comment), "%s: flash attention (SIMT, fp32 statistics), %d query "
+		 "rows per block, %d keys per shared tile, Tq=%lld Tk=%lld d=%lld dv=%lld", sk->name,
+		 ap->bm, ap->bn, (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
+		 (long long)ap->m.dv);
+	k->comment = tinyc_gpu_strdup(gm, comment);
+	tinyc_gk_sort_params(k);
+	return 0;
+}
