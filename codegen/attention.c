@@ -3,7 +3,8 @@
  *
  * A block owns `bm` query rows of one batch entry (grid x: query tiles, grid y: the batch
  * dims flattened), one thread per row.  The thread keeps its query row and its output
- * accumulator in registers; the block streams K and V through shared memory `bn` keys at
+ * accumulator in registers (its tile of scores in its own column of a shared score
+ * tile); the block streams K and V through shared memory `bn` keys at
  * a time.  Per key tile every thread computes its row of scores (the Q K^T dot product,
  * then the graph's own scale and mask expression through the emitter, with the dot
  * product substituted for the Q*K reduction), takes the tile maximum, rescales its
@@ -165,7 +166,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	/* the query row in registers */
 	int q = tinyc_gk_reg_array(k, "q", TINYC_FLOAT, D);
 	int acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, DV);
-	int sc = tinyc_gk_reg_array(k, "s", TINYC_FLOAT, BN);
+	int sc = tinyc_gk_shared(k, "stile", TINYC_FLOAT, (int64_t)BN * BM, 16, 0);
 	int ks = tinyc_gk_shared(k, "ktile", TINYC_FLOAT, (int64_t)BN * D, 16, 0);
 	int vs = tinyc_gk_shared(k, "vtile", TINYC_FLOAT, (int64_t)BN * DV, 16, 0);
 	if (q < 0 || acc < 0 || sc < 0 || ks < 0 || vs < 0) {
@@ -215,8 +216,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		app(b, tb, tinyc_gs_for_range(k, t, tx, ic(b, BN * W), ic(b, BM), 0, lb));
 	}
 	app(b, tb, tinyc_gs_barrier(k));
-	/* this row's scores of the tile, and their maximum */
-	app(b, tb, tinyc_gs_decl(k, sc, NULL));
+	/* this row's scores of the tile (column tid of the score tile), and their maximum */
 	int mt = reg(b, tb, "mtile", TINYC_FLOAT, tinyc_gx_var(k, mv));
 	{
 		int jj = iter(b, "jj");
@@ -241,10 +241,14 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		tinyc_emit_scope_leave(em);
 		b->dot = NULL;
 		sv = tinyc_gx_select(k, vj, tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf);
-		app(b, lb, tinyc_gs_store(k, sc, JJ, sv, NULL));
+		int svv = reg(b, lb, "score", TINYC_FLOAT, sv);
+		if (svv < 0)
+			return;
+		app(b, lb, tinyc_gs_store(k, sc, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, BM)), tx),
+					  tinyc_gx_var(k, svv), NULL));
 		app(b, lb, tinyc_gs_assign(k, mt, bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt),
-						       tinyc_gx_load(k, sc, JJ, NULL))));
-		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), -1, lb));
+						       tinyc_gx_var(k, svv))));
+		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
 	}
 	/* online softmax: rescale by exp2(c * (m_old - m_new)); an all -inf row uses 0 */
 	tinyc_gexpr *C = fc(b, m->exp_scale);
@@ -271,7 +275,8 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
 		int pv = reg(b, lb, "p", TINYC_FLOAT,
 			     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
-					   tinyc_gx_load(k, sc, JJ, NULL), tinyc_gx_var(k, mu)), C), NULL, NULL));
+					   tinyc_gx_load(k, sc, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, BM)), tx), NULL),
+					   tinyc_gx_var(k, mu)), C), NULL, NULL));
 		if (pv < 0)
 			return;
 		app(b, lb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv), tinyc_gx_var(k, pv))));
@@ -282,7 +287,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		app(b, eb, tinyc_gs_store(k, acc, E, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, pv), vv,
 								 tinyc_gx_load(k, acc, E, NULL)), NULL));
 		app(b, lb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
-		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), -1, lb));
+		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
 	}
 	app(b, tb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
 	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));

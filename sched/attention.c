@@ -337,8 +337,8 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < 2; j++) {
 			int bm = bms[i], bn = bns[j];
-			/* shared K and V tiles in float */
-			if ((int64_t)bn * (m.d + m.dv) * 4 > 48 * 1024)
+			/* shared K, V and score tiles in float */
+			if ((int64_t)bn * (m.d + m.dv + bm) * 4 > 48 * 1024)
 				continue;
 			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
 			if (!ap)
