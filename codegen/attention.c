@@ -115,6 +115,16 @@ static void view_index(abuild *b, int n, int nb, tinyc_gexpr *const *p, int nt,
 	}
 }
 
+/* The index of node n at the index full[0..srank) of S, right-aligned (n may have lower
+ * rank, as an operand of a broadcasting elementwise op); size-1 dims get 0. */
+static void right_index(abuild *b, int n, int srank, tinyc_gexpr *const *full, tinyc_gexpr **out)
+{
+	const tinyc_graph *g = b->em->g;
+	int r = g->nodes[n].rank;
+	for (int d = 0; d < r; d++)
+		out[d] = dim_is_one(g, n, d) ? ic(b, 0) : full[d + srank - r];
+}
+
 /* Build the kernel body into k (see the top of the file). */
 static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 		       const tinyc_attn_plan *ap)
@@ -196,6 +206,46 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	tinyc_gstmt *tb = tinyc_gs_block(k);
 	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
 	app(b, tb, tinyc_gs_barrier(k));
+	/* with an additive mask: skip the tile when the mask is -inf at every (row, key) of
+	 * the block (exact: a finite score plus -inf is -inf, whose weight is 0) */
+	tinyc_gstmt *wb = tinyc_gs_block(k);
+	if (m->bias >= 0) {
+		int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, 0);
+		if (live < 0) {
+			b->failed = 1;
+			return;
+		}
+		app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 0),
+					  bin(b, TINYC_GX_EQ, tx, ic(b, 0))));
+		app(b, tb, tinyc_gs_barrier(k));
+		int any = reg(b, tb, "unmasked", TINYC_BOOL, tinyc_gx_bool(k, 0));
+		int jj = iter(b, "jj");
+		if (any < 0 || jj < 0)
+			return;
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, tinyc_gx_var(k, jj));
+		tinyc_gexpr *ok = bin(b, TINYC_GX_LAND, vrow, bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
+		tinyc_gexpr *t[2] = {row, j}, *full[TINYC_MAX_RANK], *idx[TINYC_MAX_RANK];
+		for (int d = 0; d < nb; d++)
+			full[d] = p[d];
+		full[nb] = row, full[nb + 1] = j;
+		(void)t;
+		right_index(b, m->bias, m->rank, full, idx);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *bv = tinyc_emit_value(em, lb, m->bias, idx, ok);
+		tinyc_emit_scope_leave(em);
+		bv = tinyc_gx_cast(k, TINYC_FLOAT, bv);
+		app(b, lb, tinyc_gs_assign(k, any, bin(b, TINYC_GX_OR, tinyc_gx_var(k, any),
+			bin(b, TINYC_GX_LAND, ok, bin(b, TINYC_GX_NE, bv, ninf)))));
+		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
+		app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 1),
+					  tinyc_gx_var(k, any)));
+		app(b, tb, tinyc_gs_barrier(k));
+		app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_NE, tinyc_gx_load(k, live, ic(b, 0), NULL),
+					       tinyc_gx_int(k, TINYC_INT, 0)), wb, NULL));
+	} else {
+		app(b, tb, wb);
+	}
 	for (int which = 0; which < 2; which++) {	/* K, then V, into shared memory */
 		int64_t W = which ? DV : D;
 		int t = iter(b, which ? "tv" : "tk");
@@ -213,11 +263,11 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		tinyc_gexpr *v = tinyc_emit_value(em, lb, node, idx, bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
 		tinyc_emit_scope_leave(em);
 		app(b, lb, tinyc_gs_store(k, which ? vs : ks, T, tinyc_gx_cast(k, TINYC_FLOAT, v), NULL));
-		app(b, tb, tinyc_gs_for_range(k, t, tx, ic(b, BN * W), ic(b, BM), 0, lb));
+		app(b, wb, tinyc_gs_for_range(k, t, tx, ic(b, BN * W), ic(b, BM), 0, lb));
 	}
-	app(b, tb, tinyc_gs_barrier(k));
+	app(b, wb, tinyc_gs_barrier(k));
 	/* this row's scores of the tile (column tid of the score tile), and their maximum */
-	int mt = reg(b, tb, "mtile", TINYC_FLOAT, tinyc_gx_var(k, mv));
+	int mt = reg(b, wb, "mtile", TINYC_FLOAT, tinyc_gx_var(k, mv));
 	{
 		int jj = iter(b, "jj");
 		tinyc_gstmt *lb = tinyc_gs_block(k);
@@ -248,26 +298,26 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 					  tinyc_gx_var(k, svv), NULL));
 		app(b, lb, tinyc_gs_assign(k, mt, bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt),
 						       tinyc_gx_var(k, svv))));
-		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
+		app(b, wb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
 	}
 	/* online softmax: rescale by exp2(c * (m_old - m_new)); an all -inf row uses 0 */
 	tinyc_gexpr *C = fc(b, m->exp_scale);
-	int mu = reg(b, tb, "mref", TINYC_FLOAT,
+	int mu = reg(b, wb, "mref", TINYC_FLOAT,
 		     tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt), ninf), fc(b, 0),
 				     tinyc_gx_var(k, mt)));
-	int al = reg(b, tb, "alpha", TINYC_FLOAT,
+	int al = reg(b, wb, "alpha", TINYC_FLOAT,
 		     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
 				   tinyc_gx_var(k, mv), tinyc_gx_var(k, mu)), C), NULL, NULL));
 	if (b->failed)
 		return;
-	app(b, tb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv), tinyc_gx_var(k, al))));
+	app(b, wb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv), tinyc_gx_var(k, al))));
 	{
 		int e = iter(b, "e");
 		tinyc_gstmt *eb = tinyc_gs_block(k);
 		tinyc_gexpr *E = tinyc_gx_var(k, e);
 		app(b, eb, tinyc_gs_store(k, acc, E, bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL),
 							 tinyc_gx_var(k, al)), NULL));
-		app(b, tb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
+		app(b, wb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
 	}
 	{
 		int jj = iter(b, "jj");
@@ -287,9 +337,10 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		app(b, eb, tinyc_gs_store(k, acc, E, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, pv), vv,
 								 tinyc_gx_load(k, acc, E, NULL)), NULL));
 		app(b, lb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
-		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
+		app(b, wb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
 	}
-	app(b, tb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
+	app(b, wb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
+
 	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));
 
 	/* O = acc / l through the graph's elementwise ops after the P*V reduction */

@@ -27,13 +27,18 @@ static int strip_views(const tinyc_graph *g, int n)
 	}
 }
 
-/* Whether n is a CONST (seen through views); its value in *v. */
+/* Whether n is a CONST or the RECIPROCAL of one (seen through views); its value in *v. */
 static int const_value(const tinyc_graph *g, int n, double *v)
 {
 	const tinyc_uop *u = &g->nodes[strip_views(g, n)];
+	int recip = u->op == TINYC_OP_RECIPROCAL;
+	if (recip)
+		u = &g->nodes[strip_views(g, u->src[0])];
 	if (u->op != TINYC_OP_CONST)
 		return 0;
 	*v = u->lit.kind == TINYC_LIT_FLOAT ? u->lit.f : (double)u->lit.i;
+	if (recip)
+		*v = 1.0 / *v;
 	return 1;
 }
 
@@ -181,6 +186,50 @@ out:
 	return nfound == 1 ? found : -1;
 }
 
+/* Whether node `from` depends on node `on` (an explicit walk). */
+static int depends_on(const tinyc_graph *g, int from, int on)
+{
+	int *work = malloc(sizeof(int) * (size_t)(g->n + 1));
+	unsigned char *seen = calloc((size_t)g->n + 1, 1);
+	int nw = 0, hit = 1;	/* on allocation failure: assume it does */
+	if (work && seen) {
+		hit = 0;
+		work[nw++] = from;
+		seen[from] = 1;
+		while (nw > 0 && !hit) {
+			int n = work[--nw];
+			hit = n == on;
+			for (int j = 0; j < g->nodes[n].nsrc; j++)
+				if (!seen[g->nodes[n].src[j]]) {
+					seen[g->nodes[n].src[j]] = 1;
+					work[nw++] = g->nodes[n].src[j];
+				}
+		}
+	}
+	free(work);
+	free(seen);
+	return hit;
+}
+
+/* The additive mask B of S = ADD(qk [* const], B) (under CASTs), or -1. */
+static int find_bias(const tinyc_graph *g, int score, int qk)
+{
+	const tinyc_uop *a = &g->nodes[strip_casts(g, score)];
+	if (a->op != TINYC_OP_ADD)
+		return -1;
+	for (int side = 0; side < 2; side++) {
+		int x = strip_casts(g, a->src[side]);
+		const tinyc_uop *u = &g->nodes[x];
+		double c;
+		int scaled = x == qk || (u->op == TINYC_OP_MUL &&
+					 ((strip_casts(g, u->src[0]) == qk && const_value(g, u->src[1], &c)) ||
+					  (strip_casts(g, u->src[1]) == qk && const_value(g, u->src[0], &c))));
+		if (scaled && !depends_on(g, a->src[1 - side], qk))
+			return a->src[1 - side];
+	}
+	return -1;
+}
+
 int tinyc_attention_match(const tinyc_graph *g, const tinyc_bindings *b, int pv,
 			  tinyc_attn_match *m)
 {
@@ -231,6 +280,7 @@ int tinyc_attention_match(const tinyc_graph *g, const tinyc_bindings *b, int pv,
 	else
 		return 0;
 	m->rank = r - 1;
+	m->bias = find_bias(g, m->score, m->qk);
 	m->tq = dimv(&su->shape[r - 3], b);
 	m->tk = dimv(&su->shape[r - 2], b);
 	m->d = dimv(&qm->shape[r - 1], b);
@@ -333,12 +383,15 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 		if (k->cands[c].ext_free)
 			k->cands[c].ext_free(k->cands[c].ext);
 	k->ncand = 0;
+	/* the work of the fused kernel, not of the inline recomputation the generic walk counted */
+	k->flops = 2.0 * batch * (double)m.tq * (double)m.tk * (double)(m.d + m.dv);
+	k->bytes = batch * esz * ((double)m.tq * (m.d + m.dv) + (double)m.tk * (m.d + m.dv));
 	static const int bms[] = {64, 128}, bns[] = {16, 32};
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < 2; j++) {
 			int bm = bms[i], bn = bns[j];
-			/* shared K, V and score tiles in float */
-			if ((int64_t)bn * (m.d + m.dv + bm) * 4 > 48 * 1024)
+			/* shared K, V and score tiles in float, and the tile flag */
+			if ((int64_t)bn * (m.d + m.dv + bm) * 4 + 16 > 48 * 1024)
 				continue;
 			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
 			if (!ap)

@@ -33,6 +33,9 @@ typedef struct tinyc_attn_match {
 	int score;		/* S: the value softmax reads (scale and mask applied) */
 	int rmax, rsum;		/* the softmax's REDUCE MAX and REDUCE ADD */
 	double exp_scale;	/* c in EXP2((S - max) * c) */
+	int bias;		/* B when S = ADD(Q*K [* const], B) with B free of Q*K (an
+				 * additive mask: key tiles where B is -inf for every row of a
+				 * block are skipped), else -1 */
 	int rank;		/* rank of S: batch dims, then Tq, Tk */
 	int64_t tq, tk, d, dv;	/* sizes (constants or bound symbols) */
 	tinyc_dtype in_dtype;	/* dtype of the Q*K product (half, bfloat16 or float) */
