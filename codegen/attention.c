@@ -361,6 +361,288 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
 }
 
+/* Evaluate the mask over the (rows, keys) tile at (r0.., j0..) cooperatively and run `wb`
+ * only when some element is not -inf; otherwise append wb to tb.  nrows rows from r0
+ * (rows past Tq ignored), BN keys from J0. */
+static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *const *p,
+		      tinyc_gexpr *r0, int nrows, tinyc_gexpr *J0, int BN, int threads)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_attn_match *m = b->m;
+	const int nb = m->rank - 2;
+	if (m->bias < 0) {
+		app(b, tb, wb);
+		return;
+	}
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
+	int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, 0);
+	int any = tinyc_gk_reg(k, "unmasked", TINYC_BOOL);
+	int t = iter(b, "tm");
+	if (live < 0 || any < 0 || t < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 0),
+				  bin(b, TINYC_GX_EQ, tx, ic(b, 0))));
+	app(b, tb, tinyc_gs_barrier(k));
+	app(b, tb, tinyc_gs_decl(k, any, tinyc_gx_bool(k, 0)));
+	tinyc_gstmt *lb = tinyc_gs_block(k);
+	tinyc_gexpr *T = tinyc_gx_var(k, t);
+	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_DIV, T, ic(b, BN)));
+	tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_MOD, T, ic(b, BN)));
+	tinyc_gexpr *ok = bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)),
+			      bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
+	tinyc_gexpr *full[TINYC_MAX_RANK], *idx[TINYC_MAX_RANK];
+	for (int d = 0; d < nb; d++)
+		full[d] = p[d];
+	full[nb] = row, full[nb + 1] = j;
+	right_index(b, m->bias, m->rank, full, idx);
+	tinyc_emit_scope_enter(b->em);
+	tinyc_gexpr *bv = tinyc_emit_value(b->em, lb, m->bias, idx, ok);
+	tinyc_emit_scope_leave(b->em);
+	bv = tinyc_gx_cast(k, TINYC_FLOAT, bv);
+	app(b, lb, tinyc_gs_assign(k, any, bin(b, TINYC_GX_OR, tinyc_gx_var(k, any),
+		bin(b, TINYC_GX_LAND, ok, bin(b, TINYC_GX_NE, bv, fc(b, -INFINITY))))));
+	app(b, tb, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * BN), ic(b, threads), 0, lb));
+	app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 1), tinyc_gx_var(k, any)));
+	app(b, tb, tinyc_gs_barrier(k));
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_NE, tinyc_gx_load(k, live, ic(b, 0), NULL),
+				       tinyc_gx_int(k, TINYC_INT, 0)), wb, NULL));
+}
+
+/* Load rows [r0, r0 + nrows) x cols [0, W) of view `node` (trailing index built by `kind`:
+ * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row)) into shared `sh` (row stride S,
+ * dtype dt), zero outside [0, limit). */
+static void load_tile(abuild *b, tinyc_gstmt *blk, int sh, int64_t S, int node, int kind,
+		      tinyc_gexpr *const *p, tinyc_gexpr *r0, int nrows, int64_t W, int64_t limit,
+		      int threads, tinyc_dtype dt)
+{
+	tinyc_gkernel *k = b->k;
+	const int nb = b->m->rank - 2;
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
+	int t = iter(b, "tl");
+	if (t < 0)
+		return;
+	tinyc_gstmt *lb = tinyc_gs_block(k);
+	tinyc_gexpr *T = tinyc_gx_var(k, t);
+	tinyc_gexpr *rr = bin(b, TINYC_GX_DIV, T, ic(b, W)), *c = bin(b, TINYC_GX_MOD, T, ic(b, W));
+	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
+	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
+	tr[0] = kind == 0 ? row : ic(b, 0);
+	tr[1] = kind == 0 ? ic(b, 0) : kind == 1 ? row : c;
+	tr[2] = kind == 2 ? row : c;
+	view_index(b, node, nb, p, 3, tr, idx);
+	tinyc_emit_scope_enter(b->em);
+	tinyc_gexpr *v = tinyc_emit_value(b->em, lb, node, idx, bin(b, TINYC_GX_LT, row, ic(b, limit)));
+	tinyc_emit_scope_leave(b->em);
+	app(b, lb, tinyc_gs_store(k, sh, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)), c),
+				  tinyc_gx_cast(k, dt, v), NULL));
+	app(b, blk, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * W), ic(b, threads), 0, lb));
+}
+
+/* The tensor-core variant (16-bit inputs): 4 warps, each owning 16 query rows; Q K^T and
+ * P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles by
+ * ldmatrix (V transposed); the score fragment becomes P's A fragment in registers. */
+static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
+			   const tinyc_attn_plan *ap)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_emit *em = b->em;
+	const tinyc_attn_match *m = b->m;
+	const tinyc_graph *g = s->g;
+	const tinyc_uop *su = &g->nodes[m->score];
+	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = 128;
+	const int64_t D = m->d, DV = m->dv, QS = D + 8, VS = DV + 8;
+	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4;
+	const tinyc_dtype dt = m->in_dtype;
+	tinyc_gstmt *body = k->body;
+	tinyc_gexpr *ninf = fc(b, -INFINITY);
+
+	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	int lane = reg(b, body, "lane", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_LANE)));
+	int warp = reg(b, body, "warp", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_WARP)));
+	int bx = reg(b, body, "qtile", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X)));
+	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
+	if (b->failed)
+		return;
+	int nn[] = {tid, lane, warp, bx, pb};
+	for (int i = 0; i < 5; i++)
+		tinyc_emit_set_nonneg(em, nn[i]);
+	tinyc_gexpr *L = tinyc_gx_var(k, lane), *Wp = tinyc_gx_var(k, warp);
+	tinyc_gexpr *r0 = bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM));
+	tinyc_gexpr *p[TINYC_MAX_RANK], *rest = tinyc_gx_var(k, pb);
+	for (int d = nb - 1; d >= 0; d--) {
+		int64_t ext = su->shape[d].sym < 0 ? su->shape[d].val : tinyc_dim_value(&su->shape[d], s->bind);
+		char name[16];
+		snprintf(name, sizeof(name), "b%d", d);
+		int v = reg(b, body, name, b->ix, bin(b, TINYC_GX_MOD, rest, ic(b, ext)));
+		if (v < 0)
+			return;
+		tinyc_emit_set_nonneg(em, v);
+		p[d] = tinyc_gx_var(k, v);
+		rest = bin(b, TINYC_GX_DIV, rest, ic(b, ext));
+	}
+	/* lane roles: A / V.trans ldmatrix rows and columns, K (non-trans) rows and columns,
+	 * accumulator row group and column pair */
+	tinyc_gexpr *lr = bin(b, TINYC_GX_MOD, L, ic(b, 16));
+	tinyc_gexpr *lc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_DIV, L, ic(b, 16)), ic(b, 8));
+	tinyc_gexpr *kn = bin(b, TINYC_GX_ADD, lc, bin(b, TINYC_GX_MOD, L, ic(b, 8)));
+	tinyc_gexpr *kc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, L, ic(b, 8)), ic(b, 2)), ic(b, 8));
+	tinyc_gexpr *gq = bin(b, TINYC_GX_DIV, L, ic(b, 4));
+	tinyc_gexpr *tq2 = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, L, ic(b, 4)), ic(b, 2));
+	tinyc_gexpr *wrow = bin(b, TINYC_GX_MUL, Wp, ic(b, 16));
+
+	int qs = tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
+	int ks = tinyc_gk_shared(k, "ktile", dt, BN * QS, 16, 0);
+	int vs = tinyc_gk_shared(k, "vtile", dt, BN * VS, 16, 0);
+	int qa = tinyc_gk_reg_array(k, "qa", dt, D / 16 * 8);
+	int kb = tinyc_gk_reg_array(k, "kb", dt, 8);
+	int vb = tinyc_gk_reg_array(k, "vb", dt, 8);
+	int pa = tinyc_gk_reg_array(k, "pa", dt, NS * 2 / 2);
+	int sacc = tinyc_gk_reg_array(k, "sacc", TINYC_FLOAT, NS);
+	int oacc = tinyc_gk_reg_array(k, "oacc", TINYC_FLOAT, NO);
+	if (qs < 0 || ks < 0 || vs < 0 || qa < 0 || kb < 0 || vb < 0 || pa < 0 || sacc < 0 || oacc < 0) {
+		b->failed = 1;
+		return;
+	}
+	load_tile(b, body, qs, QS, m->q_side, 0, p, r0, BM, D, m->tq, NT, dt);
+	app(b, body, tinyc_gs_barrier(k));
+	app(b, body, tinyc_gs_decl(k, qa, NULL));
+	for (int kk = 0; kk < D / 16; kk++)
+		app(b, body, tinyc_gs_ldmatrix(k, qa, ic(b, kk * 8), qs,
+			bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, wrow, lr), ic(b, QS)),
+			    bin(b, TINYC_GX_ADD, ic(b, kk * 16), lc)), 4, 0));
+	app(b, body, tinyc_gs_decl(k, oacc, fc(b, 0)));
+	int mv[2], lv[2];
+	for (int h = 0; h < 2; h++) {
+		mv[h] = reg(b, body, h ? "m1" : "m0", TINYC_FLOAT, ninf);
+		lv[h] = reg(b, body, h ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
+	}
+	if (b->failed)
+		return;
+
+	int j0 = iter(b, "j0");
+	tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
+	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
+	app(b, tb, tinyc_gs_barrier(k));
+	mask_skip(b, tb, wb, p, r0, BM, J0, BN, NT);
+	load_tile(b, wb, ks, QS, m->k_side, 1, p, J0, BN, D, m->tk, NT, dt);
+	load_tile(b, wb, vs, VS, m->v_side, 2, p, J0, BN, DV, m->tk, NT, dt);
+	app(b, wb, tinyc_gs_barrier(k));
+	app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
+	app(b, wb, tinyc_gs_decl(k, kb, NULL));
+	for (int kk = 0; kk < D / 16; kk++)
+		for (int np = 0; np < BN / 16; np++) {
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, np * 16), kn), ic(b, QS)), bin(b, TINYC_GX_ADD, ic(b, kk * 16), kc));
+			app(b, wb, tinyc_gs_ldmatrix(k, kb, ic(b, 0), ks, src, 4, 0));
+			for (int h = 0; h < 2; h++)
+				app(b, wb, tinyc_gs_mma(k, sacc, ic(b, (2 * np + h) * 4), qa, ic(b, kk * 8), kb,
+							ic(b, h * 4), sacc, ic(b, (2 * np + h) * 4)));
+		}
+	/* scale and mask through the graph, keys past Tk at -inf; row maxima */
+	int mt[2];
+	for (int h = 0; h < 2; h++)
+		mt[h] = reg(b, wb, h ? "mt1" : "mt0", TINYC_FLOAT, tinyc_gx_var(k, mv[h]));
+	if (b->failed)
+		return;
+	for (int i = 0; i < NS; i++) {
+		int nt = i / 4, r = i % 4, h = r / 2;
+		tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * h))));
+		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_ADD, tq2, ic(b, nt * 8 + r % 2)));
+		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, col, ic(b, m->tk));
+		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->score, nb, p, 2, t, idx);
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		b->dot = tinyc_gx_load(k, sacc, ic(b, i), NULL);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *sv = tinyc_emit_value(em, eb, m->score, idx,
+			bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)), vj));
+		tinyc_emit_scope_leave(em);
+		b->dot = NULL;
+		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, vj, tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf), NULL));
+		app(b, eb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
+							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
+		app(b, wb, eb);
+	}
+	tinyc_gexpr *C = fc(b, m->exp_scale);
+	int tmp = tinyc_gk_reg(k, "other", TINYC_FLOAT);
+	if (tmp < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, wb, tinyc_gs_decl(k, tmp, NULL));
+	int mu[2], al[2];
+	for (int h = 0; h < 2; h++) {
+		for (int off = 1; off <= 2; off *= 2) {
+			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
+			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, tmp))));
+		}
+		mu[h] = reg(b, wb, h ? "mref1" : "mref0", TINYC_FLOAT,
+			    tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt[h]), ninf), fc(b, 0), tinyc_gx_var(k, mt[h])));
+		al[h] = reg(b, wb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
+			    tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+					  tinyc_gx_var(k, mv[h]), tinyc_gx_var(k, mu[h])), C), NULL, NULL));
+		if (b->failed)
+			return;
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
+		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	}
+	for (int i = 0; i < NO; i++)
+		app(b, wb, tinyc_gs_store(k, oacc, ic(b, i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, i), NULL),
+								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+	app(b, wb, tinyc_gs_decl(k, pa, NULL));
+	for (int i = 0; i < NS; i++) {
+		int h = (i % 4) / 2;
+		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+			tinyc_gx_load(k, sacc, ic(b, i), NULL), tinyc_gx_var(k, mu[h])), C), NULL, NULL);
+		app(b, wb, tinyc_gs_store(k, sacc, ic(b, i), pe, NULL));
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
+		app(b, wb, tinyc_gs_store(k, pa, ic(b, i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, i), NULL)), NULL));
+	}
+	app(b, wb, tinyc_gs_decl(k, vb, NULL));
+	for (int kk = 0; kk < BN / 16; kk++)
+		for (int ep = 0; ep < DV / 16; ep++) {
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, kk * 16), lr), ic(b, VS)), bin(b, TINYC_GX_ADD, ic(b, ep * 16), lc));
+			app(b, wb, tinyc_gs_ldmatrix(k, vb, ic(b, 0), vs, src, 4, 1));
+			for (int h = 0; h < 2; h++)
+				app(b, wb, tinyc_gs_mma(k, oacc, ic(b, (2 * ep + h) * 4), pa, ic(b, kk * 8), vb,
+							ic(b, h * 4), oacc, ic(b, (2 * ep + h) * 4)));
+		}
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));
+
+	/* row sums over the 4 lanes of a row, then O = acc / l through the graph's ops */
+	int tmp2 = tinyc_gk_reg(k, "other", TINYC_FLOAT);
+	if (tmp2 < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, body, tinyc_gs_decl(k, tmp2, NULL));
+	for (int h = 0; h < 2; h++)
+		for (int off = 1; off <= 2; off *= 2) {
+			app(b, body, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp2, tinyc_gx_var(k, lv[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
+			app(b, body, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, tmp2))));
+		}
+	for (int i = 0; i < NO; i++) {
+		int et = i / 4, r = i % 4, h = r / 2;
+		tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * h))));
+		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, tq2, ic(b, et * 8 + r % 2));
+		tinyc_gexpr *vr = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
+		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->pv, nb, p, 2, t, idx);
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		b->out = bin(b, TINYC_GX_DIV, tinyc_gx_load(k, oacc, ic(b, i), NULL), tinyc_gx_var(k, lv[h]));
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *ov = tinyc_emit_value(em, eb, sk->value, idx, vr);
+		tinyc_emit_scope_leave(em);
+		b->out = NULL;
+		app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vr));
+		app(b, body, eb);
+	}
+}
+
 int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
 			  const tinyc_indexbook *ib, int kernel)
 {
@@ -393,11 +675,14 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	double batch = 1;
 	for (int d = 0; d < ap->m.rank - 2; d++)
 		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
-	k->block[0] = ap->bm, k->block[1] = k->block[2] = 1;
+	k->block[0] = ap->mma ? 128 : ap->bm, k->block[1] = k->block[2] = 1;
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
 	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
-	build_body(&b, s, sk, ap);
+	if (ap->mma)
+		build_body_mma(&b, s, sk, ap);
+	else
+		build_body(&b, s, sk, ap);
 	int failed = b.failed || em->error;
 	tinyc_emit_free(em);
 	if (failed) {
@@ -406,9 +691,9 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 		return -1;
 	}
 	char comment[256];
-	snprintf(comment, sizeof(comment), "%s: flash attention (SIMT, fp32 statistics), %d query "
+	snprintf(comment, sizeof(comment), "%s: flash attention (%s, fp32 statistics), %d query "
 		 "rows per block, %d keys per shared tile, Tq=%lld Tk=%lld d=%lld dv=%lld", sk->name,
-		 ap->bm, ap->bn, (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
+		 ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
 		 (long long)ap->m.dv);
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	tinyc_gk_sort_params(k);

@@ -386,6 +386,40 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 	/* the work of the fused kernel, not of the inline recomputation the generic walk counted */
 	k->flops = 2.0 * batch * (double)m.tq * (double)m.tk * (double)(m.d + m.dv);
 	k->bytes = batch * esz * ((double)m.tq * (m.d + m.dv) + (double)m.tk * (m.d + m.dv));
+	/* the tensor-core variant: 16-bit inputs, d and dv multiples of 16 up to 128, sm_80+ */
+	if ((m.in_dtype == TINYC_HALF || m.in_dtype == TINYC_BFLOAT16) && m.d % 16 == 0 &&
+	    m.dv % 16 == 0 && m.d <= 128 && m.dv <= 128 && s->dev.arch.major >= 8) {
+		int bm = 64, bn = m.d <= 64 && m.dv <= 64 ? 64 : 32;
+		if ((bm * (m.d + 8) + bn * (m.d + 8) + bn * (m.dv + 8)) * 2 + 16 <= 48 * 1024) {
+			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
+			if (!ap)
+				return tinyc_error(ctx, "OutOfMemory", "attention plan");
+			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 1, ap->mma = 1;
+			double qtiles = ceil((double)m.tq / bm);
+			double bytes = batch * esz * ((double)m.tq * (m.d + m.dv) +
+						     qtiles * (double)m.tk * (m.d + m.dv));
+			tinyc_plan p = {0};
+			p.kind = TINYC_PLAN_ATTENTION;
+			p.ntile = 1;
+			p.block[0] = 128, p.block[1] = p.block[2] = 1;
+			p.index_dtype = TINYC_INT;
+			/* tensor-core work at a fifth of the peak (synchronous tile loads, scores
+			 * through the emitter), or the traffic, whichever is longer */
+			p.eff = 0.2;
+			double t_mma = k->flops / (s->dev.peak_fp16_tflops * 1e12 * p.eff) * 1e6;
+			double t_mem = tinyc_plan_estimate_us(s, 0, bytes, 1.0);
+			p.est_us = t_mma > t_mem ? t_mma : t_mem;
+			snprintf(p.desc, sizeof(p.desc), "attention flash mma.sync m16n8k16 Tq=%lld Tk=%lld "
+				 "d=%lld dv=%lld rows/block %d keys/tile %d", (long long)m.tq, (long long)m.tk,
+				 (long long)m.d, (long long)m.dv, bm, bn);
+			p.ext = ap;
+			p.ext_free = attn_plan_free;
+			if (tinyc_plan_add(ctx, k, &p) < 0) {
+				free(ap);
+				return -1;
+			}
+		}
+	}
 	static const int bms[] = {64, 128}, bns[] = {16, 32};
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < 2; j++) {

@@ -47,6 +47,7 @@ typedef struct tinyc_attn_plan {
 	int bm;			/* query rows per block (one thread each) */
 	int bn;			/* keys per shared-memory tile */
 	int stages;		/* K/V tiles in flight (cp.async ring depth, 1 = synchronous) */
+	int mma;		/* 1: tensor cores (mma.sync, 4 warps of 16 rows, bm = 64) */
 } tinyc_attn_plan;
 
 /* Whether REDUCE node pv is the P*V reduction of an attention; fills *m.  b: bindings
