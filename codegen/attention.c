@@ -125,6 +125,55 @@ static void right_index(abuild *b, int n, int srank, tinyc_gexpr *const *full, t
 		out[d] = dim_is_one(g, n, d) ? ic(b, 0) : full[d + srank - r];
 }
 
+/* Evaluate the mask over the (rows, keys) tile at (r0.., j0..) cooperatively and run `wb`
+ * only when some element is not -inf; otherwise append wb to tb.  nrows rows from r0
+ * (rows past Tq ignored), BN keys from J0. */
+static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *const *p,
+		      tinyc_gexpr *r0, int nrows, tinyc_gexpr *J0, int BN, int threads)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_attn_match *m = b->m;
+	const int nb = m->rank - 2;
+	if (m->bias < 0) {
+		app(b, tb, wb);
+		return;
+	}
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
+	int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, 0);
+	int any = tinyc_gk_reg(k, "unmasked", TINYC_BOOL);
+	int t = iter(b, "tm");
+	if (live < 0 || any < 0 || t < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 0),
+				  bin(b, TINYC_GX_EQ, tx, ic(b, 0))));
+	app(b, tb, tinyc_gs_barrier(k));
+	app(b, tb, tinyc_gs_decl(k, any, tinyc_gx_bool(k, 0)));
+	tinyc_gstmt *lb = tinyc_gs_block(k);
+	tinyc_gexpr *T = tinyc_gx_var(k, t);
+	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_DIV, T, ic(b, BN)));
+	tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_MOD, T, ic(b, BN)));
+	tinyc_gexpr *ok = bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)),
+			      bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
+	tinyc_gexpr *full[TINYC_MAX_RANK], *idx[TINYC_MAX_RANK];
+	for (int d = 0; d < nb; d++)
+		full[d] = p[d];
+	full[nb] = row, full[nb + 1] = j;
+	right_index(b, m->bias, m->rank, full, idx);
+	tinyc_emit_scope_enter(b->em);
+	tinyc_gexpr *bv = tinyc_emit_value(b->em, lb, m->bias, idx, ok);
+	tinyc_emit_scope_leave(b->em);
+	bv = tinyc_gx_cast(k, TINYC_FLOAT, bv);
+	app(b, lb, tinyc_gs_assign(k, any, bin(b, TINYC_GX_OR, tinyc_gx_var(k, any),
+		bin(b, TINYC_GX_LAND, ok, bin(b, TINYC_GX_NE, bv, fc(b, -INFINITY))))));
+	app(b, tb, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * BN), ic(b, threads), 0, lb));
+	app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 1), tinyc_gx_var(k, any)));
+	app(b, tb, tinyc_gs_barrier(k));
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_NE, tinyc_gx_load(k, live, ic(b, 0), NULL),
+				       tinyc_gx_int(k, TINYC_INT, 0)), wb, NULL));
+}
+
 /* Build the kernel body into k (see the top of the file). */
 static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 		       const tinyc_attn_plan *ap)
@@ -209,43 +258,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	/* with an additive mask: skip the tile when the mask is -inf at every (row, key) of
 	 * the block (exact: a finite score plus -inf is -inf, whose weight is 0) */
 	tinyc_gstmt *wb = tinyc_gs_block(k);
-	if (m->bias >= 0) {
-		int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, 0);
-		if (live < 0) {
-			b->failed = 1;
-			return;
-		}
-		app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 0),
-					  bin(b, TINYC_GX_EQ, tx, ic(b, 0))));
-		app(b, tb, tinyc_gs_barrier(k));
-		int any = reg(b, tb, "unmasked", TINYC_BOOL, tinyc_gx_bool(k, 0));
-		int jj = iter(b, "jj");
-		if (any < 0 || jj < 0)
-			return;
-		tinyc_gstmt *lb = tinyc_gs_block(k);
-		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, tinyc_gx_var(k, jj));
-		tinyc_gexpr *ok = bin(b, TINYC_GX_LAND, vrow, bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
-		tinyc_gexpr *t[2] = {row, j}, *full[TINYC_MAX_RANK], *idx[TINYC_MAX_RANK];
-		for (int d = 0; d < nb; d++)
-			full[d] = p[d];
-		full[nb] = row, full[nb + 1] = j;
-		(void)t;
-		right_index(b, m->bias, m->rank, full, idx);
-		tinyc_emit_scope_enter(em);
-		tinyc_gexpr *bv = tinyc_emit_value(em, lb, m->bias, idx, ok);
-		tinyc_emit_scope_leave(em);
-		bv = tinyc_gx_cast(k, TINYC_FLOAT, bv);
-		app(b, lb, tinyc_gs_assign(k, any, bin(b, TINYC_GX_OR, tinyc_gx_var(k, any),
-			bin(b, TINYC_GX_LAND, ok, bin(b, TINYC_GX_NE, bv, ninf)))));
-		app(b, tb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
-		app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 1),
-					  tinyc_gx_var(k, any)));
-		app(b, tb, tinyc_gs_barrier(k));
-		app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_NE, tinyc_gx_load(k, live, ic(b, 0), NULL),
-					       tinyc_gx_int(k, TINYC_INT, 0)), wb, NULL));
-	} else {
-		app(b, tb, wb);
-	}
+	mask_skip(b, tb, wb, p, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM, J0, BN, BM);
 	for (int which = 0; which < 2; which++) {	/* K, then V, into shared memory */
 		int64_t W = which ? DV : D;
 		int t = iter(b, which ? "tv" : "tk");
@@ -359,55 +372,6 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	b->out = NULL;
 	app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vrow));
 	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
-}
-
-/* Evaluate the mask over the (rows, keys) tile at (r0.., j0..) cooperatively and run `wb`
- * only when some element is not -inf; otherwise append wb to tb.  nrows rows from r0
- * (rows past Tq ignored), BN keys from J0. */
-static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *const *p,
-		      tinyc_gexpr *r0, int nrows, tinyc_gexpr *J0, int BN, int threads)
-{
-	tinyc_gkernel *k = b->k;
-	const tinyc_attn_match *m = b->m;
-	const int nb = m->rank - 2;
-	if (m->bias < 0) {
-		app(b, tb, wb);
-		return;
-	}
-	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
-	int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, 0);
-	int any = tinyc_gk_reg(k, "unmasked", TINYC_BOOL);
-	int t = iter(b, "tm");
-	if (live < 0 || any < 0 || t < 0) {
-		b->failed = 1;
-		return;
-	}
-	app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 0),
-				  bin(b, TINYC_GX_EQ, tx, ic(b, 0))));
-	app(b, tb, tinyc_gs_barrier(k));
-	app(b, tb, tinyc_gs_decl(k, any, tinyc_gx_bool(k, 0)));
-	tinyc_gstmt *lb = tinyc_gs_block(k);
-	tinyc_gexpr *T = tinyc_gx_var(k, t);
-	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_DIV, T, ic(b, BN)));
-	tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_MOD, T, ic(b, BN)));
-	tinyc_gexpr *ok = bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)),
-			      bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
-	tinyc_gexpr *full[TINYC_MAX_RANK], *idx[TINYC_MAX_RANK];
-	for (int d = 0; d < nb; d++)
-		full[d] = p[d];
-	full[nb] = row, full[nb + 1] = j;
-	right_index(b, m->bias, m->rank, full, idx);
-	tinyc_emit_scope_enter(b->em);
-	tinyc_gexpr *bv = tinyc_emit_value(b->em, lb, m->bias, idx, ok);
-	tinyc_emit_scope_leave(b->em);
-	bv = tinyc_gx_cast(k, TINYC_FLOAT, bv);
-	app(b, lb, tinyc_gs_assign(k, any, bin(b, TINYC_GX_OR, tinyc_gx_var(k, any),
-		bin(b, TINYC_GX_LAND, ok, bin(b, TINYC_GX_NE, bv, fc(b, -INFINITY))))));
-	app(b, tb, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * BN), ic(b, threads), 0, lb));
-	app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 1), tinyc_gx_var(k, any)));
-	app(b, tb, tinyc_gs_barrier(k));
-	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_NE, tinyc_gx_load(k, live, ic(b, 0), NULL),
-				       tinyc_gx_int(k, TINYC_INT, 0)), wb, NULL));
 }
 
 /* Load rows [r0, r0 + nrows) x cols [0, W) of view `node` (trailing index built by `kind`:
