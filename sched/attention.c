@@ -296,6 +296,40 @@ int tinyc_attention_match(const tinyc_graph *g, const tinyc_bindings *b, int pv,
 	return 1;
 }
 
+/* Clear mat[] for every node that depends on m's Q*K reduction and that O depends on
+ * (O itself excluded).  Returns 0, or -1 when out of memory. */
+static int unclaim_interior(const tinyc_graph *g, const tinyc_attn_match *m, unsigned char *mat)
+{
+	unsigned char *dq = calloc((size_t)g->n + 1, 1), *seen = calloc((size_t)g->n + 1, 1);
+	int *work = malloc(sizeof(int) * (size_t)(g->n + 1));
+	if (!dq || !seen || !work) {
+		free(dq), free(seen), free(work);
+		return -1;
+	}
+	for (int i = m->qk; i <= m->pv; i++) {	/* nodes are in topological order */
+		dq[i] = i == m->qk;
+		for (int j = 0; j < g->nodes[i].nsrc && !dq[i]; j++)
+			dq[i] = dq[g->nodes[i].src[j]];
+	}
+	int nw = 0;
+	work[nw++] = m->pv;
+	seen[m->pv] = 1;
+	while (nw > 0) {
+		int n = work[--nw];
+		if (n != m->pv && dq[n])
+			mat[n] = 0;
+		for (int j = 0; j < g->nodes[n].nsrc; j++) {
+			int o = g->nodes[n].src[j];
+			if (!seen[o] && o >= m->qk) {
+				seen[o] = 1;
+				work[nw++] = o;
+			}
+		}
+	}
+	free(dq), free(seen), free(work);
+	return 0;
+}
+
 int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 			  const unsigned char *live, unsigned char *mat)
 {
@@ -314,7 +348,10 @@ int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 		tinyc_attn_match m;
 		if (!live[i] || g->nodes[i].op != TINYC_OP_REDUCE || !tinyc_attention_match(g, b, i, &m))
 			continue;
-		mat[m.qk] = mat[m.rmax] = mat[m.rsum] = 0;
+		/* every value between Q*K and O (the reductions, S, P and the views between
+		 * them) is the kernel's own: not materialised, whatever decided otherwise */
+		if (unclaim_interior(g, &m, mat) < 0)
+			mat[m.qk] = mat[m.rmax] = mat[m.rsum] = 0;
 		/* O stays inline only under a chain of same-shaped elementwise ops to an OUTPUT */
 		int cur = i, keep = 0;
 		while (nusers[cur] == 1) {
