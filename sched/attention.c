@@ -333,6 +333,9 @@ static int unclaim_interior(const tinyc_graph *g, const tinyc_attn_match *m, uns
 int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 			  const unsigned char *live, unsigned char *mat)
 {
+	const char *env = getenv("TINYC_ATTENTION");	/* "0": leave attention to the generic path */
+	if (env && strcmp(env, "0") == 0)
+		return 0;
 	int *nusers = calloc((size_t)g->n + 1, sizeof(int));
 	int *user = calloc((size_t)g->n + 1, sizeof(int));
 	int count = 0;
@@ -378,9 +381,16 @@ out:
 /* ------------------------------------------------------------------ provider ---- */
 
 /* Whether kernel k stores attention match m's output: its value is O under unary
- * elementwise ops. */
-static int kernel_is_attention(const tinyc_schedule *s, const tinyc_skernel *k, int pv)
+ * elementwise ops, and it computes Q K^T and the softmax statistics itself (the claim
+ * kept them out of buffers). */
+static int kernel_is_attention(const tinyc_schedule *s, const tinyc_skernel *k,
+			       const tinyc_attn_match *m)
 {
+	int inl = 0, pv = m->pv;
+	for (int r = 0; r < k->nred; r++)
+		inl += k->reds[r] == m->qk || k->reds[r] == m->rmax || k->reds[r] == m->rsum;
+	if (inl != 3 || s->node_buf[m->score] >= 0)
+		return 0;
 	int n = k->value;
 	while (n != pv) {
 		const tinyc_uop *u = &s->g->nodes[n];
@@ -408,7 +418,7 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 	int found = 0;
 	for (int r = 0; r < k->nred && !found; r++)
 		found = tinyc_attention_match(s->g, s->bind, k->reds[r], &m) &&
-			kernel_is_attention(s, k, m.pv);
+			kernel_is_attention(s, k, &m);
 	if (!found)
 		return 0;
 	const tinyc_uop *su = &s->g->nodes[m.score];

@@ -58,7 +58,8 @@ int tinyc_attention_match(const tinyc_graph *g, const tinyc_bindings *b, int pv,
 /* Called by tinyc_partition once it has decided which values to materialise (mat, per
  * node) among the live ones (live, per node): un-materialises the inner reductions of
  * every attention, and materialises O unless only elementwise ops lie between it and an
- * OUTPUT.  Returns the number of attentions claimed. */
+ * OUTPUT.  TINYC_ATTENTION=0 in the environment turns this off.  Returns the number of
+ * attentions claimed. */
 int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 			  const unsigned char *live, unsigned char *mat);
 
