@@ -37,6 +37,11 @@ int tinyc_rearrange_emit_cuda(tinyc_ctx *ctx, const tinyc_rearrange_plan *plan,
 void tinyc_rearrange_launch_dims(const tinyc_rearrange_plan *plan, unsigned grid[3],
 				 unsigned block[3]);
 
+/* The GPU IR builder of TINYC_PLAN_ATTENTION plans (codegen/attention.c, listed in
+ * gpuir_pass.c): the flash-style attention kernel of schedule kernel `kernel`. */
+int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
+			  const tinyc_indexbook *ib, int kernel);
+
 /* The GPU IR builder of TINYC_PLAN_REARRANGE plans (listed in gpuir_pass.c): kernel
  * `kernel` of s, whose plan ext is a tinyc_rearrange_kplan, as a GPU IR kernel of gm with
  * two pointer parameters (the source buffer, const, and the destination buffer, typed as

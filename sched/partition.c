@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "sched/rowfuse.h"
+#include "sched/attention.h"
 #include "sched/schedule.h"
 
 int64_t tinyc_sched_dim(const tinyc_schedule *s, const tinyc_dim *d)
@@ -471,6 +472,9 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 		else if (u->op == TINYC_OP_REDUCE)	/* row groups (rowfuse.c) stay inline */
 			p.mat[i] = (unsigned char)(reduce_needs_buffer(&p, i) && !(fuse && fuse[i]));
 	}
+
+	/* attention (sched/attention.c): one kernel computes softmax(Q K^T) V */
+	tinyc_attention_claim(g, b, p.live, p.mat);
 
 	/* outputs and temporaries, in graph order */
 	int nout = 0, ntemp = 0;

@@ -25,6 +25,7 @@
 #include "ir/pass.h"
 #include "lower/lower.h"
 #include "poly/poly.h"
+#include "sched/attention.h"
 #include "sched/matmul.h"
 #include "sched/rearrange.h"
 #include "sched/rowfuse.h"
@@ -45,11 +46,13 @@ static const tinyc_plan_provider *const providers[] = {
 	&tinyc_plan_matmul,	/* contractions: replaces generic candidates (sched/matmul.c) */
 	&tinyc_plan_rearrange,	/* after the others: replaces generic candidates */
 	&tinyc_plan_rowfuse,	/* row groups: replaces every other candidate (sched/rowfuse.c) */
+	&tinyc_plan_attention,	/* attention outputs: replaces every other candidate */
 };
 
 const char *tinyc_plan_kind_name(tinyc_plan_kind k)
 {
-	static const char *const n[] = {"map", "rowred", "matmul", "rearrange", "rowfuse"};
+	static const char *const n[] = {"map", "rowred", "matmul", "rearrange", "rowfuse",
+					 "attention"};
 	return k >= 0 && k < TINYC_PLAN_KIND_COUNT ? n[k] : "?";
 }
 

@@ -61,6 +61,7 @@ typedef enum tinyc_plan_kind {
 	TINYC_PLAN_REARRANGE,	/* the movement kernel of seed 003 (its own provider/builder) */
 	TINYC_PLAN_ROWFUSE,	/* a row group: its row reductions and the ops between them as
 				 * one kernel, a warp or block per row (sched/rowfuse.c) */
+	TINYC_PLAN_ATTENTION,	/* flash-style attention (sched/attention.c, codegen/attention.c) */
 	TINYC_PLAN_KIND_COUNT,
 } tinyc_plan_kind;
 

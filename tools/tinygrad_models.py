@@ -136,6 +136,30 @@ def cat_full(leaf, rows=3, n=5):
     return {"y": y, "z": z}, {"a": a, "b": b}, {}
 
 
+def attention(leaf, b=8, t=512, heads=12, kv_heads=12, d=64, mask="causal",
+              dtype=dtypes.half):
+    """Scaled dot-product attention as a transformer layer calls it (issue 16): q from
+    x_q[b,t,heads*d], k and v from [b,t,kv_heads*d], heads split and transposed, K/V heads
+    repeated for GQA/MQA (kv_heads < heads); mask "causal", "none" or "bias" (an additive
+    float mask input [t,t])."""
+    xq = leaf("q", (b, t, heads * d), dtype)
+    xk = leaf("k", (b, t, kv_heads * d), dtype)
+    xv = leaf("v", (b, t, kv_heads * d), dtype)
+    q = xq.reshape(b, t, heads, d).transpose(1, 2)
+    k = xk.reshape(b, t, kv_heads, d).transpose(1, 2)
+    v = xv.reshape(b, t, kv_heads, d).transpose(1, 2)
+    if kv_heads != heads:
+        k = k.repeat_interleave(heads // kv_heads, dim=1)
+        v = v.repeat_interleave(heads // kv_heads, dim=1)
+    ins = {"q": xq, "k": xk, "v": xv}
+    if mask == "bias":
+        ins["bias"] = leaf("bias", (t, t), dtype)
+        y = q.scaled_dot_product_attention(k, v, attn_mask=ins["bias"])
+    else:
+        y = q.scaled_dot_product_attention(k, v, is_causal=mask == "causal")
+    return {"y": y}, ins, {}
+
+
 # name -> (builder, full-size keyword arguments, small keyword arguments)
 EXPORTS = {
     "gpt2_block_fp16": (gpt2_block, dict(b=8, t=512, d=768, heads=12, dtype=dtypes.half),

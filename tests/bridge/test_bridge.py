@@ -65,6 +65,19 @@ CASES = {
     "movement": (movement, dict(n=4, m=6), "cpu,gpuir", (1e-5, 1e-6)),
     "pow": (pow_ops, dict(n=12), "cpu,gpuir", (1e-5, 1e-6)),
     "cat_full": (M.cat_full, dict(rows=3, n=4), "cpu,gpuir", (1e-6, 1e-6)),
+    # attention (issue 16): one flash-style kernel; T not a multiple of the key tile
+    "attn_causal_gqa_fp16": (M.attention, dict(b=2, t=37, heads=4, kv_heads=2, d=64,
+                                               mask="causal", dtype=dtypes.half),
+                             "cpu,gpuir", (2e-2, 2e-2)),
+    "attn_full_mqa_fp32": (M.attention, dict(b=1, t=33, heads=2, kv_heads=1, d=64,
+                                             mask="none", dtype=dtypes.float),
+                           "cpu,gpuir", (1e-5, 1e-5)),
+    "attn_bias_d128_fp16": (M.attention, dict(b=1, t=20, heads=2, kv_heads=2, d=128,
+                                              mask="bias", dtype=dtypes.half),
+                            "cpu,gpuir", (2e-2, 2e-2)),
+    "attn_causal_d128_fp32": (M.attention, dict(b=1, t=19, heads=2, kv_heads=2, d=128,
+                                                mask="causal", dtype=dtypes.float),
+                              "cpu,gpuir", (1e-5, 1e-5)),
 }
 
 # the small versions of the committed exports (examples/models/*_small.uop)

@@ -84,6 +84,42 @@ Test(codegen, nvrtc_compiles_every_graph_for_sm80_and_sm90, .timeout = 900)
 	cr_expect_geq(compiled_ok, 2 * 30, "only %d graphs compiled", compiled_ok);
 }
 
+/* The flash-style attention kernels (tests/lit/attention) compile for sm_80 and for sm_90a,
+ * and the schedule chose the attention plan for them. */
+Test(codegen, nvrtc_compiles_attention_for_sm80_and_sm90a, .timeout = 600)
+{
+	if (tinyc_nvrtc_version() < 0)
+		cr_skip_test("nvrtc is not available");
+	const char *files[] = {"causal-gqa-fp16.uop", "bias-bf16.uop", "mqa-d128-fp32.uop"};
+	const char *targets[] = {"sm_80", "sm_90a"};
+	for (int i = 0; i < 3; i++)
+		for (int t = 0; t < 2; t++) {
+			char path[1024];
+			snprintf(path, sizeof(path), "%s/tests/lit/attention/%s", TINYC_SOURCE_DIR, files[i]);
+			tinyc_ctx *ctx = tinyc_ctx_alloc();
+			compiled c;
+			int rc = compile(ctx, path, NULL, targets[t], &c);
+			if (rc != 0)
+				dump_diags(ctx);
+			cr_assert_eq(rc, 0, "%s: compile failed for %s", files[i], targets[t]);
+			int attn = 0;
+			for (int k = 0; k < c.s->nkern; k++)
+				attn += tinyc_skernel_plan(&c.s->kerns[k])->kind == TINYC_PLAN_ATTENTION;
+			cr_expect_eq(attn, 1, "%s: %d attention kernels", files[i], attn);
+			tinyc_buf text = {0};
+			cr_assert_eq(tinyc_cuda_print(ctx, c.gm, &text), 0);
+			tinyc_blob blob = {0};
+			int nrc = tinyc_nvrtc_compile(ctx, text.data, "attention.cu", targets[t], 1, &blob);
+			if (nrc < 0)
+				dump_diags(ctx);
+			cr_expect_eq(nrc, 0, "%s: nvrtc failed for %s", files[i], targets[t]);
+			tinyc_blob_clear(&blob);
+			tinyc_buf_free(&text);
+			compiled_free(&c);
+			tinyc_ctx_free(ctx);
+		}
+}
+
 /* ------------------------------------------------------------ interpreter ---- */
 
 /* Tolerances for comparing an output of dtype dt after a reduction of extent r. */

@@ -1,0 +1,665 @@
+/* Attention plan -> GPU IR: the flash-style kernel of a TINYC_PLAN_ATTENTION schedule
+ * kernel (sched/attention.h).
+ *
+ * A block owns `bm` query rows of one batch entry (grid x: query tiles, grid y: the batch
+ * dims flattened), one thread per row.  The thread keeps its query row and its output
+ * accumulator in registers (its tile of scores in its own column of a shared score
+ * tile); the block streams K and V through shared memory `bn` keys at
+ * a time.  Per key tile every thread computes its row of scores (the Q K^T dot product,
+ * then the graph's own scale and mask expression through the emitter, with the dot
+ * product substituted for the Q*K reduction), takes the tile maximum, rescales its
+ * running sum and accumulator once (online softmax, fp32 statistics) and accumulates
+ * P V.  Keys past Tk score -inf; rows past Tq compute but do not store.  The output is
+ * the accumulator divided by the running sum, passed through the elementwise ops the
+ * graph applies to O before it is stored.  Q, K and V are read through the emitter at the
+ * MUL operands' indices, so the graph's views (head splits, transposes, GQA broadcasts)
+ * need no special case.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "codegen/codegen.h"
+#include "codegen/gpu.h"
+#include "sched/attention.h"
+
+/* State of one kernel build. */
+typedef struct abuild {
+	tinyc_ctx *ctx;			/* diagnostics */
+	tinyc_gkernel *k;		/* the kernel */
+	tinyc_emit *em;			/* its value emitter */
+	const tinyc_attn_match *m;	/* the attention */
+	tinyc_dtype ix;			/* index dtype */
+	tinyc_gexpr *dot;		/* value substituted for the Q*K reduction, or NULL */
+	tinyc_gexpr *out;		/* value substituted for the P*V reduction, or NULL */
+	int failed;			/* a builder call failed */
+} abuild;
+
+/* The emitter hook: the dot product for the Q*K reduction, the normalised accumulator
+ * for the P*V reduction. */
+static tinyc_gexpr *attn_leaf(tinyc_emit *em, int node, tinyc_gexpr *const *idx, void *user)
+{
+	abuild *b = user;
+	(void)em, (void)idx;
+	if (node == b->m->qk)
+		return b->dot;
+	if (node == b->m->pv)
+		return b->out;
+	return NULL;
+}
+
+/* Append s to block, recording failure. */
+static void app(abuild *b, tinyc_gstmt *block, tinyc_gstmt *s)
+{
+	if (!s || tinyc_gs_append(b->k, block, s) < 0)
+		b->failed = 1;
+}
+
+/* An index constant. */
+static tinyc_gexpr *ic(abuild *b, int64_t v)
+{
+	return tinyc_gx_int(b->k, b->ix, v);
+}
+
+/* A float constant. */
+static tinyc_gexpr *fc(abuild *b, double v)
+{
+	return tinyc_gx_float(b->k, TINYC_FLOAT, v);
+}
+
+/* A binary expression. */
+static tinyc_gexpr *bin(abuild *b, tinyc_gx_op op, tinyc_gexpr *x, tinyc_gexpr *y)
+{
+	return tinyc_gx_binary(b->k, op, x, y);
+}
+
+/* Declare a register `name` of dtype dt initialised to init in block; its index or -1. */
+static int reg(abuild *b, tinyc_gstmt *block, const char *name, tinyc_dtype dt, tinyc_gexpr *init)
+{
+	int v = tinyc_gk_reg(b->k, name, dt);
+	if (v < 0) {
+		b->failed = 1;
+		return -1;
+	}
+	app(b, block, tinyc_gs_decl(b->k, v, init));
+	return v;
+}
+
+/* A loop iterator register (non-negative). */
+static int iter(abuild *b, const char *name)
+{
+	int v = tinyc_gk_reg(b->k, name, b->ix);
+	if (v < 0)
+		b->failed = 1;
+	else
+		tinyc_emit_set_nonneg(b->em, v);
+	return v;
+}
+
+/* Whether dim d of node n is the constant 1. */
+static int dim_is_one(const tinyc_graph *g, int n, int d)
+{
+	const tinyc_dim *x = &g->nodes[n].shape[d];
+	return x->sym < 0 && x->val == 1;
+}
+
+/* The index of node n (rank nb + 2 or nb + 3) at batch index p[0..nb) followed by the
+ * trailing indices t[0..nt): entries where n has size 1 are 0. */
+static void view_index(abuild *b, int n, int nb, tinyc_gexpr *const *p, int nt,
+		       tinyc_gexpr *const *t, tinyc_gexpr **out)
+{
+	const tinyc_graph *g = b->em->g;
+	for (int d = 0; d < nb + nt; d++) {
+		tinyc_gexpr *v = d < nb ? p[d] : t[d - nb];
+		out[d] = dim_is_one(g, n, d) ? ic(b, 0) : v;
+	}
+}
+
+/* The index of node n at the index full[0..srank) of S, right-aligned (n may have lower
+ * rank, as an operand of a broadcasting elementwise op); size-1 dims get 0. */
+static void right_index(abuild *b, int n, int srank, tinyc_gexpr *const *full, tinyc_gexpr **out)
+{
+	const tinyc_graph *g = b->em->g;
+	int r = g->nodes[n].rank;
+	for (int d = 0; d < r; d++)
+		out[d] = dim_is_one(g, n, d) ? ic(b, 0) : full[d + srank - r];
+}
+
+/* Evaluate the mask over the (rows, keys) tile at (r0.., j0..) cooperatively and run `wb`
+ * only when some element is not -inf; otherwise append wb to tb.  nrows rows from r0
+ * (rows past Tq ignored), BN keys from J0. */
+static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *const *p,
+		      tinyc_gexpr *r0, int nrows, tinyc_gexpr *J0, int BN, int threads)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_attn_match *m = b->m;
+	const int nb = m->rank - 2;
+	if (m->bias < 0) {
+		app(b, tb, wb);
+		return;
+	}
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
+	int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, 0);
+	int any = tinyc_gk_reg(k, "unmasked", TINYC_BOOL);
+	int t = iter(b, "tm");
+	if (live < 0 || any < 0 || t < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 0),
+				  bin(b, TINYC_GX_EQ, tx, ic(b, 0))));
+	app(b, tb, tinyc_gs_barrier(k));
+	app(b, tb, tinyc_gs_decl(k, any, tinyc_gx_bool(k, 0)));
+	tinyc_gstmt *lb = tinyc_gs_block(k);
+	tinyc_gexpr *T = tinyc_gx_var(k, t);
+	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_DIV, T, ic(b, BN)));
+	tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_MOD, T, ic(b, BN)));
+	tinyc_gexpr *ok = bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)),
+			      bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
+	tinyc_gexpr *full[TINYC_MAX_RANK], *idx[TINYC_MAX_RANK];
+	for (int d = 0; d < nb; d++)
+		full[d] = p[d];
+	full[nb] = row, full[nb + 1] = j;
+	right_index(b, m->bias, m->rank, full, idx);
+	tinyc_emit_scope_enter(b->em);
+	tinyc_gexpr *bv = tinyc_emit_value(b->em, lb, m->bias, idx, ok);
+	tinyc_emit_scope_leave(b->em);
+	bv = tinyc_gx_cast(k, TINYC_FLOAT, bv);
+	app(b, lb, tinyc_gs_assign(k, any, bin(b, TINYC_GX_OR, tinyc_gx_var(k, any),
+		bin(b, TINYC_GX_LAND, ok, bin(b, TINYC_GX_NE, bv, fc(b, -INFINITY))))));
+	app(b, tb, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * BN), ic(b, threads), 0, lb));
+	app(b, tb, tinyc_gs_store(k, live, ic(b, 0), tinyc_gx_int(k, TINYC_INT, 1), tinyc_gx_var(k, any)));
+	app(b, tb, tinyc_gs_barrier(k));
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_NE, tinyc_gx_load(k, live, ic(b, 0), NULL),
+				       tinyc_gx_int(k, TINYC_INT, 0)), wb, NULL));
+}
+
+/* Build the kernel body into k (see the top of the file). */
+static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
+		       const tinyc_attn_plan *ap)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_emit *em = b->em;
+	const tinyc_attn_match *m = b->m;
+	const tinyc_graph *g = s->g;
+	const tinyc_uop *su = &g->nodes[m->score];
+	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn;
+	const int64_t D = m->d, DV = m->dv;
+	tinyc_gstmt *body = k->body;
+	tinyc_gexpr *ninf = fc(b, -INFINITY);
+
+	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	int bx = reg(b, body, "qtile", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X)));
+	if (b->failed)
+		return;
+	tinyc_emit_set_nonneg(em, tid);
+	tinyc_emit_set_nonneg(em, bx);
+	tinyc_gexpr *tx = tinyc_gx_var(k, tid);
+	int iv = reg(b, body, "row", b->ix, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), tx));
+	if (iv < 0)
+		return;
+	tinyc_emit_set_nonneg(em, iv);
+	tinyc_gexpr *row = tinyc_gx_var(k, iv);
+	tinyc_gexpr *vrow = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
+	/* the batch indices from blockIdx.y, innermost dim fastest */
+	tinyc_gexpr *p[TINYC_MAX_RANK];
+	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
+	if (pb < 0)
+		return;
+	tinyc_emit_set_nonneg(em, pb);
+	tinyc_gexpr *rest = tinyc_gx_var(k, pb);
+	for (int d = nb - 1; d >= 0; d--) {
+		int64_t ext = tinyc_dim_value(&su->shape[d], s->bind);
+		if (su->shape[d].sym < 0)
+			ext = su->shape[d].val;
+		char name[16];
+		snprintf(name, sizeof(name), "b%d", d);
+		int v = reg(b, body, name, b->ix, bin(b, TINYC_GX_MOD, rest, ic(b, ext)));
+		if (v < 0)
+			return;
+		tinyc_emit_set_nonneg(em, v);
+		p[d] = tinyc_gx_var(k, v);
+		rest = bin(b, TINYC_GX_DIV, rest, ic(b, ext));
+	}
+
+	/* the query row in registers */
+	int q = tinyc_gk_reg_array(k, "q", TINYC_FLOAT, D);
+	int acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, DV);
+	int sc = tinyc_gk_shared(k, "stile", TINYC_FLOAT, (int64_t)BN * BM, 16, 0);
+	int ks = tinyc_gk_shared(k, "ktile", TINYC_FLOAT, (int64_t)BN * D, 16, 0);
+	int vs = tinyc_gk_shared(k, "vtile", TINYC_FLOAT, (int64_t)BN * DV, 16, 0);
+	if (q < 0 || acc < 0 || sc < 0 || ks < 0 || vs < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, body, tinyc_gs_decl(k, q, NULL));
+	app(b, body, tinyc_gs_decl(k, acc, fc(b, 0)));
+	{
+		int c = iter(b, "c");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *t[3] = {row, ic(b, 0), tinyc_gx_var(k, c)}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->q_side, nb, p, 3, t, idx);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *v = tinyc_emit_value(em, lb, m->q_side, idx, vrow);
+		tinyc_emit_scope_leave(em);
+		app(b, lb, tinyc_gs_store(k, q, tinyc_gx_var(k, c), tinyc_gx_cast(k, TINYC_FLOAT, v), NULL));
+		app(b, body, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, lb));
+	}
+	int mv = reg(b, body, "m", TINYC_FLOAT, ninf);
+	int lv = reg(b, body, "l", TINYC_FLOAT, fc(b, 0));
+	if (b->failed)
+		return;
+
+	/* the key tiles */
+	int j0 = iter(b, "j0");
+	tinyc_gstmt *tb = tinyc_gs_block(k);
+	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
+	app(b, tb, tinyc_gs_barrier(k));
+	/* with an additive mask: skip the tile when the mask is -inf at every (row, key) of
+	 * the block (exact: a finite score plus -inf is -inf, whose weight is 0) */
+	tinyc_gstmt *wb = tinyc_gs_block(k);
+	mask_skip(b, tb, wb, p, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM, J0, BN, BM);
+	for (int which = 0; which < 2; which++) {	/* K, then V, into shared memory */
+		int64_t W = which ? DV : D;
+		int t = iter(b, which ? "tv" : "tk");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *T = tinyc_gx_var(k, t);
+		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_DIV, T, ic(b, W)));
+		tinyc_gexpr *c = bin(b, TINYC_GX_MOD, T, ic(b, W));
+		tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
+		int node = which ? m->v_side : m->k_side;
+		tr[0] = ic(b, 0);
+		tr[1] = which ? c : j;
+		tr[2] = which ? j : c;
+		view_index(b, node, nb, p, 3, tr, idx);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *v = tinyc_emit_value(em, lb, node, idx, bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
+		tinyc_emit_scope_leave(em);
+		app(b, lb, tinyc_gs_store(k, which ? vs : ks, T, tinyc_gx_cast(k, TINYC_FLOAT, v), NULL));
+		app(b, wb, tinyc_gs_for_range(k, t, tx, ic(b, BN * W), ic(b, BM), 0, lb));
+	}
+	app(b, wb, tinyc_gs_barrier(k));
+	/* this row's scores of the tile (column tid of the score tile), and their maximum */
+	int mt = reg(b, wb, "mtile", TINYC_FLOAT, tinyc_gx_var(k, mv));
+	{
+		int jj = iter(b, "jj");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
+		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, JJ);
+		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, j, ic(b, m->tk));
+		int dot = reg(b, lb, "dot", TINYC_FLOAT, fc(b, 0));
+		int c = iter(b, "c");
+		tinyc_gstmt *cb = tinyc_gs_block(k);
+		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, D)),
+							  tinyc_gx_var(k, c)), NULL);
+		app(b, cb, tinyc_gs_assign(k, dot, tinyc_gx_call(k, TINYC_GM_FMA,
+			tinyc_gx_load(k, q, tinyc_gx_var(k, c), NULL), kv, tinyc_gx_var(k, dot))));
+		app(b, lb, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, cb));
+		/* the graph's scale and mask on the dot product */
+		tinyc_gexpr *t[2] = {row, j}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->score, nb, p, 2, t, idx);
+		b->dot = tinyc_gx_var(k, dot);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *sv = tinyc_emit_value(em, lb, m->score, idx, bin(b, TINYC_GX_LAND, vrow, vj));
+		tinyc_emit_scope_leave(em);
+		b->dot = NULL;
+		sv = tinyc_gx_select(k, vj, tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf);
+		int svv = reg(b, lb, "score", TINYC_FLOAT, sv);
+		if (svv < 0)
+			return;
+		app(b, lb, tinyc_gs_store(k, sc, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, BM)), tx),
+					  tinyc_gx_var(k, svv), NULL));
+		app(b, lb, tinyc_gs_assign(k, mt, bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt),
+						       tinyc_gx_var(k, svv))));
+		app(b, wb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
+	}
+	/* online softmax: rescale by exp2(c * (m_old - m_new)); an all -inf row uses 0 */
+	tinyc_gexpr *C = fc(b, m->exp_scale);
+	int mu = reg(b, wb, "mref", TINYC_FLOAT,
+		     tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt), ninf), fc(b, 0),
+				     tinyc_gx_var(k, mt)));
+	int al = reg(b, wb, "alpha", TINYC_FLOAT,
+		     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+				   tinyc_gx_var(k, mv), tinyc_gx_var(k, mu)), C), NULL, NULL));
+	if (b->failed)
+		return;
+	app(b, wb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv), tinyc_gx_var(k, al))));
+	{
+		int e = iter(b, "e");
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		tinyc_gexpr *E = tinyc_gx_var(k, e);
+		app(b, eb, tinyc_gs_store(k, acc, E, bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL),
+							 tinyc_gx_var(k, al)), NULL));
+		app(b, wb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
+	}
+	{
+		int jj = iter(b, "jj");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
+		int pv = reg(b, lb, "p", TINYC_FLOAT,
+			     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+					   tinyc_gx_load(k, sc, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, BM)), tx), NULL),
+					   tinyc_gx_var(k, mu)), C), NULL, NULL));
+		if (pv < 0)
+			return;
+		app(b, lb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv), tinyc_gx_var(k, pv))));
+		int e = iter(b, "e");
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		tinyc_gexpr *E = tinyc_gx_var(k, e);
+		tinyc_gexpr *vv = tinyc_gx_load(k, vs, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, DV)), E), NULL);
+		app(b, eb, tinyc_gs_store(k, acc, E, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, pv), vv,
+								 tinyc_gx_load(k, acc, E, NULL)), NULL));
+		app(b, lb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
+		app(b, wb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
+	}
+	app(b, wb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
+
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));
+
+	/* O = acc / l through the graph's elementwise ops after the P*V reduction */
+	int linv = reg(b, body, "linv", TINYC_FLOAT, bin(b, TINYC_GX_DIV, fc(b, 1), tinyc_gx_var(k, lv)));
+	int e = iter(b, "e");
+	if (linv < 0 || e < 0)
+		return;
+	tinyc_gstmt *eb = tinyc_gs_block(k);
+	tinyc_gexpr *E = tinyc_gx_var(k, e);
+	tinyc_gexpr *t[2] = {row, E}, *idx[TINYC_MAX_RANK];
+	view_index(b, m->pv, nb, p, 2, t, idx);
+	b->out = bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL), tinyc_gx_var(k, linv));
+	tinyc_emit_scope_enter(em);
+	tinyc_gexpr *ov = tinyc_emit_value(em, eb, sk->value, idx, vrow);
+	tinyc_emit_scope_leave(em);
+	b->out = NULL;
+	app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vrow));
+	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
+}
+
+/* Load rows [r0, r0 + nrows) x cols [0, W) of view `node` (trailing index built by `kind`:
+ * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row)) into shared `sh` (row stride S,
+ * dtype dt), zero outside [0, limit). */
+static void load_tile(abuild *b, tinyc_gstmt *blk, int sh, int64_t S, int node, int kind,
+		      tinyc_gexpr *const *p, tinyc_gexpr *r0, int nrows, int64_t W, int64_t limit,
+		      int threads, tinyc_dtype dt)
+{
+	tinyc_gkernel *k = b->k;
+	const int nb = b->m->rank - 2;
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
+	int t = iter(b, "tl");
+	if (t < 0)
+		return;
+	tinyc_gstmt *lb = tinyc_gs_block(k);
+	tinyc_gexpr *T = tinyc_gx_var(k, t);
+	tinyc_gexpr *rr = bin(b, TINYC_GX_DIV, T, ic(b, W)), *c = bin(b, TINYC_GX_MOD, T, ic(b, W));
+	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
+	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
+	tr[0] = kind == 0 ? row : ic(b, 0);
+	tr[1] = kind == 0 ? ic(b, 0) : kind == 1 ? row : c;
+	tr[2] = kind == 2 ? row : c;
+	view_index(b, node, nb, p, 3, tr, idx);
+	tinyc_emit_scope_enter(b->em);
+	tinyc_gexpr *v = tinyc_emit_value(b->em, lb, node, idx, bin(b, TINYC_GX_LT, row, ic(b, limit)));
+	tinyc_emit_scope_leave(b->em);
+	app(b, lb, tinyc_gs_store(k, sh, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)), c),
+				  tinyc_gx_cast(k, dt, v), NULL));
+	app(b, blk, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * W), ic(b, threads), 0, lb));
+}
+
+/* The tensor-core variant (16-bit inputs): 4 warps, each owning 16 query rows; Q K^T and
+ * P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles by
+ * ldmatrix (V transposed); the score fragment becomes P's A fragment in registers. */
+static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
+			   const tinyc_attn_plan *ap)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_emit *em = b->em;
+	const tinyc_attn_match *m = b->m;
+	const tinyc_graph *g = s->g;
+	const tinyc_uop *su = &g->nodes[m->score];
+	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = 128;
+	const int64_t D = m->d, DV = m->dv, QS = D + 8, VS = DV + 8;
+	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4;
+	const tinyc_dtype dt = m->in_dtype;
+	tinyc_gstmt *body = k->body;
+	tinyc_gexpr *ninf = fc(b, -INFINITY);
+
+	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	int lane = reg(b, body, "lane", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_LANE)));
+	int warp = reg(b, body, "warp", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_WARP)));
+	int bx = reg(b, body, "qtile", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X)));
+	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
+	if (b->failed)
+		return;
+	int nn[] = {tid, lane, warp, bx, pb};
+	for (int i = 0; i < 5; i++)
+		tinyc_emit_set_nonneg(em, nn[i]);
+	tinyc_gexpr *L = tinyc_gx_var(k, lane), *Wp = tinyc_gx_var(k, warp);
+	tinyc_gexpr *r0 = bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM));
+	tinyc_gexpr *p[TINYC_MAX_RANK], *rest = tinyc_gx_var(k, pb);
+	for (int d = nb - 1; d >= 0; d--) {
+		int64_t ext = su->shape[d].sym < 0 ? su->shape[d].val : tinyc_dim_value(&su->shape[d], s->bind);
+		char name[16];
+		snprintf(name, sizeof(name), "b%d", d);
+		int v = reg(b, body, name, b->ix, bin(b, TINYC_GX_MOD, rest, ic(b, ext)));
+		if (v < 0)
+			return;
+		tinyc_emit_set_nonneg(em, v);
+		p[d] = tinyc_gx_var(k, v);
+		rest = bin(b, TINYC_GX_DIV, rest, ic(b, ext));
+	}
+	/* lane roles: A / V.trans ldmatrix rows and columns, K (non-trans) rows and columns,
+	 * accumulator row group and column pair */
+	tinyc_gexpr *lr = bin(b, TINYC_GX_MOD, L, ic(b, 16));
+	tinyc_gexpr *lc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_DIV, L, ic(b, 16)), ic(b, 8));
+	tinyc_gexpr *kn = bin(b, TINYC_GX_ADD, lc, bin(b, TINYC_GX_MOD, L, ic(b, 8)));
+	tinyc_gexpr *kc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, L, ic(b, 8)), ic(b, 2)), ic(b, 8));
+	tinyc_gexpr *gq = bin(b, TINYC_GX_DIV, L, ic(b, 4));
+	tinyc_gexpr *tq2 = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, L, ic(b, 4)), ic(b, 2));
+	tinyc_gexpr *wrow = bin(b, TINYC_GX_MUL, Wp, ic(b, 16));
+
+	int qs = tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
+	int ks = tinyc_gk_shared(k, "ktile", dt, BN * QS, 16, 0);
+	int vs = tinyc_gk_shared(k, "vtile", dt, BN * VS, 16, 0);
+	int qa = tinyc_gk_reg_array(k, "qa", dt, D / 16 * 8);
+	int kb = tinyc_gk_reg_array(k, "kb", dt, 8);
+	int vb = tinyc_gk_reg_array(k, "vb", dt, 8);
+	int pa = tinyc_gk_reg_array(k, "pa", dt, NS * 2 / 2);
+	int sacc = tinyc_gk_reg_array(k, "sacc", TINYC_FLOAT, NS);
+	int oacc = tinyc_gk_reg_array(k, "oacc", TINYC_FLOAT, NO);
+	if (qs < 0 || ks < 0 || vs < 0 || qa < 0 || kb < 0 || vb < 0 || pa < 0 || sacc < 0 || oacc < 0) {
+		b->failed = 1;
+		return;
+	}
+	load_tile(b, body, qs, QS, m->q_side, 0, p, r0, BM, D, m->tq, NT, dt);
+	app(b, body, tinyc_gs_barrier(k));
+	app(b, body, tinyc_gs_decl(k, qa, NULL));
+	for (int kk = 0; kk < D / 16; kk++)
+		app(b, body, tinyc_gs_ldmatrix(k, qa, ic(b, kk * 8), qs,
+			bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, wrow, lr), ic(b, QS)),
+			    bin(b, TINYC_GX_ADD, ic(b, kk * 16), lc)), 4, 0));
+	app(b, body, tinyc_gs_decl(k, oacc, fc(b, 0)));
+	int mv[2], lv[2];
+	for (int h = 0; h < 2; h++) {
+		mv[h] = reg(b, body, h ? "m1" : "m0", TINYC_FLOAT, ninf);
+		lv[h] = reg(b, body, h ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
+	}
+	if (b->failed)
+		return;
+
+	int j0 = iter(b, "j0");
+	tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
+	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
+	app(b, tb, tinyc_gs_barrier(k));
+	mask_skip(b, tb, wb, p, r0, BM, J0, BN, NT);
+	load_tile(b, wb, ks, QS, m->k_side, 1, p, J0, BN, D, m->tk, NT, dt);
+	load_tile(b, wb, vs, VS, m->v_side, 2, p, J0, BN, DV, m->tk, NT, dt);
+	app(b, wb, tinyc_gs_barrier(k));
+	app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
+	app(b, wb, tinyc_gs_decl(k, kb, NULL));
+	for (int kk = 0; kk < D / 16; kk++)
+		for (int np = 0; np < BN / 16; np++) {
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, np * 16), kn), ic(b, QS)), bin(b, TINYC_GX_ADD, ic(b, kk * 16), kc));
+			app(b, wb, tinyc_gs_ldmatrix(k, kb, ic(b, 0), ks, src, 4, 0));
+			for (int h = 0; h < 2; h++)
+				app(b, wb, tinyc_gs_mma(k, sacc, ic(b, (2 * np + h) * 4), qa, ic(b, kk * 8), kb,
+							ic(b, h * 4), sacc, ic(b, (2 * np + h) * 4)));
+		}
+	/* scale and mask through the graph, keys past Tk at -inf; row maxima */
+	int mt[2];
+	for (int h = 0; h < 2; h++)
+		mt[h] = reg(b, wb, h ? "mt1" : "mt0", TINYC_FLOAT, tinyc_gx_var(k, mv[h]));
+	if (b->failed)
+		return;
+	for (int i = 0; i < NS; i++) {
+		int nt = i / 4, r = i % 4, h = r / 2;
+		tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * h))));
+		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_ADD, tq2, ic(b, nt * 8 + r % 2)));
+		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, col, ic(b, m->tk));
+		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->score, nb, p, 2, t, idx);
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		b->dot = tinyc_gx_load(k, sacc, ic(b, i), NULL);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *sv = tinyc_emit_value(em, eb, m->score, idx,
+			bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)), vj));
+		tinyc_emit_scope_leave(em);
+		b->dot = NULL;
+		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, vj, tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf), NULL));
+		app(b, eb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
+							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
+		app(b, wb, eb);
+	}
+	tinyc_gexpr *C = fc(b, m->exp_scale);
+	int tmp = tinyc_gk_reg(k, "other", TINYC_FLOAT);
+	if (tmp < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, wb, tinyc_gs_decl(k, tmp, NULL));
+	int mu[2], al[2];
+	for (int h = 0; h < 2; h++) {
+		for (int off = 1; off <= 2; off *= 2) {
+			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
+			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, tmp))));
+		}
+		mu[h] = reg(b, wb, h ? "mref1" : "mref0", TINYC_FLOAT,
+			    tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt[h]), ninf), fc(b, 0), tinyc_gx_var(k, mt[h])));
+		al[h] = reg(b, wb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
+			    tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+					  tinyc_gx_var(k, mv[h]), tinyc_gx_var(k, mu[h])), C), NULL, NULL));
+		if (b->failed)
+			return;
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
+		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	}
+	for (int i = 0; i < NO; i++)
+		app(b, wb, tinyc_gs_store(k, oacc, ic(b, i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, i), NULL),
+								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+	app(b, wb, tinyc_gs_decl(k, pa, NULL));
+	for (int i = 0; i < NS; i++) {
+		int h = (i % 4) / 2;
+		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+			tinyc_gx_load(k, sacc, ic(b, i), NULL), tinyc_gx_var(k, mu[h])), C), NULL, NULL);
+		app(b, wb, tinyc_gs_store(k, sacc, ic(b, i), pe, NULL));
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
+		app(b, wb, tinyc_gs_store(k, pa, ic(b, i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, i), NULL)), NULL));
+	}
+	app(b, wb, tinyc_gs_decl(k, vb, NULL));
+	for (int kk = 0; kk < BN / 16; kk++)
+		for (int ep = 0; ep < DV / 16; ep++) {
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, kk * 16), lr), ic(b, VS)), bin(b, TINYC_GX_ADD, ic(b, ep * 16), lc));
+			app(b, wb, tinyc_gs_ldmatrix(k, vb, ic(b, 0), vs, src, 4, 1));
+			for (int h = 0; h < 2; h++)
+				app(b, wb, tinyc_gs_mma(k, oacc, ic(b, (2 * ep + h) * 4), pa, ic(b, kk * 8), vb,
+							ic(b, h * 4), oacc, ic(b, (2 * ep + h) * 4)));
+		}
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));
+
+	/* row sums over the 4 lanes of a row, then O = acc / l through the graph's ops */
+	int tmp2 = tinyc_gk_reg(k, "other", TINYC_FLOAT);
+	if (tmp2 < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, body, tinyc_gs_decl(k, tmp2, NULL));
+	for (int h = 0; h < 2; h++)
+		for (int off = 1; off <= 2; off *= 2) {
+			app(b, body, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp2, tinyc_gx_var(k, lv[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
+			app(b, body, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, tmp2))));
+		}
+	for (int i = 0; i < NO; i++) {
+		int et = i / 4, r = i % 4, h = r / 2;
+		tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * h))));
+		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, tq2, ic(b, et * 8 + r % 2));
+		tinyc_gexpr *vr = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
+		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->pv, nb, p, 2, t, idx);
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		b->out = bin(b, TINYC_GX_DIV, tinyc_gx_load(k, oacc, ic(b, i), NULL), tinyc_gx_var(k, lv[h]));
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *ov = tinyc_emit_value(em, eb, sk->value, idx, vr);
+		tinyc_emit_scope_leave(em);
+		b->out = NULL;
+		app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vr));
+		app(b, body, eb);
+	}
+}
+
+int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
+			  const tinyc_indexbook *ib, int kernel)
+{
+	const tinyc_skernel *sk = &s->kerns[kernel];
+	const tinyc_plan *p = tinyc_skernel_plan(sk);
+	if (!p || p->kind != TINYC_PLAN_ATTENTION || !p->ext)
+		return tinyc_error(ctx, "CodegenError", "kernel %s: not an ATTENTION plan", sk->name);
+	const tinyc_attn_plan *ap = p->ext;
+	tinyc_gkernel *k = tinyc_gk_alloc(gm, sk->name);
+	if (!k)
+		return -1;
+	/* int indices when every buffer the kernel touches is below 2^31 elements */
+	tinyc_dtype ix = TINYC_INT;
+	for (int j = -1; j < sk->nin; j++) {
+		const tinyc_sbuf *sb = &s->bufs[j < 0 ? sk->out_buf : sk->in_bufs[j]];
+		double n = 1;
+		for (int d = 0; d < sb->rank; d++)
+			n *= tinyc_sched_dim_est(s, &sb->shape[d]);
+		if (n >= 2147483647.0 / 2)
+			ix = TINYC_LONG;
+	}
+	k->index_dtype = ix;
+	tinyc_emit *em = tinyc_emit_alloc(ctx, k, s, ib, kernel);
+	if (!em)
+		return -1;
+	abuild b = {ctx, k, em, &ap->m, ix, NULL, NULL, 0};
+	em->leaf = attn_leaf;
+	em->leaf_user = &b;
+	const tinyc_uop *su = &s->g->nodes[ap->m.score];
+	double batch = 1;
+	for (int d = 0; d < ap->m.rank - 2; d++)
+		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
+	k->block[0] = ap->mma ? 128 : ap->bm, k->block[1] = k->block[2] = 1;
+	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
+	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
+	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
+	if (ap->mma)
+		build_body_mma(&b, s, sk, ap);
+	else
+		build_body(&b, s, sk, ap);
+	int failed = b.failed || em->error;
+	tinyc_emit_free(em);
+	if (failed) {
+		if (!tinyc_ctx_error_count(ctx))
+			tinyc_error(ctx, "CodegenError", "attention %s: building the kernel failed", sk->name);
+		return -1;
+	}
+	char comment[256];
+	snprintf(comment, sizeof(comment), "%s: flash attention (%s, fp32 statistics), %d query "
+		 "rows per block, %d keys per shared tile, Tq=%lld Tk=%lld d=%lld dv=%lld", sk->name,
+		 ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
+		 (long long)ap->m.dv);
+	k->comment = tinyc_gpu_strdup(gm, comment);
+	tinyc_gk_sort_params(k);
+	return 0;
+}

@@ -1,0 +1,507 @@
+/* Recognising tinygrad's scaled dot-product attention and planning it as one flash-style
+ * kernel (see sched/attention.h).  The matcher walks from the P*V reduction down through
+ * the softmax to the Q*K reduction with explicit, bounded walks (no recursion). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/attention.h"
+
+/* The node under any CASTs from n. */
+static int strip_casts(const tinyc_graph *g, int n)
+{
+	while (g->nodes[n].op == TINYC_OP_CAST)
+		n = g->nodes[n].src[0];
+	return n;
+}
+
+/* The node under CASTs, RESHAPEs and EXPANDs from n (a broadcast statistic or constant). */
+static int strip_views(const tinyc_graph *g, int n)
+{
+	for (;;) {
+		tinyc_op op = g->nodes[n].op;
+		if (op != TINYC_OP_CAST && op != TINYC_OP_RESHAPE && op != TINYC_OP_EXPAND)
+			return n;
+		n = g->nodes[n].src[0];
+	}
+}
+
+/* Whether n is a CONST or the RECIPROCAL of one (seen through views); its value in *v. */
+static int const_value(const tinyc_graph *g, int n, double *v)
+{
+	const tinyc_uop *u = &g->nodes[strip_views(g, n)];
+	int recip = u->op == TINYC_OP_RECIPROCAL;
+	if (recip)
+		u = &g->nodes[strip_views(g, u->src[0])];
+	if (u->op != TINYC_OP_CONST)
+		return 0;
+	*v = u->lit.kind == TINYC_LIT_FLOAT ? u->lit.f : (double)u->lit.i;
+	if (recip)
+		*v = 1.0 / *v;
+	return 1;
+}
+
+/* Value of a dim under b, or -1 when unknown. */
+static int64_t dimv(const tinyc_dim *d, const tinyc_bindings *b)
+{
+	if (d->sym < 0)
+		return d->val;
+	return b ? tinyc_dim_value(d, b) : -1;
+}
+
+/* For REDUCE r over exactly one axis without keepdim: the node it reduces under CASTs and
+ * at most one PERMUTE (*base), provided the reduced axis is base's last axis and the other
+ * axes keep their order.  Returns 0 or -1. */
+static int reduce_base(const tinyc_graph *g, int r, tinyc_redop op, int *base)
+{
+	const tinyc_uop *u = &g->nodes[r];
+	if (u->op != TINYC_OP_REDUCE || u->redop != op || u->keepdim)
+		return -1;
+	int axes[TINYC_MAX_RANK];
+	if (tinyc_reduce_axes(g, r, axes) != 1)
+		return -1;
+	int x = strip_casts(g, u->src[0]);
+	int ax = axes[0];
+	const tinyc_uop *p = &g->nodes[x];
+	if (p->op == TINYC_OP_PERMUTE) {
+		/* reduced axis ax of the permuted value is axis perm[ax] of its operand */
+		int64_t want = 0;
+		for (int d = 0; d < p->naxes; d++) {
+			if (d == ax)
+				continue;
+			if (p->axes[d] != want++)
+				return -1;
+		}
+		ax = (int)p->axes[ax];
+		x = strip_casts(g, p->src[0]);
+	}
+	if (ax != g->nodes[x].rank - 1)
+		return -1;
+	*base = x;
+	return 0;
+}
+
+/* Whether dims a and b of two nodes are the same size under bindings. */
+static int same_dim(const tinyc_dim *a, const tinyc_dim *b, const tinyc_bindings *bind)
+{
+	if (a->sym >= 0 && a->sym == b->sym)
+		return 1;
+	int64_t x = dimv(a, bind), y = dimv(b, bind);
+	return x >= 0 && x == y;
+}
+
+/* Whether operand o (rank r) is shaped like a view indexed by [P..., a, b, c] that does not
+ * vary along axis `one` (its size there is 1). */
+static int is_one(const tinyc_graph *g, int o, int axis)
+{
+	const tinyc_uop *u = &g->nodes[o];
+	return axis >= 0 && axis < u->rank && u->shape[axis].sym < 0 && u->shape[axis].val == 1;
+}
+
+/* Softmax P = E * RECIPROCAL(sum(E)), E = EXP2((S - max(S)) * c): fill m->rsum, rmax,
+ * score and exp_scale.  Returns 0 or -1. */
+static int match_softmax(const tinyc_graph *g, int pm, tinyc_attn_match *m)
+{
+	const tinyc_uop *u = &g->nodes[pm];
+	if (u->op != TINYC_OP_MUL)
+		return -1;
+	for (int side = 0; side < 2; side++) {
+		int e = u->src[side], den = strip_views(g, u->src[1 - side]);
+		if (g->nodes[den].op != TINYC_OP_RECIPROCAL)
+			continue;
+		int rs = strip_views(g, g->nodes[den].src[0]), y;
+		if (reduce_base(g, rs, TINYC_RED_ADD, &y) < 0 || strip_casts(g, y) != strip_casts(g, e))
+			continue;
+		int ex = strip_casts(g, e);
+		if (g->nodes[ex].op != TINYC_OP_EXP2)
+			continue;
+		int sc = strip_casts(g, g->nodes[ex].src[0]);
+		if (g->nodes[sc].op != TINYC_OP_MUL)
+			continue;
+		for (int cs = 0; cs < 2; cs++) {
+			double c;
+			if (!const_value(g, g->nodes[sc].src[cs], &c) || !(c > 0) || isinf(c))
+				continue;
+			int x = strip_casts(g, g->nodes[sc].src[1 - cs]);
+			if (g->nodes[x].op != TINYC_OP_ADD)
+				continue;
+			for (int ms = 0; ms < 2; ms++) {
+				int neg = g->nodes[x].src[ms], s = g->nodes[x].src[1 - ms];
+				const tinyc_uop *nu = &g->nodes[neg];
+				int mx = -1;
+				double minus;
+				if (nu->op == TINYC_OP_NEG)
+					mx = strip_views(g, nu->src[0]);
+				else if (nu->op == TINYC_OP_MUL && const_value(g, nu->src[1], &minus) && minus == -1)
+					mx = strip_views(g, nu->src[0]);
+				else if (nu->op == TINYC_OP_MUL && const_value(g, nu->src[0], &minus) && minus == -1)
+					mx = strip_views(g, nu->src[1]);
+				int base;
+				if (mx < 0 || reduce_base(g, mx, TINYC_RED_MAX, &base) < 0 ||
+				    strip_casts(g, base) != strip_casts(g, s))
+					continue;
+				m->rsum = rs, m->rmax = mx, m->score = s, m->exp_scale = c;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+/* The Q*K reduction inside score s: the one REDUCE ADD of s's shape reached from s through
+ * elementwise ops only.  Returns it or -1. */
+static int find_qk(const tinyc_graph *g, const tinyc_bindings *b, int s)
+{
+	const tinyc_uop *su = &g->nodes[s];
+	int *work = malloc(sizeof(int) * (size_t)(g->n + 1));
+	unsigned char *seen = calloc((size_t)g->n + 1, 1);
+	int found = -1, nfound = 0, nw = 0;
+	if (!work || !seen)
+		goto out;
+	work[nw++] = s;
+	seen[s] = 1;
+	while (nw > 0) {
+		int n = work[--nw];
+		const tinyc_uop *u = &g->nodes[n];
+		if (u->op == TINYC_OP_REDUCE) {
+			int same = u->redop == TINYC_RED_ADD && u->rank == su->rank;
+			for (int d = 0; same && d < u->rank; d++)
+				same = same_dim(&u->shape[d], &su->shape[d], b);
+			if (same)
+				found = n, nfound++;
+			continue;
+		}
+		if (tinyc_op_info(u->op)->kind != TINYC_KIND_ELEMENTWISE)
+			continue;
+		for (int j = 0; j < u->nsrc; j++)
+			if (!seen[u->src[j]]) {
+				seen[u->src[j]] = 1;
+				work[nw++] = u->src[j];
+			}
+	}
+out:
+	free(work);
+	free(seen);
+	return nfound == 1 ? found : -1;
+}
+
+/* Whether node `from` depends on node `on` (an explicit walk). */
+static int depends_on(const tinyc_graph *g, int from, int on)
+{
+	int *work = malloc(sizeof(int) * (size_t)(g->n + 1));
+	unsigned char *seen = calloc((size_t)g->n + 1, 1);
+	int nw = 0, hit = 1;	/* on allocation failure: assume it does */
+	if (work && seen) {
+		hit = 0;
+		work[nw++] = from;
+		seen[from] = 1;
+		while (nw > 0 && !hit) {
+			int n = work[--nw];
+			hit = n == on;
+			for (int j = 0; j < g->nodes[n].nsrc; j++)
+				if (!seen[g->nodes[n].src[j]]) {
+					seen[g->nodes[n].src[j]] = 1;
+					work[nw++] = g->nodes[n].src[j];
+				}
+		}
+	}
+	free(work);
+	free(seen);
+	return hit;
+}
+
+/* The additive mask B of S = ADD(qk [* const], B) (under CASTs), or -1. */
+static int find_bias(const tinyc_graph *g, int score, int qk)
+{
+	const tinyc_uop *a = &g->nodes[strip_casts(g, score)];
+	if (a->op != TINYC_OP_ADD)
+		return -1;
+	for (int side = 0; side < 2; side++) {
+		int x = strip_casts(g, a->src[side]);
+		const tinyc_uop *u = &g->nodes[x];
+		double c;
+		int scaled = x == qk || (u->op == TINYC_OP_MUL &&
+					 ((strip_casts(g, u->src[0]) == qk && const_value(g, u->src[1], &c)) ||
+					  (strip_casts(g, u->src[1]) == qk && const_value(g, u->src[0], &c))));
+		if (scaled && !depends_on(g, a->src[1 - side], qk))
+			return a->src[1 - side];
+	}
+	return -1;
+}
+
+int tinyc_attention_match(const tinyc_graph *g, const tinyc_bindings *b, int pv,
+			  tinyc_attn_match *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->pv = pv;
+	if (reduce_base(g, pv, TINYC_RED_ADD, &m->pv_mul) < 0)
+		return 0;
+	const tinyc_uop *mul = &g->nodes[m->pv_mul];
+	int r = mul->rank;
+	if (mul->op != TINYC_OP_MUL || r < 3)
+		return 0;
+	/* the P side: RESHAPE of P [P...,Tq,Tk] to [P...,Tq,1,Tk] */
+	int pm = -1;
+	for (int side = 0; side < 2 && pm < 0; side++) {
+		const tinyc_uop *o = &g->nodes[mul->src[side]];
+		if (o->op != TINYC_OP_RESHAPE || o->rank != r || !is_one(g, mul->src[side], r - 2))
+			continue;
+		const tinyc_uop *p = &g->nodes[o->src[0]];
+		if (p->rank != r - 1 || !same_dim(&p->shape[r - 2], &mul->shape[r - 1], b))
+			continue;
+		int ok = 1;
+		for (int d = 0; d < r - 2; d++)
+			ok &= same_dim(&p->shape[d], &mul->shape[d], b);
+		if (!ok)
+			continue;
+		pm = o->src[0];
+		m->v_side = mul->src[1 - side];
+	}
+	if (pm < 0 || g->nodes[m->v_side].rank != r || !is_one(g, m->v_side, r - 3))
+		return 0;
+	if (match_softmax(g, pm, m) < 0)
+		return 0;
+	const tinyc_uop *su = &g->nodes[m->score];
+	if (su->rank != r - 1 || (m->qk = find_qk(g, b, m->score)) < 0)
+		return 0;
+	if (reduce_base(g, m->qk, TINYC_RED_ADD, &m->qk_mul) < 0)
+		return 0;
+	const tinyc_uop *qm = &g->nodes[m->qk_mul];
+	if (qm->op != TINYC_OP_MUL || qm->rank != r)
+		return 0;
+	int a = qm->src[0], c = qm->src[1];
+	if (g->nodes[a].rank != r || g->nodes[c].rank != r)
+		return 0;
+	if (is_one(g, a, r - 2) && is_one(g, c, r - 3))
+		m->q_side = a, m->k_side = c;
+	else if (is_one(g, c, r - 2) && is_one(g, a, r - 3))
+		m->q_side = c, m->k_side = a;
+	else
+		return 0;
+	m->rank = r - 1;
+	m->bias = find_bias(g, m->score, m->qk);
+	m->tq = dimv(&su->shape[r - 3], b);
+	m->tk = dimv(&su->shape[r - 2], b);
+	m->d = dimv(&qm->shape[r - 1], b);
+	m->dv = dimv(&mul->shape[r - 2], b);
+	for (int d = 0; d < r - 1; d++)
+		if (dimv(&su->shape[d], b) < 0)
+			return 0;
+	m->in_dtype = qm->dtype;
+	if (m->tq < 1 || m->tk < 1 || m->d < 1 || m->dv < 1 || m->d > 256 || m->dv > 256)
+		return 0;
+	if (m->in_dtype != TINYC_HALF && m->in_dtype != TINYC_BFLOAT16 && m->in_dtype != TINYC_FLOAT)
+		return 0;
+	return 1;
+}
+
+/* Clear mat[] for every node that depends on m's Q*K reduction and that O depends on
+ * (O itself excluded).  Returns 0, or -1 when out of memory. */
+static int unclaim_interior(const tinyc_graph *g, const tinyc_attn_match *m, unsigned char *mat)
+{
+	unsigned char *dq = calloc((size_t)g->n + 1, 1), *seen = calloc((size_t)g->n + 1, 1);
+	int *work = malloc(sizeof(int) * (size_t)(g->n + 1));
+	if (!dq || !seen || !work) {
+		free(dq), free(seen), free(work);
+		return -1;
+	}
+	for (int i = m->qk; i <= m->pv; i++) {	/* nodes are in topological order */
+		dq[i] = i == m->qk;
+		for (int j = 0; j < g->nodes[i].nsrc && !dq[i]; j++)
+			dq[i] = dq[g->nodes[i].src[j]];
+	}
+	int nw = 0;
+	work[nw++] = m->pv;
+	seen[m->pv] = 1;
+	while (nw > 0) {
+		int n = work[--nw];
+		if (n != m->pv && dq[n])
+			mat[n] = 0;
+		for (int j = 0; j < g->nodes[n].nsrc; j++) {
+			int o = g->nodes[n].src[j];
+			if (!seen[o] && o >= m->qk) {
+				seen[o] = 1;
+				work[nw++] = o;
+			}
+		}
+	}
+	free(dq), free(seen), free(work);
+	return 0;
+}
+
+int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
+			  const unsigned char *live, unsigned char *mat)
+{
+	const char *env = getenv("TINYC_ATTENTION");	/* "0": leave attention to the generic path */
+	if (env && strcmp(env, "0") == 0)
+		return 0;
+	int *nusers = calloc((size_t)g->n + 1, sizeof(int));
+	int *user = calloc((size_t)g->n + 1, sizeof(int));
+	int count = 0;
+	if (!nusers || !user)
+		goto out;	/* not claiming is still correct */
+	for (int i = 0; i < g->n; i++)
+		if (live[i])
+			for (int j = 0; j < g->nodes[i].nsrc; j++) {
+				nusers[g->nodes[i].src[j]]++;
+				user[g->nodes[i].src[j]] = i;
+			}
+	for (int i = 0; i < g->n; i++) {
+		tinyc_attn_match m;
+		if (!live[i] || g->nodes[i].op != TINYC_OP_REDUCE || !tinyc_attention_match(g, b, i, &m))
+			continue;
+		/* every value between Q*K and O (the reductions, S, P and the views between
+		 * them) is the kernel's own: not materialised, whatever decided otherwise */
+		if (unclaim_interior(g, &m, mat) < 0)
+			mat[m.qk] = mat[m.rmax] = mat[m.rsum] = 0;
+		/* O stays inline only under a chain of same-shaped elementwise ops to an OUTPUT */
+		int cur = i, keep = 0;
+		while (nusers[cur] == 1) {
+			const tinyc_uop *u = &g->nodes[user[cur]];
+			if (u->op == TINYC_OP_OUTPUT) {
+				keep = 1;
+				break;
+			}
+			if (mat[user[cur]] || tinyc_op_info(u->op)->kind != TINYC_KIND_ELEMENTWISE ||
+			    u->nsrc != 1)
+				break;
+			cur = user[cur];
+		}
+		if (!keep)
+			mat[i] = 1;
+		count++;
+	}
+out:
+	free(nusers);
+	free(user);
+	return count;
+}
+
+/* ------------------------------------------------------------------ provider ---- */
+
+/* Whether kernel k stores attention match m's output: its value is O under unary
+ * elementwise ops, and it computes Q K^T and the softmax statistics itself (the claim
+ * kept them out of buffers). */
+static int kernel_is_attention(const tinyc_schedule *s, const tinyc_skernel *k,
+			       const tinyc_attn_match *m)
+{
+	int inl = 0, pv = m->pv;
+	for (int r = 0; r < k->nred; r++)
+		inl += k->reds[r] == m->qk || k->reds[r] == m->rmax || k->reds[r] == m->rsum;
+	if (inl != 3 || s->node_buf[m->score] >= 0)
+		return 0;
+	int n = k->value;
+	while (n != pv) {
+		const tinyc_uop *u = &s->g->nodes[n];
+		if (tinyc_op_info(u->op)->kind != TINYC_KIND_ELEMENTWISE || u->nsrc != 1)
+			return 0;
+		n = u->src[0];
+	}
+	return 1;
+}
+
+/* Free a tinyc_attn_plan. */
+static void attn_plan_free(void *p)
+{
+	free(p);
+}
+
+/* Propose the flash-style plans for a kernel that computes an attention's output: one
+ * candidate per (query rows per block, keys per tile), estimated as SIMT fp32 work
+ * (2 FLOPs per multiply-add of Q K^T and P V) plus Q, K, V read once per query tile;
+ * the generic candidates (which would recompute the softmax statistics per element) are
+ * dropped. */
+static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
+{
+	tinyc_attn_match m;
+	int found = 0;
+	for (int r = 0; r < k->nred && !found; r++)
+		found = tinyc_attention_match(s->g, s->bind, k->reds[r], &m) &&
+			kernel_is_attention(s, k, &m);
+	if (!found)
+		return 0;
+	const tinyc_uop *su = &s->g->nodes[m.score];
+	double batch = 1;
+	for (int d = 0; d < m.rank - 2; d++)
+		batch *= (double)dimv(&su->shape[d], s->bind);
+	double esz = tinyc_dtype_size(m.in_dtype);
+	for (int c = 0; c < k->ncand; c++)
+		if (k->cands[c].ext_free)
+			k->cands[c].ext_free(k->cands[c].ext);
+	k->ncand = 0;
+	/* the work of the fused kernel, not of the inline recomputation the generic walk counted */
+	k->flops = 2.0 * batch * (double)m.tq * (double)m.tk * (double)(m.d + m.dv);
+	k->bytes = batch * esz * ((double)m.tq * (m.d + m.dv) + (double)m.tk * (m.d + m.dv));
+	/* the tensor-core variant: 16-bit inputs, d and dv multiples of 16 up to 128, sm_80+ */
+	if ((m.in_dtype == TINYC_HALF || m.in_dtype == TINYC_BFLOAT16) && m.d % 16 == 0 &&
+	    m.dv % 16 == 0 && m.d <= 128 && m.dv <= 128 && s->dev.arch.major >= 8) {
+		int bm = 64, bn = m.d <= 64 && m.dv <= 64 ? 64 : 32;
+		if ((bm * (m.d + 8) + bn * (m.d + 8) + bn * (m.dv + 8)) * 2 + 16 <= 48 * 1024) {
+			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
+			if (!ap)
+				return tinyc_error(ctx, "OutOfMemory", "attention plan");
+			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 1, ap->mma = 1;
+			double qtiles = ceil((double)m.tq / bm);
+			double bytes = batch * esz * ((double)m.tq * (m.d + m.dv) +
+						     qtiles * (double)m.tk * (m.d + m.dv));
+			tinyc_plan p = {0};
+			p.kind = TINYC_PLAN_ATTENTION;
+			p.ntile = 1;
+			p.block[0] = 128, p.block[1] = p.block[2] = 1;
+			p.index_dtype = TINYC_INT;
+			/* tensor-core work at a fifth of the peak (synchronous tile loads, scores
+			 * through the emitter), or the traffic, whichever is longer */
+			p.eff = 0.2;
+			double t_mma = k->flops / (s->dev.peak_fp16_tflops * 1e12 * p.eff) * 1e6;
+			double t_mem = tinyc_plan_estimate_us(s, 0, bytes, 1.0);
+			p.est_us = t_mma > t_mem ? t_mma : t_mem;
+			snprintf(p.desc, sizeof(p.desc), "attention flash mma.sync m16n8k16 Tq=%lld Tk=%lld "
+				 "d=%lld dv=%lld rows/block %d keys/tile %d", (long long)m.tq, (long long)m.tk,
+				 (long long)m.d, (long long)m.dv, bm, bn);
+			p.ext = ap;
+			p.ext_free = attn_plan_free;
+			if (tinyc_plan_add(ctx, k, &p) < 0) {
+				free(ap);
+				return -1;
+			}
+		}
+	}
+	static const int bms[] = {64, 128}, bns[] = {16, 32};
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++) {
+			int bm = bms[i], bn = bns[j];
+			/* shared K, V and score tiles in float, and the tile flag */
+			if ((int64_t)bn * (m.d + m.dv + bm) * 4 + 16 > 48 * 1024)
+				continue;
+			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
+			if (!ap)
+				return tinyc_error(ctx, "OutOfMemory", "attention plan");
+			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 1;
+			double qtiles = ceil((double)m.tq / bm);
+			double flops = 2.0 * batch * (double)m.tq * (double)m.tk * (double)(m.d + m.dv);
+			double bytes = batch * esz * ((double)m.tq * (m.d + m.dv) +
+						     qtiles * (double)m.tk * (m.d + m.dv));
+			tinyc_plan p = {0};
+			p.kind = TINYC_PLAN_ATTENTION;
+			p.ntile = 1;
+			p.block[0] = bm, p.block[1] = p.block[2] = 1;
+			p.index_dtype = TINYC_INT;
+			/* a thread's row of scores and its accumulator in registers, K/V tiles
+			 * broadcast from shared memory: about a third of the SIMT peak */
+			p.eff = 0.3 * (bn == 32 ? 1.0 : 0.9) * (bm == 128 ? 1.0 : 0.95);
+			p.est_us = tinyc_plan_estimate_us(s, flops, bytes, p.eff);
+			snprintf(p.desc, sizeof(p.desc), "attention flash simt Tq=%lld Tk=%lld d=%lld "
+				 "dv=%lld rows/block %d keys/tile %d", (long long)m.tq, (long long)m.tk,
+				 (long long)m.d, (long long)m.dv, bm, bn);
+			p.ext = ap;
+			p.ext_free = attn_plan_free;
+			if (tinyc_plan_add(ctx, k, &p) < 0) {
+				free(ap);
+				return -1;
+			}
+		}
+	return 0;
+}
+
+const tinyc_plan_provider tinyc_plan_attention = {"attention", attention_propose};

@@ -1,0 +1,69 @@
+/* Flash-style attention (issue 16): recognising tinygrad's scaled dot-product attention in
+ * the UOp graph and planning it as one kernel.
+ *
+ * tinygrad 0.14.0 exports `q.scaled_dot_product_attention(k, v)` as
+ *   S  = f(REDUCE_ADD(Q * K))               scale (a MUL by a constant) and any additive
+ *                                           mask (the causal WHERE(.., 0, -inf) or a bias)
+ *   E  = EXP2((S - REDUCE_MAX(S)) * c)      c = log2(e)
+ *   P  = E * RECIPROCAL(REDUCE_ADD(E))
+ *   O  = REDUCE_ADD(P * V)
+ * with casts to and from 16 bits in between.  Q, K and V are whatever views the graph
+ * gives (heads split and transposed, K/V heads broadcast for GQA/MQA): the kernel reads
+ * them through the emitter at the MUL's index, so any movement chain works.
+ *
+ * tinyc_attention_claim runs inside tinyc_partition, before the kernels are formed: for
+ * every match it stops the three inner reductions from being materialised (they become
+ * part of the kernel that computes O), so the partition yields one kernel per attention.
+ * The attention provider (listed in plan.c) then proposes TINYC_PLAN_ATTENTION candidates
+ * for that kernel and drops the generic ones; codegen/attention.c builds the kernel.
+ */
+#ifndef TINYC_SCHED_ATTENTION_H
+#define TINYC_SCHED_ATTENTION_H
+
+#include "sched/schedule.h"
+
+/* One recognised attention. */
+typedef struct tinyc_attn_match {
+	int pv;			/* REDUCE ADD of P * V: the output O[P...,Tq,dv] */
+	int pv_mul;		/* its MUL [P...,Tq,dv,Tk] */
+	int v_side;		/* the MUL's operand that is V */
+	int qk;			/* REDUCE ADD of Q * K: the raw scores [P...,Tq,Tk] */
+	int qk_mul;		/* its MUL [P...,Tq,Tk,d] */
+	int q_side, k_side;	/* the MUL's operands that are Q and K */
+	int score;		/* S: the value softmax reads (scale and mask applied) */
+	int rmax, rsum;		/* the softmax's REDUCE MAX and REDUCE ADD */
+	double exp_scale;	/* c in EXP2((S - max) * c) */
+	int bias;		/* B when S = ADD(Q*K [* const], B) with B free of Q*K (an
+				 * additive mask: key tiles where B is -inf for every row of a
+				 * block are skipped), else -1 */
+	int rank;		/* rank of S: batch dims, then Tq, Tk */
+	int64_t tq, tk, d, dv;	/* sizes (constants or bound symbols) */
+	tinyc_dtype in_dtype;	/* dtype of the Q*K product (half, bfloat16 or float) */
+} tinyc_attn_match;
+
+/* Kind-specific data of a TINYC_PLAN_ATTENTION plan. */
+typedef struct tinyc_attn_plan {
+	tinyc_attn_match m;	/* the attention */
+	int bm;			/* query rows per block (one thread each) */
+	int bn;			/* keys per shared-memory tile */
+	int stages;		/* K/V tiles in flight (cp.async ring depth, 1 = synchronous) */
+	int mma;		/* 1: tensor cores (mma.sync, 4 warps of 16 rows, bm = 64) */
+} tinyc_attn_plan;
+
+/* Whether REDUCE node pv is the P*V reduction of an attention; fills *m.  b: bindings
+ * (sizes must be known).  Never reports diagnostics. */
+int tinyc_attention_match(const tinyc_graph *g, const tinyc_bindings *b, int pv,
+			  tinyc_attn_match *m);
+
+/* Called by tinyc_partition once it has decided which values to materialise (mat, per
+ * node) among the live ones (live, per node): un-materialises the inner reductions of
+ * every attention, and materialises O unless only elementwise ops lie between it and an
+ * OUTPUT.  TINYC_ATTENTION=0 in the environment turns this off.  Returns the number of
+ * attentions claimed. */
+int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
+			  const unsigned char *live, unsigned char *mat);
+
+/* The attention provider (plan.c lists it). */
+extern const tinyc_plan_provider tinyc_plan_attention;
+
+#endif
