@@ -217,7 +217,7 @@ static void set_grid_mod(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_
 
 /* The fraction of DRAM bandwidth that `threads` threads, each with `inflight` bytes of
  * loads outstanding, can sustain (Little's law per SM). */
-static double inflight_eff(const tinyc_schedule *s, double threads, double inflight)
+double tinyc_plan_inflight_eff(const tinyc_schedule *s, double threads, double inflight)
 {
 	double per_sm = threads / s->dev.sm_count;
 	if (per_sm > s->dev.max_threads_per_sm)
@@ -261,7 +261,7 @@ static void estimate_map(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_
 	double ppt = (double)(p->tile[0] / p->block[0]) * (double)(p->tile[1] / p->block[1]);
 	double unroll = k->nred ? 4 : (ppt > 8 ? 8 : ppt);
 	/* idle lanes of partial tiles take residency but load nothing */
-	double mem = inflight_eff(s, threads, util * unroll * read_bytes_per_step(s, k));
+	double mem = tinyc_plan_inflight_eff(s, threads, util * unroll * read_bytes_per_step(s, k));
 	double full = s->dev.sm_count * (double)s->dev.max_threads_per_sm;
 	double occ = threads < full ? threads / full : 1.0;
 	double bytes = k->bytes;
@@ -294,7 +294,7 @@ static void estimate_rowred(const tinyc_schedule *s, const tinyc_skernel *k, tin
 	/* each thread's strided walk is unrolled 4 times: 4 loads in flight (fewer when the
 	 * reduction gives it fewer steps) */
 	double steps = ceil(R / T) < 4 ? ceil(R / T) : 4;
-	double mem = inflight_eff(s, threads, steps * read_bytes_per_step(s, k));
+	double mem = tinyc_plan_inflight_eff(s, threads, steps * read_bytes_per_step(s, k));
 	double waves = ceil(O / (s->dev.sm_count * (per_sm > 1 ? per_sm : 1)));
 	/* threads striding over an axis that is not the contiguous one read a sector each */
 	double bytes = k->bytes;

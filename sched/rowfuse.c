@@ -28,7 +28,6 @@
 #define WARP_REDUCE_US 0.15	/* one warp-shuffle reduction per wave of blocks */
 #define BLOCK_REDUCE_US 0.4	/* one block reduction (shuffles, barrier, second level) */
 #define MAX_ROW_SLOTS 16	/* row elements a thread keeps in registers, per value */
-#define LATENCY_NS 700.0	/* DRAM latency the loads in flight cover (plan.c's) */
 #define MAX_BLOCKS_PER_SM 32	/* resident blocks per SM */
 
 void tinyc_rowfuse_free(tinyc_rowfuse *rf)
@@ -115,18 +114,6 @@ int tinyc_rowfuse_kernel_reds(const tinyc_schedule *s, const tinyc_skernel *k, i
 
 /* ------------------------------------------------------------ the provider ---- */
 
-/* The fraction of DRAM bandwidth `threads` threads with `inflight` bytes of loads
- * outstanding each can sustain (Little's law per SM). */
-static double inflight_eff(const tinyc_schedule *s, double threads, double inflight)
-{
-	double per_sm = threads / s->dev.sm_count;
-	if (per_sm > s->dev.max_threads_per_sm)
-		per_sm = s->dev.max_threads_per_sm;
-	double need = s->dev.peak_bandwidth_gbs * 1e9 * LATENCY_NS * 1e-9 / s->dev.sm_count;
-	double have = per_sm * inflight;
-	return have >= need ? 1.0 : have / need;
-}
-
 /* Elementwise operations of the kernel's value per element: the nodes the kernel computes
  * (a walk from its value that stops at materialised values), reductions included. */
 static double ops_per_element(const tinyc_schedule *s, const tinyc_skernel *k)
@@ -192,7 +179,7 @@ static void estimate(const tinyc_schedule *s, const tinyc_skernel *k, int nf, do
 	double elem = rows * C > 0 ? in_bytes / (rows * C) : 4;	/* input bytes per element */
 	double inflight = (slots ? (double)slots : 4.0) * (elem > 1 ? elem : 1);
 	double lanes = C / (ceil(C / TX) * TX);
-	double mem = inflight_eff(s, threads, inflight);
+	double mem = tinyc_plan_inflight_eff(s, threads, inflight);
 	p->eff = mem * lanes;
 	double t_mem = bytes / (s->dev.peak_bandwidth_gbs * 1e9) / (p->eff > 1e-6 ? p->eff : 1e-6);
 	double t_fl = rows * C * ops / (s->fp32_tflops * 1e12) / lanes;

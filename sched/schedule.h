@@ -181,6 +181,9 @@ int tinyc_schedule_plan(tinyc_ctx *ctx, tinyc_schedule *s);
 int tinyc_plan_add(tinyc_ctx *ctx, tinyc_skernel *k, const tinyc_plan *p);
 /* The estimate model: microseconds for flops and bytes at efficiency eff on s's device. */
 double tinyc_plan_estimate_us(const tinyc_schedule *s, double flops, double bytes, double eff);
+/* The fraction of DRAM bandwidth that `threads` threads, each with `inflight` bytes of
+ * loads outstanding, can sustain (Little's law per SM, plan.c's DRAM latency). */
+double tinyc_plan_inflight_eff(const tinyc_schedule *s, double threads, double inflight);
 /* The chosen plan of kernel k. */
 const tinyc_plan *tinyc_skernel_plan(const tinyc_skernel *k);
 /* Check the schedule: buffers and kernels consistent, every kernel planned, block sizes
