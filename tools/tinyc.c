@@ -99,24 +99,26 @@ static int add_named(named_path **v, int *n, const char *arg)
 	return 0;
 }
 
+/* --in/--out NAME=file.npy into *v; 0, or -1 with the message in why. */
+static int set_named(named_path **v, int *n, const char *opt, const char *value, char *why,
+		     size_t wsize)
+{
+	if (add_named(v, n, value) == 0)
+		return 0;
+	snprintf(why, wsize, "%s expects NAME=file.npy, got '%s'", opt, value);
+	return -1;
+}
+
 /* --in NAME=x.npy */
 static int set_in(void *dst, const char *v, char *why, size_t wsize)
 {
-	cli *c = dst;
-	if (add_named(&c->in, &c->nin, v) == 0)
-		return 0;
-	snprintf(why, wsize, "--in expects NAME=file.npy, got '%s'", v);
-	return -1;
+	return set_named(&((cli *)dst)->in, &((cli *)dst)->nin, "--in", v, why, wsize);
 }
 
 /* --out NAME=y.npy */
 static int set_out(void *dst, const char *v, char *why, size_t wsize)
 {
-	cli *c = dst;
-	if (add_named(&c->out, &c->nout, v) == 0)
-		return 0;
-	snprintf(why, wsize, "--out expects NAME=file.npy, got '%s'", v);
-	return -1;
+	return set_named(&((cli *)dst)->out, &((cli *)dst)->nout, "--out", v, why, wsize);
 }
 
 /* --random-inputs SEED */

@@ -114,6 +114,18 @@ static int parse_integer(const char *s, int unsigned_only, long long *sv, unsign
 	return *end || errno ? -1 : 0;
 }
 
+/* The usage error of an integer outside a's range (or not an integer). */
+static int range_error(const tinyc_command *cmd, const tinyc_arg *a, const char *v)
+{
+	if (a->min == INT64_MIN && a->max == INT64_MAX)
+		return tinyc_args_error(cmd, "%s expects an integer, got '%s'", a->name, v);
+	if (a->max == INT64_MAX)
+		return tinyc_args_error(cmd, "%s expects an integer >= %lld, got '%s'", a->name,
+					(long long)a->min, v);
+	return tinyc_args_error(cmd, "%s expects an integer in %lld..%lld, got '%s'", a->name,
+				(long long)a->min, (long long)a->max, v);
+}
+
 /* Store the value of option a in dst; 0, or a usage error's exit status. */
 static int set_value(const tinyc_command *cmd, const tinyc_arg *a, const char *v, void *dst)
 {
@@ -133,13 +145,21 @@ static int set_value(const tinyc_command *cmd, const tinyc_arg *a, const char *v
 	case TINYC_ARG_INT:
 	case TINYC_ARG_I64:
 		if (parse_integer(v, 0, &sv, &uv) < 0 || sv < a->min || sv > a->max)
-			return tinyc_args_error(cmd, "%s expects an integer in %lld..%lld, got '%s'",
-						a->name, (long long)a->min, (long long)a->max, v);
+			return range_error(cmd, a, v);
 		if (a->kind == TINYC_ARG_INT)
 			*(int *)field = (int)sv;
 		else
 			*(int64_t *)field = sv;
 		return 0;
+	case TINYC_ARG_I64_LIST: {
+		int *n = (int *)((char *)dst + a->count);
+		if (parse_integer(v, 0, &sv, &uv) < 0 || sv < a->min || sv > a->max)
+			return range_error(cmd, a, v);
+		if (*n >= a->cap)
+			return tinyc_args_error(cmd, "more than %d %s values at '%s'", a->cap, a->name, v);
+		((int64_t *)field)[(*n)++] = sv;
+		return 0;
+	}
 	case TINYC_ARG_U64:
 		if (parse_integer(v, 1, &sv, &uv) < 0)
 			return tinyc_args_error(cmd, "%s expects an unsigned integer, got '%s'",

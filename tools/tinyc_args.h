@@ -25,6 +25,8 @@ typedef enum tinyc_arg_kind {
 	TINYC_ARG_U64,		/* uint64_t field, an unsigned decimal integer */
 	TINYC_ARG_DOUBLE,	/* double field, a number */
 	TINYC_ARG_FLOAT,	/* float field, a number */
+	TINYC_ARG_I64_LIST,	/* int64_t array field: appends an integer in min..max
+				 * (repeatable; the int at count counts them, up to cap) */
 	TINYC_ARG_CALL,		/* set() stores it (lists, NAME=path pairs) */
 	TINYC_ARG_HELP,		/* print --help, exit 0 */
 	TINYC_ARG_VERSION,	/* print the version, exit 0 */
@@ -44,6 +46,8 @@ typedef struct tinyc_arg {
 	const char *choices;	/* CHOICE: "ref|cpu|cuda|gpuir" */
 	tinyc_arg_setter set;	/* CALL: stores the value */
 	const char *help;	/* --help text; '\n' continues on the next line */
+	size_t count;		/* I64_LIST: offsetof() the int that counts the entries */
+	int cap;		/* I64_LIST: the array's length */
 } tinyc_arg;
 
 /* Options listed under one heading of --help ("Run options"). */

@@ -53,52 +53,6 @@ typedef struct ht_cli {
 	int warmup, iters;		/* bench timing */
 } ht_cli;
 
-/* Parse an integer option value into *out; 0 or -1. */
-static int ht_int(const char *s, int64_t *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (!*s || *end || errno)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* --trace-position t (repeatable) */
-static int ht_set_trace(void *dst, const char *v, char *why, size_t wsize)
-{
-	ht_cli *c = dst;
-	int64_t n;
-	if (ht_int(v, &n) < 0) {
-		snprintf(why, wsize, "--trace-position expects an integer, got '%s'", v);
-		return -1;
-	}
-	if (c->ntrace == HT_MAX_LIST) {
-		snprintf(why, wsize, "too many --trace-position values at '%s'", v);
-		return -1;
-	}
-	c->trace[c->ntrace++] = n;
-	return 0;
-}
-
-/* --seq-len T (repeatable) */
-static int ht_set_seq(void *dst, const char *v, char *why, size_t wsize)
-{
-	ht_cli *c = dst;
-	int64_t n;
-	if (ht_int(v, &n) < 0 || n < 1) {
-		snprintf(why, wsize, "--seq-len expects a positive integer, got '%s'", v);
-		return -1;
-	}
-	if (c->nseq == HT_MAX_LIST) {
-		snprintf(why, wsize, "too many --seq-len values at '%s'", v);
-		return -1;
-	}
-	c->seq[c->nseq++] = n;
-	return 0;
-}
-
 #define F(field) offsetof(ht_cli, field)
 
 static const tinyc_arg ht_opts[] = {
@@ -119,8 +73,9 @@ static const tinyc_arg ht_opts[] = {
 	 "RoPE base (default 10000)"},
 	{"--device", NULL, TINYC_ARG_CHOICE, F(device), "cpu|cuda", 0, 0, "cpu|cuda", NULL,
 	 "the CPU reference or the GPU path (default cpu)"},
-	{"--trace-position", NULL, TINYC_ARG_CALL, 0, "t", 0, 0, NULL, ht_set_trace,
-	 "print the selections of every layer at position t\n(repeatable)"},
+	{"--trace-position", NULL, TINYC_ARG_I64_LIST, F(trace), "t", INT64_MIN, INT64_MAX, NULL,
+	 NULL, "print the selections of every layer at position t\n(repeatable)", F(ntrace),
+	 HT_MAX_LIST},
 	{"--check", NULL, TINYC_ARG_FLAG, F(check), NULL, 0, 0, NULL, NULL,
 	 "with --device=cuda: compare with the CPU reference"},
 	{"--tree", NULL, TINYC_ARG_CHOICE, F(tree), "pipeline|kernels", 0, 0, "pipeline|kernels",
@@ -132,8 +87,8 @@ static const tinyc_arg ht_opts[] = {
 static const tinyc_arg ht_bench_opts[] = {
 	{"--bench", NULL, TINYC_ARG_FLAG, F(bench), NULL, 0, 0, NULL, NULL,
 	 "time the GPU forward instead (no --q/--k/--v)"},
-	{"--seq-len", NULL, TINYC_ARG_CALL, 0, "T", 0, 0, NULL, ht_set_seq,
-	 "sequence length (repeatable)"},
+	{"--seq-len", NULL, TINYC_ARG_I64_LIST, F(seq), "T", 1, INT64_MAX, NULL, NULL,
+	 "sequence length (repeatable)", F(nseq), HT_MAX_LIST},
 	{"--heads", NULL, TINYC_ARG_I64, F(heads), "H", 1, INT64_MAX, NULL, NULL,
 	 "query heads (default 16)"},
 	{"--kv-heads", NULL, TINYC_ARG_I64, F(kv_heads), "H_kv", 1, INT64_MAX, NULL, NULL,
