@@ -193,6 +193,62 @@ def _current_stream(fw, x):
     return fw.cuda.get_current_stream().ptr
 
 
+_MIXED = "mixed frameworks: give every input as tinygrad tensors or none"
+
+
+class _DLPackSide:
+    """The CUDA tensors of one DLPack framework (PyTorch, CuPy): read on its current
+    stream, outputs allocated by it."""
+
+    def __init__(self, first):
+        self.fw = _framework_of(first) if first is not None else None
+        self.first = first
+        self.stream = _current_stream(self.fw, first)
+
+    def view(self, t, x):
+        """(x, the capsule to keep, device address, shape) of x, checked against input t."""
+        if _is_tinygrad(x):
+            raise TypeError(_MIXED)
+        capsule, addr, shape, code = _dl_view(x, self.stream)
+        if t is not None and code not in _DL_CODES[t.dtype]:
+            raise TypeError(f"input {t.name}: DLPack dtype code {code[0]}, {code[1]} bits; "
+                            f"the graph says {t.dtype}")
+        return x, capsule, addr, shape
+
+    def empty(self, dtype, shape):
+        """An output tensor on the inputs' device."""
+        if self.fw is None:
+            raise TypeError("cannot allocate the outputs: pass PyTorch or CuPy CUDA tensors")
+        dt = getattr(self.fw, _TORCH_DTYPES[dtype])
+        if self.fw.__name__ == "torch":
+            return self.fw.empty(shape, dtype=dt, device=self.first.device)
+        with self.first.device:
+            return self.fw.empty(shape, dtype=dt)
+
+
+class _TinygradSide:
+    """tinygrad CUDA tensors (device buffers, no DLPack).  stream None: the launch is
+    synchronised instead (tinygrad's context is not tinyc's)."""
+    stream = None
+
+    def __init__(self, first):
+        self.device = first.device
+
+    def view(self, t, x):
+        """(the realized contiguous tensor, the same to keep, address, shape) of x."""
+        if not _is_tinygrad(x):
+            raise TypeError(_MIXED)
+        if t is not None and x.dtype.name != t.dtype:
+            raise TypeError(f"input {t.name} is {x.dtype.name}, the graph says {t.dtype}")
+        x, addr, shape = _tinygrad_cuda_view(x)
+        return x, x, addr, shape
+
+    def empty(self, dtype, shape):
+        """An output tensor on the inputs' device."""
+        from tinygrad import Tensor as TgTensor
+        return TgTensor.empty(*shape, dtype=_tinygrad_dtype(dtype), device=self.device)
+
+
 class Module:
     """A compiled graph (a tinyc_program): call it with the inputs by name."""
 
@@ -316,77 +372,32 @@ class Module:
 
     def _prepare_cuda(self, inputs):
         """Everything one CUDA launch needs: (input addresses, output addresses, stream,
-        the output tensors by name, the capsules to keep alive)."""
+        the output tensors by name, the capsules or tensors to keep alive)."""
         ins, tensors = self._order(inputs)
         first = next((x for x in tensors if x is not None), None)
-        if first is not None and _is_tinygrad(first):
-            return self._prepare_tinygrad(ins, tensors, first)
-        fw = _framework_of(first) if first is not None else None
-        stream = _current_stream(fw, first)
+        tinygrad = first is not None and _is_tinygrad(first)
+        side = (_TinygradSide if tinygrad else _DLPackSide)(first)
         keep, in_addr, shapes = [], [], []
         for t, x in zip(ins, tensors):
             if x is None:
                 in_addr.append(0)
                 shapes.append(None)
                 continue
-            if _is_tinygrad(x):
-                raise TypeError("mixed frameworks: give every input as tinygrad tensors or none")
-            capsule, addr, shape, code = _dl_view(x, stream)
-            if code not in _DL_CODES[t.dtype]:
-                raise TypeError(f"input {t.name}: DLPack dtype code {code[0]}, {code[1]} bits; "
-                                f"the graph says {t.dtype}")
-            keep.append(capsule)
+            _, kept, addr, shape = side.view(t, x)
+            keep.append(kept)
             in_addr.append(addr)
             shapes.append(shape)
         self._infer(ins, shapes)
-        if fw is None:
-            raise TypeError("cannot allocate the outputs: pass PyTorch or CuPy CUDA tensors")
         result, out_addr = {}, []
         for t in self.outputs:
             shape = (t.storage,) if t.strided else t.shape
-            dt = getattr(fw, _TORCH_DTYPES[t.dtype])
-            if fw.__name__ == "torch":
-                y = fw.empty(shape, dtype=dt, device=first.device)
-            else:
-                with first.device:
-                    y = fw.empty(shape, dtype=dt)
-            capsule, addr, _, _ = _dl_view(y, stream)
-            keep.append(capsule)
+            y, kept, addr, _ = side.view(None, side.empty(t.dtype, shape))
+            keep.append(kept)
             out_addr.append(addr)
             result[t.name] = y
         n_in, n_out = max(len(in_addr), 1), max(len(out_addr), 1)
         return ((ctypes.c_uint64 * n_in)(*in_addr), (ctypes.c_uint64 * n_out)(*out_addr),
-                stream, result, keep)
-
-    def _prepare_tinygrad(self, ins, tensors, first):
-        """_prepare_cuda for tinygrad CUDA tensors (device buffers, no DLPack); stream None:
-        the launch is synchronised instead (tinygrad's context is not tinyc's)."""
-        keep, in_addr, shapes = [], [], []
-        for t, x in zip(ins, tensors):
-            if x is None:
-                in_addr.append(0)
-                shapes.append(None)
-                continue
-            if not _is_tinygrad(x):
-                raise TypeError("mixed frameworks: give every input as tinygrad tensors or none")
-            if x.dtype.name != t.dtype:
-                raise TypeError(f"input {t.name} is {x.dtype.name}, the graph says {t.dtype}")
-            x, addr, shape = _tinygrad_cuda_view(x)
-            keep.append(x)
-            in_addr.append(addr)
-            shapes.append(shape)
-        self._infer(ins, shapes)
-        from tinygrad import Tensor as TgTensor
-        result, out_addr = {}, []
-        for t in self.outputs:
-            shape = (t.storage,) if t.strided else t.shape
-            y = TgTensor.empty(*shape, dtype=_tinygrad_dtype(t.dtype), device=first.device)
-            y, addr, _ = _tinygrad_cuda_view(y)
-            out_addr.append(addr)
-            result[t.name] = y
-        n_in, n_out = max(len(in_addr), 1), max(len(out_addr), 1)
-        return ((ctypes.c_uint64 * n_in)(*in_addr), (ctypes.c_uint64 * n_out)(*out_addr),
-                None, result, keep)
+                side.stream, result, keep)
 
     def _launch(self, in_p, out_p, stream):
         self._ctx.check(self._lib.tinyc_program_launch(self._prog, in_p, out_p,

@@ -11,40 +11,21 @@ import os
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path[:0] = [os.path.join(ROOT, "python"), os.path.dirname(os.path.abspath(__file__))]
 try:
     import numpy as np
     os.environ.setdefault("DEV", "CPU")
-    from tinygrad import Tensor, nn
+    from tinygrad import Tensor
 except ImportError as e:
     print(f"SKIP: {e} (tools/install-deps installs tinygrad==0.14.0)")
     sys.exit(77)
 import tinyc  # noqa: E402
+from tinygrad_mlp import Checks, seeded_mlp  # noqa: E402
 
-fails = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        fails.append(what)
-
-
-class MLP:
-    """Linear(64, 128) -> ReLU -> Linear(128, 10)."""
-
-    def __init__(self):
-        self.l1, self.l2 = nn.Linear(64, 128), nn.Linear(128, 10)
-
-    def __call__(self, x):
-        return self.l2(self.l1(x).relu())
-
-
-Tensor.manual_seed(0)
-model, x = MLP(), Tensor.empty(16, 64)
-params = nn.state.get_state_dict(model)
-Tensor.realize(*params.values())
-xs = Tensor(np.random.default_rng(0).standard_normal((16, 64)).astype(np.float32))
+check = Checks()
+rng = np.random.default_rng(0)
+model, x, params, _ = seeded_mlp(rng)
+xs = Tensor(rng.standard_normal((16, 64)).astype(np.float32))
 want = model(xs).numpy()        # tinygrad's own CPU result
 for device in ("cpu", "gpuir"):
     m = tinyc.compile(({"y": model(x)}, {"x": x}, params), device=device)
@@ -64,5 +45,4 @@ try:
     check(False, "a half tinygrad tensor for a float input raises TypeError")
 except TypeError as e:
     check("float" in str(e), f"a half tinygrad tensor for a float input raises TypeError ({e})")
-print("passed" if not fails else f"{len(fails)} failed")
-sys.exit(1 if fails else 0)
+sys.exit(check.status())

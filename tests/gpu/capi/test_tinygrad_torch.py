@@ -13,14 +13,14 @@ import shutil
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "tests", "python")]
 try:
     import numpy as np
     import torch
     # tinygrad's CPU backend (the reference) compiles with clang; without it tinygrad only
     # exports and copies, on its PYTHON device
     os.environ.setdefault("DEV", "CPU" if shutil.which("clang") else "PYTHON")
-    from tinygrad import Tensor, nn
+    from tinygrad import Tensor
 except ImportError as e:
     print(f"SKIP: {e}")
     sys.exit(77)
@@ -28,42 +28,17 @@ if not torch.cuda.is_available():
     print("SKIP: no CUDA device")
     sys.exit(77)
 import tinyc  # noqa: E402
+from tinygrad_mlp import Checks, numpy_mlp, seeded_mlp  # noqa: E402
 
-fails = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        fails.append(what)
-
-
-class MLP:
-    """Linear(64, 128) -> ReLU -> Linear(128, 10)."""
-
-    def __init__(self):
-        self.l1, self.l2 = nn.Linear(64, 128), nn.Linear(128, 10)
-
-    def __call__(self, x):
-        return self.l2(self.l1(x).relu())
-
-
-# seeded NumPy weights (copied into tinygrad: no random-number kernels to compile)
+check = Checks()
 rng = np.random.default_rng(0)
-w = {"l1.weight": (128, 64), "l1.bias": (128,), "l2.weight": (10, 128), "l2.bias": (10,)}
-w = {k: (rng.standard_normal(s) * 0.1).astype(np.float32) for k, s in w.items()}
-model, x = MLP(), Tensor.empty(16, 64)
-model.l1.weight, model.l1.bias = Tensor(w["l1.weight"]), Tensor(w["l1.bias"])
-model.l2.weight, model.l2.bias = Tensor(w["l2.weight"]), Tensor(w["l2.bias"])
-params = nn.state.get_state_dict(model)
-Tensor.realize(*params.values())
+model, x, params, w = seeded_mlp(rng)
 m = tinyc.compile(({"y": model(x)}, {"x": x}, params), device="cuda")
 xs = rng.standard_normal((16, 64)).astype(np.float32)
 if os.environ["DEV"] == "CPU":          # tinygrad's CPU backend
     want, ref = model(Tensor(xs)).numpy(), "tinygrad CPU"
-else:                                   # the same MLP in NumPy (float64)
-    h = np.maximum(xs.astype(np.float64) @ w["l1.weight"].T + w["l1.bias"], 0)
-    want, ref = h @ w["l2.weight"].T + w["l2.bias"], "NumPy (no clang for tinygrad's CPU backend)"
+else:
+    want, ref = numpy_mlp(w, xs), "NumPy (no clang for tinygrad's CPU backend)"
 print(f"reference: {ref}")
 
 # torch CUDA tensors in and out, on a side stream: the kernels must follow the stream's work
@@ -93,5 +68,4 @@ if tg_ok:
     check(str(gy.device).startswith("CUDA"), f"tinygrad CUDA in, tinygrad CUDA out ({gy.device})")
     err = float(np.abs(gy.numpy() - want).max())
     check(err <= 1e-4, f"tinygrad CUDA tensors: max abs difference from the reference {err:.3g}")
-print("passed" if not fails else f"{len(fails)} failed")
-sys.exit(1 if fails else 0)
+sys.exit(check.status())
