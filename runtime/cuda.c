@@ -488,6 +488,83 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The median of t[0..n-1] (sorts t). */
+static double median_of(double *t, int n)
+{
+	qsort(t, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* What the timers below put between their two events: `calls` calls of fn, or one replay
+ * of a graph. */
+typedef struct timed_work {
+	tinyc_launch_fn fn;	/* the call, or NULL for a graph replay */
+	void *arg;		/* its argument */
+	int calls;		/* how many times */
+	CUgraphExec exec;	/* the graph, when fn is NULL */
+} timed_work;
+
+/* The two events of a timing; 0, or -1 with a diagnostic (none left to destroy). */
+static int events_create(tinyc_cuda *cu, CUevent ev[2])
+{
+	CUresult r;
+	ev[0] = ev[1] = NULL;
+	for (int i = 0; i < 2; i++)
+		if ((r = cu->api.EventCreate(&ev[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS) {
+			if (i)
+				cu->api.EventDestroy(ev[0]);
+			ev[0] = ev[1] = NULL;
+			return cuda_fail(cu, "cuEventCreate", r, NULL);
+		}
+	return 0;
+}
+
+/* Destroy the events of events_create (NULL ones skipped). */
+static void events_destroy(tinyc_cuda *cu, CUevent ev[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (ev[i])
+			cu->api.EventDestroy(ev[i]);
+}
+
+/* `warmup` calls of fn, then a synchronisation; 0 or -1. */
+static int warm_up(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup)
+{
+	for (int i = 0; i < warmup; i++)
+		if (fn(cu, arg) < 0)
+			return -1;
+	CUresult r = cu->api.CtxSynchronize();
+	return r == CUDA_SUCCESS ? 0 : cuda_fail(cu, "cuCtxSynchronize", r, NULL);
+}
+
+/* Enqueue w between two events on stream st and wait: *ms = the time between them. */
+static int event_span(tinyc_cuda *cu, CUevent ev[2], CUstream st, const timed_work *w, float *ms)
+{
+	CUresult r;
+	const char *call = "cuEventRecord";
+	*ms = 0;
+	if ((r = cu->api.EventRecord(ev[0], st)) != CUDA_SUCCESS)
+		goto fail;
+	for (int i = 0; w->fn && i < w->calls; i++)
+		if (w->fn(cu, w->arg) < 0)
+			return -1;
+	call = "cuGraphLaunch";
+	if (!w->fn && (r = cu->graph.GraphLaunch(w->exec, st)) != CUDA_SUCCESS)
+		goto fail;
+	call = "cuEventRecord";
+	if ((r = cu->api.EventRecord(ev[1], st)) != CUDA_SUCCESS)
+		goto fail;
+	call = "cuEventSynchronize";
+	if ((r = cu->api.EventSynchronize(ev[1])) != CUDA_SUCCESS)
+		goto fail;
+	call = "cuEventElapsedTime";
+	if ((r = cu->api.EventElapsedTime(ms, ev[0], ev[1])) != CUDA_SUCCESS)
+		goto fail;
+	return 0;
+fail:
+	return cuda_fail(cu, call, r, NULL);
+}
+
 /* Time fn between two events, iters times after warm-up; the median goes to *median_ms. */
 int tinyc_cuda_time(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup, int iters,
 		    double *median_ms, double *times_ms)
@@ -498,47 +575,25 @@ int tinyc_cuda_time(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup, i
 	double *t = tinyc_calloc(cu->ctx, (size_t)iters, sizeof(double));
 	if (!t)
 		return -1;
-	CUevent ev[2] = {NULL, NULL};
-	CUresult r = CUDA_SUCCESS;
-	const char *call = NULL;
+	CUevent ev[2];
+	timed_work w = {fn, arg, 1, NULL};
 	int ret = -1;
-	for (int i = 0; i < 2 && r == CUDA_SUCCESS; i++)
-		if ((r = cu->api.EventCreate(&ev[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
-			call = "cuEventCreate";
-	for (int i = 0; r == CUDA_SUCCESS && i < warmup; i++)
-		if (fn(cu, arg) < 0)
-			goto done;
-	if (r == CUDA_SUCCESS && (r = cu->api.CtxSynchronize()) != CUDA_SUCCESS)
-		call = "cuCtxSynchronize";
-	for (int i = 0; r == CUDA_SUCCESS && i < iters; i++) {
-		float ms = 0;
-		if ((r = cu->api.EventRecord(ev[0], NULL)) != CUDA_SUCCESS) {
-			call = "cuEventRecord";
-			break;
-		}
-		if (fn(cu, arg) < 0)
-			goto done;
-		if ((r = cu->api.EventRecord(ev[1], NULL)) != CUDA_SUCCESS)
-			call = "cuEventRecord";
-		else if ((r = cu->api.EventSynchronize(ev[1])) != CUDA_SUCCESS)
-			call = "cuEventSynchronize";
-		else if ((r = cu->api.EventElapsedTime(&ms, ev[0], ev[1])) != CUDA_SUCCESS)
-			call = "cuEventElapsedTime";
-		t[i] = ms;
-	}
-	if (r != CUDA_SUCCESS) {
-		cuda_fail(cu, call, r, NULL);
+	if (events_create(cu, ev) < 0)
 		goto done;
+	if (warm_up(cu, fn, arg, warmup) < 0)
+		goto done;
+	for (int i = 0; i < iters; i++) {
+		float ms;
+		if (event_span(cu, ev, NULL, &w, &ms) < 0)
+			goto done;
+		t[i] = ms;
 	}
 	if (times_ms)
 		memcpy(times_ms, t, (size_t)iters * sizeof(double));
-	qsort(t, (size_t)iters, sizeof(double), cmp_double);
-	*median_ms = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
+	*median_ms = median_of(t, iters);
 	ret = 0;
 done:
-	for (int i = 0; i < 2; i++)
-		if (ev[i])
-			cu->api.EventDestroy(ev[i]);
+	events_destroy(cu, ev);
 	free(t);
 	return ret;
 }
@@ -553,40 +608,17 @@ int tinyc_cuda_time_run(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmu
 	*per_call_ms = 0;
 	if (iters < 1)
 		return tinyc_error(cu->ctx, "InvalidArgument", "timing needs at least one iteration");
-	CUevent ev[2] = {NULL, NULL};
-	CUresult r = CUDA_SUCCESS;
-	const char *call = NULL;
+	CUevent ev[2];
+	timed_work w = {fn, arg, iters, NULL};
+	float ms;
 	int ret = -1;
-	float ms = 0;
-	for (int i = 0; i < 2 && r == CUDA_SUCCESS; i++)
-		if ((r = cu->api.EventCreate(&ev[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
-			call = "cuEventCreate";
-	for (int i = 0; r == CUDA_SUCCESS && i < warmup; i++)
-		if (fn(cu, arg) < 0)
-			goto done;
-	if (r == CUDA_SUCCESS && (r = cu->api.CtxSynchronize()) != CUDA_SUCCESS)
-		call = "cuCtxSynchronize";
-	if (r == CUDA_SUCCESS && (r = cu->api.EventRecord(ev[0], NULL)) != CUDA_SUCCESS)
-		call = "cuEventRecord";
-	for (int i = 0; r == CUDA_SUCCESS && i < iters; i++)
-		if (fn(cu, arg) < 0)
-			goto done;
-	if (r == CUDA_SUCCESS && (r = cu->api.EventRecord(ev[1], NULL)) != CUDA_SUCCESS)
-		call = "cuEventRecord";
-	else if (r == CUDA_SUCCESS && (r = cu->api.EventSynchronize(ev[1])) != CUDA_SUCCESS)
-		call = "cuEventSynchronize";
-	else if (r == CUDA_SUCCESS && (r = cu->api.EventElapsedTime(&ms, ev[0], ev[1])) != CUDA_SUCCESS)
-		call = "cuEventElapsedTime";
-	if (r != CUDA_SUCCESS) {
-		cuda_fail(cu, call, r, NULL);
-		goto done;
+	if (events_create(cu, ev) < 0)
+		return -1;
+	if (warm_up(cu, fn, arg, warmup) == 0 && event_span(cu, ev, NULL, &w, &ms) == 0) {
+		*per_call_ms = ms / iters;
+		ret = 0;
 	}
-	*per_call_ms = ms / iters;
-	ret = 0;
-done:
-	for (int i = 0; i < 2; i++)
-		if (ev[i])
-			cu->api.EventDestroy(ev[i]);
+	events_destroy(cu, ev);
 	return ret;
 }
 
@@ -612,8 +644,8 @@ int tinyc_cuda_time_graph(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int per
 		return -1;
 	CUstream st = NULL;
 	CUgraph graph = NULL;
-	CUgraphExec exec = NULL;
 	CUevent ev[2] = {NULL, NULL};
+	timed_work w = {NULL, NULL, 0, NULL};
 	CUresult r;
 	const char *call = "cuStreamCreate";
 	int ret = -1, fn_failed = 0;
@@ -633,48 +665,29 @@ int tinyc_cuda_time_graph(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int per
 	if (r != CUDA_SUCCESS)
 		goto fail;
 	call = "cuGraphInstantiate";
-	if ((r = g->GraphInstantiate(&exec, graph, 0)) != CUDA_SUCCESS)
+	if ((r = g->GraphInstantiate(&w.exec, graph, 0)) != CUDA_SUCCESS)
 		goto fail;
-	call = "cuEventCreate";
-	for (int i = 0; i < 2; i++)
-		if ((r = cu->api.EventCreate(&ev[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
-			goto fail;
+	if (events_create(cu, ev) < 0)
+		goto done;
 	call = "cuGraphLaunch";
-	if ((r = g->GraphLaunch(exec, st)) != CUDA_SUCCESS)	/* warm-up replay */
+	if ((r = g->GraphLaunch(w.exec, st)) != CUDA_SUCCESS)	/* warm-up replay */
 		goto fail;
 	for (int i = 0; i < replays; i++) {
-		float ms = 0;
-		call = "cuEventRecord";
-		if ((r = cu->api.EventRecord(ev[0], st)) != CUDA_SUCCESS)
-			goto fail;
-		call = "cuGraphLaunch";
-		if ((r = g->GraphLaunch(exec, st)) != CUDA_SUCCESS)
-			goto fail;
-		call = "cuEventRecord";
-		if ((r = cu->api.EventRecord(ev[1], st)) != CUDA_SUCCESS)
-			goto fail;
-		call = "cuEventSynchronize";
-		if ((r = cu->api.EventSynchronize(ev[1])) != CUDA_SUCCESS)
-			goto fail;
-		call = "cuEventElapsedTime";
-		if ((r = cu->api.EventElapsedTime(&ms, ev[0], ev[1])) != CUDA_SUCCESS)
-			goto fail;
+		float ms;
+		if (event_span(cu, ev, st, &w, &ms) < 0)
+			goto done;
 		t[i] = ms;
 	}
-	qsort(t, (size_t)replays, sizeof(double), cmp_double);
-	*per_call_ms = (replays % 2 ? t[replays / 2] : 0.5 * (t[replays / 2 - 1] + t[replays / 2])) /
-		       per_graph;
+	*per_call_ms = median_of(t, replays) / per_graph;
 	ret = 0;
 	goto done;
 fail:
 	cuda_fail(cu, call, r, NULL);
 done:
 	cu->stream = NULL;
-	for (int i = 0; i < 2; i++)
-		if (ev[i])
-			cu->api.EventDestroy(ev[i]);
-	if (exec)
-		g->GraphExecDestroy(exec);
+	events_destroy(cu, ev);
+	if (w.exec)
+		g->GraphExecDestroy(w.exec);
 	if (graph)
 		g->GraphDestroy(graph);
 	if (st) {

@@ -9,7 +9,8 @@ the flash backend only; fp32 whatever torch picks.  Time per call: CUDA events a
 "BENCH torch DTYPE T MASK ms=<t> backend=<name>" per case.
 """
 import argparse
-import statistics
+
+from torch_timing import loop_us
 
 
 def main():
@@ -34,19 +35,8 @@ def main():
         with sdpa_kernel(backends):
             def call():
                 return F.scaled_dot_product_attention(q, k, v, is_causal=mask == "causal")
-            for _ in range(3):
-                call()
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(5):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                for _ in range(a.iters):
-                    call()
-                e.record()
-                e.synchronize()
-                times.append(s.elapsed_time(e) / a.iters)
-        print(f"BENCH torch {dt} {t} {mask} ms={statistics.median(times):.4f} "
+            ms = loop_us(call, a.iters, warmup=3, repeats=5) / 1e3
+        print(f"BENCH torch {dt} {t} {mask} ms={ms:.4f} "
               f"backend={'flash' if dtype == torch.float16 else 'efficient/math'}", flush=True)
 
 

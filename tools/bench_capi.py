@@ -7,32 +7,13 @@ import sys
 
 import torch
 
+from torch_timing import graph_us
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import tinyc  # noqa: E402
 
 ITERS = 50
-
-
-def graph_ms(fn):
-    """fn() captured ITERS times into a CUDA graph; ms per call of one replay."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    g, s = torch.cuda.CUDAGraph(), torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
-        for _ in range(ITERS):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g.replay()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    g.replay()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / ITERS
 
 
 def example(name):
@@ -52,7 +33,7 @@ ref = torch.relu(x.float() @ w.float() + b.float())
 print(f"matmul_bias_relu {n}^3 fp16: max abs err vs fp32 torch {(y.float() - ref).abs().max().item():.3g}")
 t_g = m.bench(warmup=5, iters=ITERS, X=x, W=w, bias=b)["ms"]
 t_b = m.bench(warmup=5, iters=ITERS, graph=False, X=x, W=w, bias=b)["ms"]
-t_t = graph_ms(lambda: torch.relu(torch.addmm(b, x, w)))
+t_t = graph_us(lambda: torch.relu(torch.addmm(b, x, w)), ITERS, replays=1) / 1e3
 fl = 2 * n ** 3
 print(f"  tinyc  (CUDA graph): {t_g * 1e3:8.1f} us  {fl / t_g / 1e9:6.1f} TFLOP/s")
 print(f"  tinyc  (Python back-to-back launches): {t_b * 1e3:8.1f} us")
@@ -62,7 +43,7 @@ sm = tinyc.compile(example("softmax.uop"), bind=f"N={n},C={n}", device="cuda")
 ys = sm(X=xs)["Y"]
 print(f"softmax {n}x{n} fp32: max abs err vs torch {(ys - torch.softmax(xs, 1)).abs().max().item():.3g}")
 t_g = sm.bench(warmup=5, iters=ITERS, X=xs)["ms"]
-t_t = graph_ms(lambda: torch.softmax(xs, 1))
+t_t = graph_us(lambda: torch.softmax(xs, 1), ITERS, replays=1) / 1e3
 gb = 2 * n * n * 4 / 1e9
 print(f"  tinyc (CUDA graph): {t_g * 1e3:8.1f} us  {gb / t_g * 1e3:6.0f} GB/s")
 print(f"  torch softmax (CUDA graph): {t_t * 1e3:8.1f} us  {gb / t_t * 1e3:6.0f} GB/s")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The PyTorch side of tools/bench-conv: issue 15's convolutions in torch eager (cuDNN,
 TF32 off for fp32) and torch.compile, timed by CUDA-graph replay (eager: 20 calls captured
-in one graph, replayed 10 times, time / 200) and for torch.compile by 100 back-to-back
+in one graph, the median of 10 replays / 20; tools/torch_timing.py) and for torch.compile by 100 back-to-back
 calls between two CUDA events (time / 100), after warm-up.
 
   tools/bench_conv.py [--no-compile]
@@ -17,6 +17,8 @@ import sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from torch_timing import graph_us, loop_us
 
 
 class Block(nn.Module):
@@ -43,43 +45,6 @@ def model(case):
     return nn.Conv2d(256, 256, 3, padding=1, groups=256, bias=False), (32, 256, 56, 56)
 
 
-def graph_us(fn, x, per_graph=20, replays=10):
-    """Mean time of one call: per_graph calls captured in a CUDA graph, replayed."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn(x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(per_graph):
-            fn(x)
-    g.replay()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(replays):
-        g.replay()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) * 1000.0 / (per_graph * replays)
-
-
-def loop_us(fn, x, iters=100):
-    """Mean time of one call over iters back-to-back calls (events around all of them)."""
-    for _ in range(5):
-        fn(x)
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(iters):
-        fn(x)
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) * 1000.0 / iters
-
-
 def main(argv):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -96,11 +61,11 @@ def main(argv):
                     mod.running_var.uniform_(0.5, 1.5)
             x = torch.randn(shape, device="cuda", dtype=dt)
             with torch.no_grad():
-                eager = graph_us(m, x)
+                eager = graph_us(lambda: m(x), 20, replays=10)
                 comp = -1.0
                 if "--no-compile" not in argv:
                     cm = torch.compile(m)
-                    comp = loop_us(cm, x)
+                    comp = loop_us(lambda: cm(x), 100, warmup=5)
             name = "fp32" if dt == torch.float32 else "fp16"
             print(f"BENCH torch case={case} dtype={name} eager_us={eager:.1f} compile_us={comp:.1f}",
                   flush=True)

@@ -27,8 +27,9 @@ check prints "CHECK shape=MxNxK rel=.. maxabs=.. ok|FAILED" (rel = |Y - ref| / |
 import argparse
 import os
 import re
-import statistics
 import sys
+
+from torch_timing import graph_us, loop_us
 
 
 def shape_of(s):
@@ -88,39 +89,8 @@ REPLAYS = 7	# graph replays timed; the median is taken (as tinyc bench does)
 
 def timed(torch, fn, warmup, iters):
     """Graph-replay and back-to-back time per call (us) of fn(), iters calls each."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    e0 = torch.cuda.Event(enable_timing=True)
-    e1 = torch.cuda.Event(enable_timing=True)
-    e0.record()
-    for _ in range(iters):
-        fn()
-    e1.record()
-    e1.synchronize()
-    run = e0.elapsed_time(e1) * 1e3 / iters
-    # the same calls captured into one CUDA graph (on a side stream, as torch requires)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()	# warm the side stream's workspace before capture
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(iters):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(REPLAYS):
-        e0.record()
-        g.replay()
-        e1.record()
-        e1.synchronize()
-        ts.append(e0.elapsed_time(e1) * 1e3 / iters)
-    del g
-    return statistics.median(ts), run
+    run = loop_us(fn, iters, warmup)
+    return graph_us(fn, iters, replays=REPLAYS, warmup=1), run
 
 
 def time_all(a):

@@ -39,6 +39,8 @@ import statistics
 import sys
 import time
 
+from torch_timing import graph_us
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # name -> (kind, full-size sizes, small sizes, dtype); the sizes of tinygrad_models.EXPORTS
@@ -114,35 +116,6 @@ def torch_forward(kind, s):
     return block
 
 
-def torch_graph_us(fn, iters):
-    """Median time of fn in microseconds: iters calls in one CUDA graph, 5 replays / iters."""
-    import torch
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(st)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(iters):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(5):
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        e0.record()
-        g.replay()
-        e1.record()
-        e1.synchronize()
-        ts.append(e0.elapsed_time(e1) * 1e3 / iters)
-    del g
-    return statistics.median(ts)
-
-
 def run_torch(a, names):
     """The eager and compile sides; 0 when every model was timed."""
     import torch
@@ -171,7 +144,7 @@ def run_torch(a, names):
                 torch.cuda.synchronize()
                 print("peers: %s compiled in %.1f s" % (name, time.perf_counter() - t0),
                       flush=True)
-            us = torch_graph_us(lambda: f(p), a.iters)
+            us = graph_us(lambda: f(p), a.iters, replays=5)
             print("PEER side=%s model=%s us=%.2f" % (a.side, name, us), flush=True)
         except Exception as e:  # one failing model must not stop the others
             bad = 1

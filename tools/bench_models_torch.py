@@ -11,7 +11,8 @@ CUDA graph holding `--iters` back-to-back calls, replayed 5 times; the median re
 One line per figure: "TORCH <name> us=<time>".
 """
 import argparse
-import statistics
+
+from torch_timing import graph_us
 
 
 def main():
@@ -26,29 +27,8 @@ def main():
           % (torch.__version__, torch.cuda.get_device_name(0), a.iters))
 
     def timed(name, fn):
-        """Median time of fn (microseconds) by CUDA graph replay."""
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(a.iters):
-                fn()
-        g.replay()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(5):
-            e0 = torch.cuda.Event(enable_timing=True)
-            e1 = torch.cuda.Event(enable_timing=True)
-            e0.record()
-            g.replay()
-            e1.record()
-            e1.synchronize()
-            ts.append(e0.elapsed_time(e1) * 1e3 / a.iters)
-        print("TORCH %s us=%.2f" % (name, statistics.median(ts)))
+        """Print fn's median time (microseconds) by CUDA graph replay."""
+        print("TORCH %s us=%.2f" % (name, graph_us(fn, a.iters, replays=5)))
 
     gen = torch.Generator(device=dev)
     gen.manual_seed(0)

@@ -7,41 +7,15 @@ Times, on the GPU, in fp32 over [rows, cols]:
   softmax            torch.softmax(x, -1)
   layernorm_softmax  torch.softmax(F.layer_norm(x, (cols,), w, b, 1e-5), -1)
   softmax_vocab      torch.softmax(v, -1) over [rows, vocab] when --vocab > 0
-for torch eager and torch.compile (default mode), each two ways: CUDA-graph replay (the
-function captured once, the graph replayed --iters times between two events, divided by
---iters) and --iters back-to-back calls between two events divided by --iters.  Prints
+for torch eager and torch.compile (default mode), each two ways: CUDA-graph replay (--iters
+calls captured into one graph, the median of 7 replays between two events divided by --iters;
+tools/torch_timing.py) and --iters back-to-back calls between two events divided by --iters.  Prints
   BENCH torch case=.. mode=eager|compile graph_us=.. loop_us=..
 """
 import argparse
 import sys
 
-
-def timed(fn, iters):
-    import torch
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    s.record()
-    for _ in range(iters):
-        fn()
-    e.record()
-    e.synchronize()
-    return s.elapsed_time(e) * 1e3 / iters
-
-
-def graph_timed(fn, iters):
-    import torch
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return timed(g.replay, iters)
+from torch_timing import graph_us, loop_us
 
 
 def main():
@@ -76,8 +50,8 @@ def main():
             modes.append(("compile", torch.compile(f)))
         for mode, fn in modes:
             call = lambda: fn(inp)  # noqa: E731
-            loop = timed(call, a.iters)
-            graph = graph_timed(call, a.iters)
+            loop = loop_us(call, a.iters)
+            graph = graph_us(call, a.iters)
             print(f"BENCH torch case={case} mode={mode} rows={a.rows} cols={inp.shape[1]} "
                   f"graph_us={graph:.1f} loop_us={loop:.1f}", flush=True)
     return 0

@@ -14,6 +14,8 @@ import argparse
 import statistics
 import sys
 
+from torch_timing import event_times_ms
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -58,18 +60,7 @@ def main():
             def run():
                 return F.scaled_dot_product_attention(q, kk, vv, is_causal=True)
 
-            for _ in range(a.warmup):
-                run()
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(a.iters):
-                s = torch.cuda.Event(enable_timing=True)
-                e = torch.cuda.Event(enable_timing=True)
-                s.record()
-                run()
-                e.record()
-                e.synchronize()
-                times.append(s.elapsed_time(e))
+            times = event_times_ms(run, a.iters, a.warmup)
             ms = statistics.median(times)
             print("sdpa T=%d: median %.3f ms, min %.3f ms over %d runs (warm-up %d)"
                   % (T, ms, min(times), a.iters, a.warmup))

@@ -16,6 +16,8 @@ import argparse
 import statistics
 import sys
 
+from torch_timing import event_times_ms
+
 # name, x shape, permutation (y = x.permute(perm)): as in tools/bench_rearrange.c
 CASES = [
     ("nchw_to_nhwc", (32, 64, 224, 224), (0, 2, 3, 1)),
@@ -23,23 +25,6 @@ CASES = [
     ("transpose_8192", (8192, 8192), (1, 0)),
     ("bshd_to_bhsd", (8, 2048, 32, 128), (0, 2, 1, 3)),
 ]
-
-
-def median_ms(torch, fn, warmup, iters):
-    """Median time of fn() in ms: each call between two CUDA events."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(iters):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def main():
@@ -69,9 +54,9 @@ def main():
             src_last = tuple(idx_last[perm.index(i)] for i in range(len(shape)))
             assert torch.equal(want[idx_last], x[src_last])
             del want
-            t_perm = median_ms(torch, lambda: x.permute(*perm).contiguous(), args.warmup,
-                               args.iters)
-            t_copy = median_ms(torch, lambda: y.copy_(x), args.warmup, args.iters)
+            t_perm = statistics.median(event_times_ms(lambda: x.permute(*perm).contiguous(),
+                                                      args.iters, args.warmup))
+            t_copy = statistics.median(event_times_ms(lambda: y.copy_(x), args.iters, args.warmup))
             gbs = 2 * nbytes / 1e6 / t_perm
             copy_gbs = 2 * nbytes / 1e6 / t_copy
             print(f"{name},{dname},{t_perm:.4f},{gbs:.1f},{copy_gbs:.1f}")

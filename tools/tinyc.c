@@ -10,6 +10,7 @@
  * every diagnostic comes from the library through the tinyc_ctx.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +24,7 @@
 #include "codegen/gpu.h"
 #include "runtime/runtime.h"
 #include "sched/schedule.h"
-
-#ifndef TINYC_VERSION
-#define TINYC_VERSION "0.0.0"
-#endif
+#include "tinyc_args.h"
 
 enum { EXIT_OK = 0, EXIT_DIAG = 1, EXIT_USAGE = 2 };
 
@@ -42,9 +40,13 @@ typedef struct cli {
 	const char *file;	/* the .uop input ("-": standard input) */
 	const char *output;	/* -o FILE: what goes to standard output goes there */
 	const char *stage;	/* --dump-stage */
-	tinyc_format format;	/* --format */
+	const char *format_name;	/* --format: "text" or "dot" */
+	tinyc_format format;	/* its value */
 	int print_after_all;	/* --print-after-all */
-	tinyc_options opt;	/* --verify-each, -v, --target */
+	const char *target;	/* --target */
+	int verify_each;	/* --verify-each */
+	int verbose;		/* -v */
+	tinyc_options opt;	/* the compilation options: the three above and --bind */
 	char *bind;		/* --bind values joined with ',' */
 	named_path *in;		/* --in */
 	int nin;
@@ -67,83 +69,21 @@ typedef struct cli {
 	unsigned char module_key[32];	/* its key */
 } cli;
 
-static void usage(FILE *out)
+/* --bind: the values of every --bind, joined with ','. */
+static int set_bind(void *dst, const char *v, char *why, size_t wsize)
 {
-	int n;
-	const tinyc_pass *p = tinyc_pipeline(&n);
-	fprintf(out,
-		"usage: tinyc [options] FILE          compile FILE (tinyc-uop v0) and dump a stage\n"
-		"       tinyc run FILE [options]      run FILE on .npy inputs\n"
-		"       tinyc bench FILE --bind ...   time every kernel of FILE on the GPU\n"
-		"       tinyc tune FILE --bind ...    measure the matmul candidates on the GPU and\n"
-		"                                     keep the fastest in the tuning cache\n"
-		"       tinyc htree --q Q --k K --v V --out O [options]   htree forward (CPU or\n"
-		"                                     GPU), or --bench; see tinyc htree --help\n"
-		"\n"
-		"Compile options:\n"
-		"  --dump-stage=NAME     print the IR after stage NAME (default: uop); stages:\n");
-	for (int i = 0; i < n; i++)
-		fprintf(out, "                          %-10s %s\n", p[i].name, p[i].what);
-	fprintf(out,
-		"  --format=text|dot     dump format (dot: Graphviz, for the uop stage)\n"
-		"  --print-after-all     print every stage up to --dump-stage\n"
-		"  --verify-each         run every stage's verifier, not only the last one's\n"
-		"  --bind M=64,N=32      bind size symbols (compile time: specialises the kernel)\n"
-		"  --target=sm_XY        GPU target when no GPU is present (e.g. sm_80, sm_90)\n"
-		"  -v, --verbose         print per-pass times to stderr\n"
-		"  -o FILE               write the output (dump, run report) to FILE, not stdout\n"
-		"  FILE '-'              read the graph from standard input\n"
-		"\n"
-		"Run options (tinyc run FILE ...):\n"
-		"  --in NAME=x.npy       input tensor for BUFFER name=NAME (repeatable)\n"
-		"  --out NAME=y.npy      write OUTPUT name=NAME to a .npy file (repeatable)\n"
-		"  --random-inputs SEED  fill inputs not given with --in with seeded random data\n"
-		"  --bind M=..,N=..      symbol values; unbound symbols are inferred from inputs\n"
-		"  --device=ref|cpu|cuda|gpuir\n"
-		"                        ref: the reference evaluator; cpu: the pipeline up to rbssa,\n"
-		"                        run by the RB-SSA interpreter (default cpu); cuda: the\n"
-		"                        generated CUDA kernels on the GPU (nvrtc, kernel cache);\n"
-		"                        gpuir: the same kernels' GPU IR on the CPU interpreter\n"
-		"                        (no GPU needed). With cuda, -v prints per-kernel compile\n"
-		"                        times (tinyc's GPU IR build and nvrtc's)\n"
-		"  --check               compare every output with the reference evaluator: max\n"
-		"                        abs/rel error per output, exit 1 beyond the tolerance\n"
-		"  --atol=X --rtol=Y     tolerances for --check (default: by dtype)\n"
-		"  --max-memory=BYTES    refuse (OutOfMemory) a run whose inputs and outputs take\n"
-		"                        more than BYTES (always: more than the machine has free)\n"
-		"  --runtime-sizes       compile the kernels for symbolic sizes and give the --bind\n"
-		"                        values only at launch (default: --bind specialises them)\n"
-		"\n"
-		"Bench options (tinyc bench FILE ...): every size symbol bound with --bind; inputs\n"
-		"are --in files or seeded random data (--random-inputs, default seed 1); --check,\n"
-		"--target, -v as for run.  Prints per kernel the CUDA-graph replay time per launch (N\n"
-		"launches captured into one graph, median of 7 replays / N), GB/s and TFLOP/s and\n"
-		"their fractions of the device's peak, the median event time of single launches and\n"
-		"the host wall time per launch of N back-to-back launches; then the whole plan (every\n"
-		"kernel in order) by graph replay and by N back-to-back executions between two\n"
-		"events; each kernel's plan, and the JIT latency: the compiler passes, the cached\n"
-		"compile (nvrtc when cold) and the module load.\n"
-		"  --warmup N            untimed launches per kernel first (default 10)\n"
-		"  --iters N             launches per graph / per timed run (default 100)\n"
-		"\n"
-		"Other:\n"
-		"  --help                this text\n"
-		"  --version             print the version\n"
-		"\n"
-		"Exit status: 0 success, 1 diagnostics or failed check, 2 usage error.\n"
-		"Diagnostics are printed as FILE:LINE:COL: error: Kind: message, with a caret;\n"
-		"in colour on a terminal unless NO_COLOR is set.\n");
+	cli *c = dst;
+	char *s = c->bind ? tinyc_asprintf("%s,%s", c->bind, v) : strdup(v);
+	if (!s) {
+		snprintf(why, wsize, "out of memory at '%s'", v);
+		return -1;
+	}
+	free(c->bind);
+	c->bind = s;
+	return 0;
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "tinyc: usage error: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(see tinyc --help)\n");
-	return EXIT_USAGE;
-}
-
-/* Split NAME=path. */
+/* Append the NAME=path pair arg to *v; -1 when it is not one. */
 static int add_named(named_path **v, int *n, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
@@ -159,149 +99,206 @@ static int add_named(named_path **v, int *n, const char *arg)
 	return 0;
 }
 
-static void cli_free(cli *c)
+/* --in/--out NAME=file.npy into *v; 0, or -1 with the message in why. */
+static int set_named(named_path **v, int *n, const char *opt, const char *value, char *why,
+		     size_t wsize)
 {
-	for (int i = 0; i < c->nin; i++)
-		free(c->in[i].name), free(c->in[i].path);
-	for (int i = 0; i < c->nout; i++)
-		free(c->out[i].name), free(c->out[i].path);
-	free(c->in);
-	free(c->out);
-	free(c->bind);
+	if (add_named(v, n, value) == 0)
+		return 0;
+	snprintf(why, wsize, "%s expects NAME=file.npy, got '%s'", opt, value);
+	return -1;
 }
 
-/* The value of "--opt=value" or "--opt value"; advances *i for the second form. */
-static const char *opt_value(int argc, char **argv, int *i, const char *opt)
+/* --in NAME=x.npy */
+static int set_in(void *dst, const char *v, char *why, size_t wsize)
 {
-	size_t n = strlen(opt);
-	if (strncmp(argv[*i], opt, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] == 0 && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
+	return set_named(&((cli *)dst)->in, &((cli *)dst)->nin, "--in", v, why, wsize);
 }
 
-static int append_bind(cli *c, const char *v)
+/* --out NAME=y.npy */
+static int set_out(void *dst, const char *v, char *why, size_t wsize)
 {
-	char *s = c->bind ? tinyc_asprintf("%s,%s", c->bind, v) : strdup(v);
-	if (!s)
+	return set_named(&((cli *)dst)->out, &((cli *)dst)->nout, "--out", v, why, wsize);
+}
+
+/* --random-inputs SEED */
+static int set_seed(void *dst, const char *v, char *why, size_t wsize)
+{
+	cli *c = dst;
+	char *end;
+	errno = 0;
+	unsigned long long s = strtoull(v, &end, 10);
+	if (!*v || *v == '-' || *end || errno) {
+		snprintf(why, wsize, "--random-inputs expects an integer seed, got '%s'", v);
 		return -1;
-	free(c->bind);
-	c->bind = s;
+	}
+	c->have_seed = 1;
+	c->seed = s;
 	return 0;
 }
 
-/* Parse argv into c.  Returns -1 and prints nothing on success paths; EXIT_USAGE etc. */
+#define F(field) offsetof(cli, field)
+
+static const tinyc_arg compile_opts[] = {
+	{"--dump-stage", NULL, TINYC_ARG_STR, F(stage), "NAME", 0, 0, NULL, NULL,
+	 "print the IR after stage NAME (default: uop; the stages\nare listed below)"},
+	{"--format", NULL, TINYC_ARG_CHOICE, F(format_name), "text|dot", 0, 0, "text|dot", NULL,
+	 "dump format (dot: Graphviz, for the uop stage)"},
+	{"--print-after-all", NULL, TINYC_ARG_FLAG, F(print_after_all), NULL, 0, 0, NULL, NULL,
+	 "print every stage up to --dump-stage"},
+	{0},
+};
+
+static const tinyc_arg common_opts[] = {
+	{"--bind", NULL, TINYC_ARG_CALL, 0, "M=64,N=32", 0, 0, NULL, set_bind,
+	 "bind size symbols (repeatable); at compile time they\nspecialise the kernels; "
+	 "run: symbols not bound are read\noff the inputs"},
+	{"--target", NULL, TINYC_ARG_STR, F(target), "sm_XY", 0, 0, NULL, NULL,
+	 "GPU target when no GPU is present (sm_80, sm_90, sm_90a)"},
+	{"--verify-each", NULL, TINYC_ARG_FLAG, F(verify_each), NULL, 0, 0, NULL, NULL,
+	 "run every stage's verifier, not only the last one's"},
+	{"--verbose", "-v", TINYC_ARG_FLAG, F(verbose), NULL, 0, 0, NULL, NULL,
+	 "per-pass times to stderr; with --device=cuda also\nper-kernel compile times "
+	 "(tinyc's GPU IR build and nvrtc's)"},
+	{"-o", NULL, TINYC_ARG_STR, F(output), "FILE", 0, 0, NULL, NULL,
+	 "write the output (dump, run report) to FILE, not stdout"},
+	{0},
+};
+
+static const tinyc_arg run_opts[] = {
+	{"--in", NULL, TINYC_ARG_CALL, 0, "NAME=x.npy", 0, 0, NULL, set_in,
+	 "input tensor for BUFFER name=NAME (repeatable)"},
+	{"--out", NULL, TINYC_ARG_CALL, 0, "NAME=y.npy", 0, 0, NULL, set_out,
+	 "write OUTPUT name=NAME to a .npy file (repeatable)"},
+	{"--random-inputs", NULL, TINYC_ARG_CALL, 0, "SEED", 0, 0, NULL, set_seed,
+	 "fill inputs not given with --in with seeded random data"},
+	{"--device", NULL, TINYC_ARG_CHOICE, F(device), "ref|cpu|cuda|gpuir", 0, 0,
+	 "ref|cpu|cuda|gpuir", NULL,
+	 "ref: the reference evaluator; cpu: the pipeline up to\nrbssa, run by the RB-SSA "
+	 "interpreter (default for run);\ncuda: the generated CUDA kernels on the GPU (nvrtc,\n"
+	 "kernel cache; the only one for bench); gpuir: the same\nkernels' GPU IR on the CPU "
+	 "interpreter (no GPU needed)"},
+	{"--check", NULL, TINYC_ARG_FLAG, F(check), NULL, 0, 0, NULL, NULL,
+	 "compare every output with the reference evaluator: max\nabs/rel error per output, "
+	 "exit 1 beyond the tolerance"},
+	{"--atol", NULL, TINYC_ARG_DOUBLE, F(atol), "X", 0, 0, NULL, NULL,
+	 "absolute tolerance of --check (default: by dtype)"},
+	{"--rtol", NULL, TINYC_ARG_DOUBLE, F(rtol), "Y", 0, 0, NULL, NULL,
+	 "relative tolerance of --check (default: by dtype)"},
+	{"--max-memory", NULL, TINYC_ARG_I64, F(max_memory), "BYTES", 0, INT64_MAX, NULL, NULL,
+	 "refuse (OutOfMemory) a run whose inputs and outputs take\nmore than BYTES "
+	 "(always: more than the machine has free)"},
+	{"--runtime-sizes", NULL, TINYC_ARG_FLAG, F(runtime_sizes), NULL, 0, 0, NULL, NULL,
+	 "compile the kernels for symbolic sizes and give the\n--bind values only at launch "
+	 "(default: --bind specialises)"},
+	{0},
+};
+
+static const tinyc_arg bench_opts[] = {
+	{"--warmup", NULL, TINYC_ARG_INT, F(warmup), "N", 0, 1000000, NULL, NULL,
+	 "untimed launches per kernel first (default 10)"},
+	{"--iters", NULL, TINYC_ARG_INT, F(iters), "N", 1, 1000000, NULL, NULL,
+	 "launches per graph / per timed run (default 100)"},
+	{0},
+};
+
+#undef F
+
+static const tinyc_arg_group compile_group = {"Compile options", compile_opts};
+static const tinyc_arg_group common_group = {"Common options", common_opts};
+static const tinyc_arg_group run_group = {"Run options", run_opts};
+static const tinyc_arg_group bench_group = {"Bench options", bench_opts};
+
+/* The stages, after the options of tinyc --help. */
+static void stages_help(FILE *out)
+{
+	int n;
+	const tinyc_pass *p = tinyc_pipeline(&n);
+	fprintf(out, "\nStages (--dump-stage):\n");
+	for (int i = 0; i < n; i++)
+		fprintf(out, "  %-10s %s\n", p[i].name, p[i].what);
+}
+
+#define EXIT_TEXT \
+	"Exit status: 0 success, 1 diagnostics or failed check, 2 usage error.\n" \
+	"Diagnostics are printed as FILE:LINE:COL: error: Kind: message, with a caret;\n" \
+	"in colour on a terminal unless NO_COLOR is set.\n"
+
+static const tinyc_command cmd_compile_args, cmd_run_args, cmd_bench_args;
+static const tinyc_command *const cli_commands[] = {&cmd_compile_args, &cmd_run_args,
+						    &cmd_bench_args, NULL};
+
+static const tinyc_command cmd_compile_args = {
+	"tinyc",
+	"tinyc [options] FILE          compile FILE (tinyc-uop v0) and dump a stage\n"
+	"       tinyc run FILE [options]      run FILE on .npy inputs\n"
+	"       tinyc bench FILE --bind ...   time every kernel of FILE on the GPU\n"
+	"       tinyc tune FILE --bind ...    measure the matmul candidates on the GPU and\n"
+	"                                     keep the fastest in the tuning cache\n"
+	"       tinyc htree --q Q --k K --v V --out O [options]   the htree forward\n",
+	"FILE '-' reads the graph from standard input.  Every subcommand has its own\n"
+	"--help: tinyc run --help, tinyc bench --help, tinyc tune --help, tinyc htree --help.\n",
+	{&compile_group, &common_group, &tinyc_args_other, NULL},
+	"FILE", offsetof(cli, file), stages_help, EXIT_TEXT, cli_commands,
+};
+
+static const tinyc_command cmd_run_args = {
+	"tinyc run",
+	"tinyc run FILE [options]\n",
+	"Runs FILE ('-': standard input) on .npy inputs (--in) or seeded random data\n"
+	"(--random-inputs) on a device, prints a summary of each output, writes the outputs\n"
+	"asked for (--out) and compares them with the reference evaluator (--check).\n",
+	{&run_group, &common_group, &tinyc_args_other, NULL},
+	"FILE", offsetof(cli, file), NULL, EXIT_TEXT, cli_commands,
+};
+
+static const tinyc_command cmd_bench_args = {
+	"tinyc bench",
+	"tinyc bench FILE --bind M=..,N=.. [options]\n",
+	"Times every kernel of FILE on the GPU: every size symbol bound with --bind; inputs\n"
+	"are --in files or seeded random data (--random-inputs, default seed 1).  Prints per\n"
+	"kernel the CUDA-graph replay time per launch (N launches captured into one graph,\n"
+	"median of 7 replays / N), GB/s and TFLOP/s and their fractions of the device's peak,\n"
+	"the median event time of single launches and the host wall time per launch of N\n"
+	"back-to-back launches; then the whole plan (every kernel in order) by graph replay\n"
+	"and by N back-to-back executions between two events; each kernel's plan, and the\n"
+	"JIT latency: the compiler passes, the cached compile (nvrtc when cold) and the\n"
+	"module load.\n",
+	{&bench_group, &run_group, &common_group, &tinyc_args_other, NULL},
+	"FILE", offsetof(cli, file), NULL, EXIT_TEXT, cli_commands,
+};
+
+/* Parse argv into c.  -1: go on; otherwise the exit status. */
 static int parse_args(int argc, char **argv, cli *c)
 {
+	const tinyc_command *cmd = &cmd_compile_args;
 	c->cmd = "compile";
 	c->device = "cpu";
 	c->atol = c->rtol = -1;
 	c->max_memory = -1;
 	c->warmup = 10;
 	c->iters = 100;
-	int i = 1;
+	int skip = 0;
 	if (argc > 1 && !strcmp(argv[1], "run")) {
 		c->cmd = "run";
-		i = 2;
+		cmd = &cmd_run_args;
+		skip = 1;
 	} else if (argc > 1 && !strcmp(argv[1], "bench")) {
 		c->cmd = "bench";
 		c->device = "cuda";
-		i = 2;
+		cmd = &cmd_bench_args;
+		skip = 1;
 	}
-	for (; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return EXIT_OK;
-		} else if (!strcmp(a, "--version")) {
-			printf("tinyc %s (tinyc-uop v0)\n", TINYC_VERSION);
-			return EXIT_OK;
-		} else if ((v = opt_value(argc, argv, &i, "--dump-stage"))) {
-			c->stage = v;
-		} else if ((v = opt_value(argc, argv, &i, "--format"))) {
-			if (!strcmp(v, "text"))
-				c->format = TINYC_FMT_TEXT;
-			else if (!strcmp(v, "dot"))
-				c->format = TINYC_FMT_DOT;
-			else
-				return usage_error("unknown format '%s' (text or dot)", v);
-		} else if (!strcmp(a, "--print-after-all")) {
-			c->print_after_all = 1;
-		} else if (!strcmp(a, "--verify-each")) {
-			c->opt.verify_each = 1;
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-			c->opt.verbose = 1;
-		} else if ((v = opt_value(argc, argv, &i, "-o"))) {
-			c->output = v;
-		} else if (!strcmp(a, "-o")) {
-			return usage_error("%s", "-o needs a file name");
-		} else if ((v = opt_value(argc, argv, &i, "--target"))) {
-			c->opt.target = v;
-		} else if ((v = opt_value(argc, argv, &i, "--bind"))) {
-			if (append_bind(c, v) < 0)
-				return usage_error("out of memory at '%s'", v);
-		} else if ((v = opt_value(argc, argv, &i, "--in"))) {
-			if (add_named(&c->in, &c->nin, v) < 0)
-				return usage_error("--in expects NAME=file.npy, got '%s'", v);
-		} else if ((v = opt_value(argc, argv, &i, "--out"))) {
-			if (add_named(&c->out, &c->nout, v) < 0)
-				return usage_error("--out expects NAME=file.npy, got '%s'", v);
-		} else if ((v = opt_value(argc, argv, &i, "--random-inputs"))) {
-			char *end;
-			errno = 0;
-			unsigned long long s = strtoull(v, &end, 10);
-			if (!*v || *end || errno)
-				return usage_error("--random-inputs expects an integer seed, got '%s'", v);
-			c->have_seed = 1;
-			c->seed = s;
-		} else if ((v = opt_value(argc, argv, &i, "--max-memory"))) {
-			char *end;
-			errno = 0;
-			unsigned long long s = strtoull(v, &end, 10);
-			if (!*v || *v == '-' || *end || errno || s > INT64_MAX)
-				return usage_error("--max-memory expects a number of bytes, got '%s'", v);
-			c->max_memory = (int64_t)s;
-		} else if ((v = opt_value(argc, argv, &i, "--device"))) {
-			if (strcmp(v, "cpu") && strcmp(v, "ref") && strcmp(v, "cuda") && strcmp(v, "gpuir"))
-				return usage_error("unknown device '%s' (known: ref, cpu, cuda, gpuir)", v);
-			c->device = v;
-		} else if ((v = opt_value(argc, argv, &i, "--warmup")) ||
-			   (v = opt_value(argc, argv, &i, "--iters"))) {
-			char *end;
-			long x = strtol(v, &end, 10);
-			int is_warmup = !strncmp(a, "--warmup", 8);
-			if (!*v || *end || x < (is_warmup ? 0 : 1) || x > 1000000)
-				return usage_error("--warmup/--iters expect a count, got '%s'", v);
-			if (is_warmup)
-				c->warmup = (int)x;
-			else
-				c->iters = (int)x;
-		} else if (!strcmp(a, "--check")) {
-			c->check = 1;
-		} else if (!strcmp(a, "--runtime-sizes")) {
-			c->runtime_sizes = 1;
-		} else if ((v = opt_value(argc, argv, &i, "--atol"))) {
-			c->atol = strtod(v, NULL);
-		} else if ((v = opt_value(argc, argv, &i, "--rtol"))) {
-			c->rtol = strtod(v, NULL);
-		} else if (a[0] == '-' && a[1]) {
-			return usage_error("unknown option '%s'", a);
-		} else if (!c->file) {
-			c->file = a;
-		} else {
-			return usage_error("more than one input file ('%s')", a);
-		}
-	}
-	if (!c->file)
-		return usage_error("%s", "no input file");
-	if (!strcmp(c->cmd, "compile") && (c->nin || c->nout || c->have_seed || c->check ||
-					    c->runtime_sizes))
-		return usage_error("%s", "--in/--out/--random-inputs/--check/--runtime-sizes need 'tinyc run'");
+	int rc = tinyc_args_parse(cmd, argc - skip, argv + skip, c);
+	if (rc >= 0)
+		return rc;
+	c->opt.target = c->target;
+	c->opt.verify_each = c->verify_each;
+	c->opt.verbose = c->verbose;
+	c->format = c->format_name && !strcmp(c->format_name, "dot") ? TINYC_FMT_DOT : TINYC_FMT_TEXT;
 	if (!strcmp(c->cmd, "bench") && strcmp(c->device, "cuda"))
-		return usage_error("'tinyc bench' times kernels on the GPU: --device=%s is not one", c->device);
+		return tinyc_args_error(cmd, "'tinyc bench' times kernels on the GPU: --device=%s is not "
+					"one", c->device);
 	if (!strcmp(c->cmd, "bench") && !c->have_seed) {
 		c->have_seed = 1;
 		c->seed = 1;
@@ -316,6 +313,18 @@ static int parse_args(int argc, char **argv, cli *c)
 		return EXIT_USAGE;
 	}
 	return -1;
+}
+
+/* Free what parsing allocated. */
+static void cli_free(cli *c)
+{
+	for (int i = 0; i < c->nin; i++)
+		free(c->in[i].name), free(c->in[i].path);
+	for (int i = 0; i < c->nout; i++)
+		free(c->out[i].name), free(c->out[i].path);
+	free(c->in);
+	free(c->out);
+	free(c->bind);
 }
 
 /* Compile: run the pipeline up to the stage and print its dump. */

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +26,7 @@
 #include "ir/tensor.h"
 #include "runtime/htree_run.h"
 #include "runtime/runtime.h"
-
-#ifndef TINYC_VERSION
-#define TINYC_VERSION "0.0.0"
-#endif
+#include "tinyc_args.h"
 
 enum { HT_OK = 0, HT_DIAG = 1, HT_USAGE = 2 };
 
@@ -39,8 +37,10 @@ enum { HT_OK = 0, HT_DIAG = 1, HT_USAGE = 2 };
 typedef struct ht_cli {
 	const char *q, *k, *v, *out;	/* .npy paths */
 	tinyc_htree_config cfg;		/* --compression-rate ... --rope-base */
+	const char *device;		/* --device: "cpu" or "cuda" */
 	int device_cuda;		/* --device=cuda */
 	int check;			/* --check: compare cuda with the CPU reference */
+	const char *tree;		/* --tree: "pipeline" or "kernels" */
 	int tree_kernels;		/* --tree=kernels */
 	int64_t trace[HT_MAX_LIST];	/* --trace-position */
 	int ntrace;
@@ -48,184 +48,101 @@ typedef struct ht_cli {
 	int64_t seq[HT_MAX_LIST];	/* --seq-len (bench) */
 	int nseq;
 	int64_t heads, kv_heads, dim;	/* bench shape: H, H_kv, K = V */
+	const char *dtype_name;		/* --dtype */
 	tinyc_dtype dtype;		/* bench dtype */
 	int warmup, iters;		/* bench timing */
 } ht_cli;
 
-/* The usage text of the htree command. */
-static void ht_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: tinyc htree --q q.npy --k k.npy --v v.npy --out o.npy [options]\n"
-		"       tinyc htree --bench [--seq-len T]... [options]\n"
-		"\n"
-		"htree forward (hierarchical tree sparse attention, shared GQA top-K):\n"
-		"q [B,T,H,K], k [B,T,H_kv,K], v [B,T,H_kv,V] -> o [B,T,H,V] (float).\n"
-		"\n"
-		"  --compression-rate R  children per tree node, a power of two (default 16)\n"
-		"  --top-k K             parents kept per layer, a power of two (default 512)\n"
-		"  --max-top-nodes N     most nodes on the top layer (default 8192)\n"
-		"  --scale S             score scale (default K^-1/2)\n"
-		"  --rope-base B         RoPE base (default 10000)\n"
-		"  --device=cpu|cuda     the CPU reference or the GPU path (default cpu)\n"
-		"  --trace-position t    print the selections of every layer at position t\n"
-		"                        (repeatable)\n"
-		"  --check               with --device=cuda: compare with the CPU reference\n"
-		"  --tree=pipeline|kernels  GPU tree build: the pooling graph through the generic\n"
-		"                        pipeline (default) or the htree pooling kernels\n"
-		"\n"
-		"Benchmark (--bench, GPU): B=1, H=16, H_kv=1, K=V=16, fp32, the default config, at\n"
-		"T = 16384, 65536, 120000 unless --seq-len is given; prints the median time per\n"
-		"forward (tree build included) after warm-up.\n"
-		"  --seq-len T           sequence length (repeatable)\n"
-		"  --heads H --kv-heads H_kv --dim D   the shape (K = V = D)\n"
-		"  --dtype float|half|bfloat16         input dtype (default float)\n"
-		"  --warmup N --iters N  timing (default 3 and 10)\n"
-		"\n"
-		"Exit status: 0 success, 1 diagnostics or failed check, 2 usage error.\n");
-}
+#define F(field) offsetof(ht_cli, field)
 
-/* Print a usage error and return HT_USAGE. */
-static int ht_usage_error(const char *what, const char *arg)
-{
-	fprintf(stderr, "tinyc htree: usage error: %s '%s'\n(see tinyc htree --help)\n", what,
-		arg ? arg : "");
-	return HT_USAGE;
-}
+static const tinyc_arg ht_opts[] = {
+	{"--q", NULL, TINYC_ARG_STR, F(q), "q.npy", 0, 0, NULL, NULL, "queries [B,T,H,K]"},
+	{"--k", NULL, TINYC_ARG_STR, F(k), "k.npy", 0, 0, NULL, NULL, "keys [B,T,H_kv,K]"},
+	{"--v", NULL, TINYC_ARG_STR, F(v), "v.npy", 0, 0, NULL, NULL, "values [B,T,H_kv,V]"},
+	{"--out", NULL, TINYC_ARG_STR, F(out), "o.npy", 0, 0, NULL, NULL,
+	 "write o [B,T,H,V] (float)"},
+	{"--compression-rate", NULL, TINYC_ARG_INT, F(cfg.compression_rate), "R", INT32_MIN,
+	 INT32_MAX, NULL, NULL, "children per tree node, a power of two (default 16)"},
+	{"--top-k", NULL, TINYC_ARG_INT, F(cfg.top_k), "K", INT32_MIN, INT32_MAX, NULL, NULL,
+	 "parents kept per layer, a power of two (default 512)"},
+	{"--max-top-nodes", NULL, TINYC_ARG_I64, F(cfg.max_top_nodes), "N", INT64_MIN, INT64_MAX,
+	 NULL, NULL, "most nodes on the top layer (default 8192)"},
+	{"--scale", NULL, TINYC_ARG_FLOAT, F(cfg.scale), "S", 0, 0, NULL, NULL,
+	 "score scale (default K^-1/2)"},
+	{"--rope-base", NULL, TINYC_ARG_FLOAT, F(cfg.rope_base), "B", 0, 0, NULL, NULL,
+	 "RoPE base (default 10000)"},
+	{"--device", NULL, TINYC_ARG_CHOICE, F(device), "cpu|cuda", 0, 0, "cpu|cuda", NULL,
+	 "the CPU reference or the GPU path (default cpu)"},
+	{"--trace-position", NULL, TINYC_ARG_I64_LIST, F(trace), "t", INT64_MIN, INT64_MAX, NULL,
+	 NULL, "print the selections of every layer at position t\n(repeatable)", F(ntrace),
+	 HT_MAX_LIST},
+	{"--check", NULL, TINYC_ARG_FLAG, F(check), NULL, 0, 0, NULL, NULL,
+	 "with --device=cuda: compare with the CPU reference"},
+	{"--tree", NULL, TINYC_ARG_CHOICE, F(tree), "pipeline|kernels", 0, 0, "pipeline|kernels",
+	 NULL, "GPU tree build: the pooling graph through the generic\npipeline (default) or "
+	 "the htree pooling kernels"},
+	{0},
+};
 
-/* The value of "--opt=value" or "--opt value"; advances *i for the second form. */
-static const char *ht_opt(int argc, char **argv, int *i, const char *opt)
-{
-	size_t n = strlen(opt);
-	if (strncmp(argv[*i], opt, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] == 0 && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
+static const tinyc_arg ht_bench_opts[] = {
+	{"--bench", NULL, TINYC_ARG_FLAG, F(bench), NULL, 0, 0, NULL, NULL,
+	 "time the GPU forward instead (no --q/--k/--v)"},
+	{"--seq-len", NULL, TINYC_ARG_I64_LIST, F(seq), "T", 1, INT64_MAX, NULL, NULL,
+	 "sequence length (repeatable)", F(nseq), HT_MAX_LIST},
+	{"--heads", NULL, TINYC_ARG_I64, F(heads), "H", 1, INT64_MAX, NULL, NULL,
+	 "query heads (default 16)"},
+	{"--kv-heads", NULL, TINYC_ARG_I64, F(kv_heads), "H_kv", 1, INT64_MAX, NULL, NULL,
+	 "key/value heads (default 1)"},
+	{"--dim", NULL, TINYC_ARG_I64, F(dim), "D", 1, INT64_MAX, NULL, NULL,
+	 "head dimension, K = V = D (default 16)"},
+	{"--dtype", NULL, TINYC_ARG_CHOICE, F(dtype_name), "float|half|bfloat16", 0, 0,
+	 "float|half|bfloat16", NULL, "input dtype (default float)"},
+	{"--warmup", NULL, TINYC_ARG_INT, F(warmup), "N", 0, 1000, NULL, NULL,
+	 "untimed forwards first (default 3)"},
+	{"--iters", NULL, TINYC_ARG_INT, F(iters), "N", 1, 1000, NULL, NULL,
+	 "timed forwards, median kept (default 10)"},
+	{0},
+};
 
-/* Parse an integer option value into *out; 0 or -1. */
-static int ht_int(const char *s, int64_t *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (!*s || *end || errno)
-		return -1;
-	*out = v;
-	return 0;
-}
+#undef F
 
-/* Parse a float option value into *out; 0 or -1. */
-static int ht_float(const char *s, float *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (!*s || *end || errno)
-		return -1;
-	*out = (float)v;
-	return 0;
-}
+static const tinyc_arg_group ht_group = {"Htree options", ht_opts};
+static const tinyc_arg_group ht_bench_group = {"Htree benchmark options", ht_bench_opts};
+
+static const tinyc_command ht_args = {
+	"tinyc htree",
+	"tinyc htree --q q.npy --k k.npy --v v.npy --out o.npy [options]\n"
+	"       tinyc htree --bench [--seq-len T]... [options]\n",
+	"htree forward (hierarchical tree sparse attention, shared GQA top-K):\n"
+	"q [B,T,H,K], k [B,T,H_kv,K], v [B,T,H_kv,V] -> o [B,T,H,V] (float).\n"
+	"The benchmark (--bench, GPU) runs B=1, H=16, H_kv=1, K=V=16, fp32, the default\n"
+	"config, at T = 16384, 65536, 120000 unless --seq-len is given, and prints the\n"
+	"median time per forward (tree build included) after warm-up.\n",
+	{&ht_group, &ht_bench_group, &tinyc_args_other, NULL},
+	NULL, 0, NULL,
+	"Exit status: 0 success, 1 diagnostics or failed check, 2 usage error.\n", NULL,
+};
 
 /* Parse the arguments after "htree".  -1 to go on, else an exit status. */
 static int ht_parse(int argc, char **argv, ht_cli *c)
 {
 	tinyc_htree_config_default(&c->cfg);
 	c->heads = 16, c->kv_heads = 1, c->dim = 16;
-	c->dtype = TINYC_FLOAT;
+	c->device = "cpu", c->tree = "pipeline", c->dtype_name = "float";
 	c->warmup = 3, c->iters = 10;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		int64_t n;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			ht_usage(stdout);
-			return HT_OK;
-		} else if (!strcmp(a, "--version")) {
-			printf("tinyc %s %s (tinyc-uop v0)\n", "htree", TINYC_VERSION);
-			return HT_OK;
-		} else if ((v = ht_opt(argc, argv, &i, "--q"))) {
-			c->q = v;
-		} else if ((v = ht_opt(argc, argv, &i, "--k"))) {
-			c->k = v;
-		} else if ((v = ht_opt(argc, argv, &i, "--v"))) {
-			c->v = v;
-		} else if ((v = ht_opt(argc, argv, &i, "--out"))) {
-			c->out = v;
-		} else if ((v = ht_opt(argc, argv, &i, "--compression-rate"))) {
-			if (ht_int(v, &n) < 0 || n < INT32_MIN || n > INT32_MAX)
-				return ht_usage_error("--compression-rate expects an integer, got", v);
-			c->cfg.compression_rate = (int)n;
-		} else if ((v = ht_opt(argc, argv, &i, "--top-k"))) {
-			if (ht_int(v, &n) < 0 || n < INT32_MIN || n > INT32_MAX)
-				return ht_usage_error("--top-k expects an integer, got", v);
-			c->cfg.top_k = (int)n;
-		} else if ((v = ht_opt(argc, argv, &i, "--max-top-nodes"))) {
-			if (ht_int(v, &c->cfg.max_top_nodes) < 0)
-				return ht_usage_error("--max-top-nodes expects an integer, got", v);
-		} else if ((v = ht_opt(argc, argv, &i, "--scale"))) {
-			if (ht_float(v, &c->cfg.scale) < 0)
-				return ht_usage_error("--scale expects a number, got", v);
-		} else if ((v = ht_opt(argc, argv, &i, "--rope-base"))) {
-			if (ht_float(v, &c->cfg.rope_base) < 0)
-				return ht_usage_error("--rope-base expects a number, got", v);
-		} else if ((v = ht_opt(argc, argv, &i, "--device"))) {
-			if (strcmp(v, "cpu") && strcmp(v, "cuda"))
-				return ht_usage_error("unknown device (cpu or cuda):", v);
-			c->device_cuda = !strcmp(v, "cuda");
-		} else if ((v = ht_opt(argc, argv, &i, "--trace-position"))) {
-			if (ht_int(v, &n) < 0)
-				return ht_usage_error("--trace-position expects an integer, got", v);
-			if (c->ntrace == HT_MAX_LIST)
-				return ht_usage_error("too many --trace-position values at", v);
-			c->trace[c->ntrace++] = n;
-		} else if (!strcmp(a, "--check")) {
-			c->check = 1;
-		} else if ((v = ht_opt(argc, argv, &i, "--tree"))) {
-			if (strcmp(v, "pipeline") && strcmp(v, "kernels"))
-				return ht_usage_error("--tree expects pipeline or kernels, got", v);
-			c->tree_kernels = !strcmp(v, "kernels");
-		} else if (!strcmp(a, "--bench")) {
-			c->bench = 1;
-		} else if ((v = ht_opt(argc, argv, &i, "--seq-len"))) {
-			if (ht_int(v, &n) < 0 || n < 1)
-				return ht_usage_error("--seq-len expects a positive integer, got", v);
-			if (c->nseq == HT_MAX_LIST)
-				return ht_usage_error("too many --seq-len values at", v);
-			c->seq[c->nseq++] = n;
-		} else if ((v = ht_opt(argc, argv, &i, "--heads"))) {
-			if (ht_int(v, &c->heads) < 0 || c->heads < 1)
-				return ht_usage_error("--heads expects a positive integer, got", v);
-		} else if ((v = ht_opt(argc, argv, &i, "--kv-heads"))) {
-			if (ht_int(v, &c->kv_heads) < 0 || c->kv_heads < 1)
-				return ht_usage_error("--kv-heads expects a positive integer, got", v);
-		} else if ((v = ht_opt(argc, argv, &i, "--dim"))) {
-			if (ht_int(v, &c->dim) < 0 || c->dim < 1)
-				return ht_usage_error("--dim expects a positive integer, got", v);
-		} else if ((v = ht_opt(argc, argv, &i, "--dtype"))) {
-			c->dtype = tinyc_dtype_from_name(v, (int)strlen(v));
-			if (c->dtype != TINYC_FLOAT && c->dtype != TINYC_HALF && c->dtype != TINYC_BFLOAT16)
-				return ht_usage_error("--dtype expects float, half or bfloat16, got", v);
-		} else if ((v = ht_opt(argc, argv, &i, "--warmup"))) {
-			if (ht_int(v, &n) < 0 || n < 0 || n > 1000)
-				return ht_usage_error("--warmup expects 0..1000, got", v);
-			c->warmup = (int)n;
-		} else if ((v = ht_opt(argc, argv, &i, "--iters"))) {
-			if (ht_int(v, &n) < 0 || n < 1 || n > 1000)
-				return ht_usage_error("--iters expects 1..1000, got", v);
-			c->iters = (int)n;
-		} else {
-			return ht_usage_error("unknown argument", a);
-		}
-	}
+	int rc = tinyc_args_parse(&ht_args, argc, argv, c);
+	if (rc >= 0)
+		return rc;
+	c->device_cuda = !strcmp(c->device, "cuda");
+	c->tree_kernels = !strcmp(c->tree, "kernels");
+	c->dtype = tinyc_dtype_from_name(c->dtype_name, (int)strlen(c->dtype_name));
 	if (c->bench)
 		return -1;
 	if (!c->q || !c->k || !c->v)
-		return ht_usage_error("--q, --k and --v are required", "");
+		return tinyc_args_error(&ht_args, "--q, --k and --v are required");
 	if (c->check && !c->device_cuda)
-		return ht_usage_error("--check compares --device=cuda with the CPU reference", "--check");
+		return tinyc_args_error(&ht_args, "--check compares --device=cuda with the CPU "
+					"reference");
 	return -1;
 }
 

@@ -14,7 +14,7 @@
  *
  * Exit status: 0 stored (or listed), 1 diagnostics, 2 usage error.
  */
-#include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +28,7 @@
 #include "runtime/runtime.h"
 #include "sched/matmul.h"
 #include "sched/schedule.h"
-
-#ifndef TINYC_VERSION
-#define TINYC_VERSION "0.0.0"
-#endif
+#include "tinyc_args.h"
 
 #define TUNE_MAX 64	/* candidates measured at most */
 
@@ -56,93 +53,55 @@ typedef struct tune_row {
 	const char *why;	/* failure reason, or NULL */
 } tune_row;
 
-static void tune_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: tinyc tune FILE --bind M=..,N=..,K=.. [options]\n"
-		"  measures the model-pruned candidates of FILE's contraction on the GPU and stores\n"
-		"  the fastest in the tuning cache (<cache dir>/tune/<device>.txt) for the device,\n"
-		"  shape class and dtypes; later compilations of that class choose it.\n"
-		"  --top N        candidates measured, best estimates first (default 8)\n"
-		"  --warmup N     untimed launches per candidate (default 5)\n"
-		"  --iters N      timed launches, median kept (default 20)\n"
-		"  --seed S       random inputs (default 1)\n"
-		"  --dry-run      list the pruned candidates only (no GPU; --target allowed)\n"
-		"  --target=sm_XY device description for --dry-run\n"
-		"  -v             per-candidate compile times\n");
-}
+#define F(field) offsetof(tune_cli, field)
 
-/* "--opt=value" or "--opt value". */
-static const char *tune_opt(int argc, char **argv, int *i, const char *opt)
-{
-	size_t n = strlen(opt);
-	if (strncmp(argv[*i], opt, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] == 0 && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
+static const tinyc_arg tune_opts[] = {
+	{"--bind", NULL, TINYC_ARG_STR, F(bind), "M=..,N=..,K=..", 0, 0, NULL, NULL,
+	 "every size of FILE (required)"},
+	{"--top", NULL, TINYC_ARG_INT, F(top), "N", 1, TUNE_MAX, NULL, NULL,
+	 "candidates measured, best estimates first (default 8)"},
+	{"--warmup", NULL, TINYC_ARG_INT, F(warmup), "N", 0, 1000000, NULL, NULL,
+	 "untimed launches per candidate (default 5)"},
+	{"--iters", NULL, TINYC_ARG_INT, F(iters), "N", 1, 1000000, NULL, NULL,
+	 "timed launches, median kept (default 20)"},
+	{"--seed", NULL, TINYC_ARG_U64, F(seed), "S", 0, 0, NULL, NULL,
+	 "random inputs (default 1)"},
+	{"--dry-run", NULL, TINYC_ARG_FLAG, F(dry_run), NULL, 0, 0, NULL, NULL,
+	 "list the pruned candidates only (no GPU; --target allowed)"},
+	{"--target", NULL, TINYC_ARG_STR, F(target), "sm_XY", 0, 0, NULL, NULL,
+	 "device description for --dry-run"},
+	{"--verbose", "-v", TINYC_ARG_FLAG, F(verbose), NULL, 0, 0, NULL, NULL,
+	 "per-candidate compile times"},
+	{0},
+};
+
+#undef F
+
+static const tinyc_arg_group tune_group = {"Tune options", tune_opts};
+
+static const tinyc_command tune_args = {
+	"tinyc tune",
+	"tinyc tune FILE --bind M=..,N=..,K=.. [options]\n",
+	"Measures the model-pruned candidates of FILE's contraction on the GPU and stores\n"
+	"the fastest in the tuning cache (<cache dir>/tune/<device>.txt) for the device,\n"
+	"shape class and dtypes; later compilations of that class choose it.\n",
+	{&tune_group, &tinyc_args_other, NULL},
+	"FILE", offsetof(tune_cli, file), NULL,
+	"Exit status: 0 stored (or listed), 1 diagnostics, 2 usage error.\n", NULL,
+};
 
 /* Parse argv (argv[0] is "tune"); -1 to go on, else an exit status. */
 static int tune_parse(int argc, char **argv, tune_cli *c)
 {
 	c->top = 8, c->warmup = 5, c->iters = 20, c->seed = 1;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			tune_usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--version")) {
-			printf("tinyc %s %s (tinyc-uop v0)\n", "tune", TINYC_VERSION);
-			return 0;
-		} else if ((v = tune_opt(argc, argv, &i, "--bind"))) {
-			c->bind = v;
-		} else if ((v = tune_opt(argc, argv, &i, "--target"))) {
-			c->target = v;
-		} else if ((v = tune_opt(argc, argv, &i, "--top")) ||
-			   (v = tune_opt(argc, argv, &i, "--warmup")) ||
-			   (v = tune_opt(argc, argv, &i, "--iters")) ||
-			   (v = tune_opt(argc, argv, &i, "--seed"))) {
-			char *end;
-			errno = 0;
-			long long x = strtoll(v, &end, 10);
-			if (!*v || *end || errno || x < 0 || x > 1000000) {
-				fprintf(stderr, "tinyc tune: usage error: %s expects a count, got '%s'\n", a, v);
-				return 2;
-			}
-			if (!strncmp(a, "--top", 5))
-				c->top = x < 1 ? 1 : x > TUNE_MAX ? TUNE_MAX : (int)x;
-			else if (!strncmp(a, "--warmup", 8))
-				c->warmup = (int)x;
-			else if (!strncmp(a, "--iters", 7))
-				c->iters = x < 1 ? 1 : (int)x;
-			else
-				c->seed = (uint64_t)x;
-		} else if (!strcmp(a, "--dry-run")) {
-			c->dry_run = 1;
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-			c->verbose = 1;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "tinyc tune: usage error: unknown option '%s' (see tinyc tune --help)\n", a);
-			return 2;
-		} else if (!c->file) {
-			c->file = a;
-		} else {
-			fprintf(stderr, "tinyc tune: usage error: more than one input file ('%s')\n", a);
-			return 2;
-		}
-	}
-	if (!c->file || !c->bind) {
-		fprintf(stderr, "tinyc tune: usage error: give FILE and --bind with every size\n");
-		return 2;
-	}
-	if (c->target && !c->dry_run) {
-		fprintf(stderr, "tinyc tune: usage error: --target describes a device for --dry-run only; "
-			"tuning measures the GPU present\n");
-		return 2;
-	}
+	int rc = tinyc_args_parse(&tune_args, argc, argv, c);
+	if (rc >= 0)
+		return rc;
+	if (!c->bind)
+		return tinyc_args_error(&tune_args, "give --bind with every size");
+	if (c->target && !c->dry_run)
+		return tinyc_args_error(&tune_args, "--target describes a device for --dry-run only; "
+					"tuning measures the GPU present");
 	return -1;
 }
 

@@ -4,11 +4,13 @@
     out = m(X=x, W=w)                                     # {"Y": array}
     m.dump("schedule"); m.cuda_source(); m.bench(X=x, W=w)
 
-On the CPU devices ("cpu", "ref", "gpuir") inputs and outputs are NumPy arrays.  On "cuda"
-they are CUDA tensors of the caller's framework (PyTorch, CuPy, or anything with
-__dlpack__): their device pointers are read through DLPack, nothing is copied to the host,
-the kernels are enqueued on the framework's current stream, and the outputs are allocated
-by the same framework.
+On the CPU devices ("cpu", "ref", "gpuir") inputs and outputs are NumPy arrays, or tinygrad
+Tensors (outputs are then tinygrad Tensors on the inputs' device).  On "cuda" they are CUDA
+tensors of the caller's framework (PyTorch, CuPy, or anything with __dlpack__): their
+device pointers are read through DLPack, nothing is copied to the host, the kernels are
+enqueued on the framework's current stream, and the outputs are allocated by the same
+framework.  tinygrad 0.14.0 has no DLPack: its CUDA tensors are read through their device
+buffers (see _tinygrad_cuda_view).
 """
 import ctypes
 import statistics
@@ -142,6 +144,46 @@ def _framework_of(x):
     return None
 
 
+def _is_tinygrad(x):
+    """Whether x is a tinygrad Tensor."""
+    return type(x).__module__.split(".")[0] == "tinygrad"
+
+
+def _tinygrad_cuda_view(x):
+    """(tensor kept alive, device address, shape) of a tinygrad Tensor on tinygrad's CUDA
+    device.  tinygrad 0.14.0 exports no DLPack; its Buffer on the CUDA device holds a
+    CUdeviceptr (Buffer._buf), which is read after realizing a contiguous copy.  tinygrad runs
+    its kernels in its own CUDA context, which is synchronised first so that the data is
+    there."""
+    dev = str(x.device)
+    if dev.split(":")[0] != "CUDA":
+        raise TypeError(f"a tinygrad tensor given to a cuda program must be on tinygrad's CUDA "
+                        f"device, not {dev}")
+    from tinygrad import Device
+    x = x.contiguous().realize()
+    buf = x._buffer()
+    Device[dev].synchronize()
+    return x, int(buf._buf.value), tuple(int(d) for d in x.shape)
+
+
+def _tinygrad_dtype(name):
+    """The tinygrad dtype of a tinyc dtype name (the names are tinygrad's)."""
+    from tinygrad import dtypes
+    return getattr(dtypes, name)
+
+
+def _cuda_synchronize():
+    """Wait for the kernels tinyc enqueued in its (primary) CUDA context."""
+    global _libcuda
+    if _libcuda is None:
+        _libcuda = ctypes.CDLL("libcuda.so.1")
+    if _libcuda.cuCtxSynchronize() != 0:
+        raise RuntimeError("cuCtxSynchronize failed after the tinyc launch")
+
+
+_libcuda = None
+
+
 def _current_stream(fw, x):
     """The framework's current stream on x's device, as a CUstream integer (0: default)."""
     if fw is None:
@@ -149,6 +191,62 @@ def _current_stream(fw, x):
     if fw.__name__ == "torch":
         return fw.cuda.current_stream(x.device).cuda_stream
     return fw.cuda.get_current_stream().ptr
+
+
+_MIXED = "mixed frameworks: give every input as tinygrad tensors or none"
+
+
+class _DLPackSide:
+    """The CUDA tensors of one DLPack framework (PyTorch, CuPy): read on its current
+    stream, outputs allocated by it."""
+
+    def __init__(self, first):
+        self.fw = _framework_of(first) if first is not None else None
+        self.first = first
+        self.stream = _current_stream(self.fw, first)
+
+    def view(self, t, x):
+        """(x, the capsule to keep, device address, shape) of x, checked against input t."""
+        if _is_tinygrad(x):
+            raise TypeError(_MIXED)
+        capsule, addr, shape, code = _dl_view(x, self.stream)
+        if t is not None and code not in _DL_CODES[t.dtype]:
+            raise TypeError(f"input {t.name}: DLPack dtype code {code[0]}, {code[1]} bits; "
+                            f"the graph says {t.dtype}")
+        return x, capsule, addr, shape
+
+    def empty(self, dtype, shape):
+        """An output tensor on the inputs' device."""
+        if self.fw is None:
+            raise TypeError("cannot allocate the outputs: pass PyTorch or CuPy CUDA tensors")
+        dt = getattr(self.fw, _TORCH_DTYPES[dtype])
+        if self.fw.__name__ == "torch":
+            return self.fw.empty(shape, dtype=dt, device=self.first.device)
+        with self.first.device:
+            return self.fw.empty(shape, dtype=dt)
+
+
+class _TinygradSide:
+    """tinygrad CUDA tensors (device buffers, no DLPack).  stream None: the launch is
+    synchronised instead (tinygrad's context is not tinyc's)."""
+    stream = None
+
+    def __init__(self, first):
+        self.device = first.device
+
+    def view(self, t, x):
+        """(the realized contiguous tensor, the same to keep, address, shape) of x."""
+        if not _is_tinygrad(x):
+            raise TypeError(_MIXED)
+        if t is not None and x.dtype.name != t.dtype:
+            raise TypeError(f"input {t.name} is {x.dtype.name}, the graph says {t.dtype}")
+        x, addr, shape = _tinygrad_cuda_view(x)
+        return x, x, addr, shape
+
+    def empty(self, dtype, shape):
+        """An output tensor on the inputs' device."""
+        from tinygrad import Tensor as TgTensor
+        return TgTensor.empty(*shape, dtype=_tinygrad_dtype(dtype), device=self.device)
 
 
 class Module:
@@ -237,11 +335,14 @@ class Module:
     def _call_host(self, inputs):
         import numpy as np
         ins, arrays = self._order(inputs)
+        tg = next((a for a in arrays if a is not None and _is_tinygrad(a)), None)
         conv = []
         for t, a in zip(ins, arrays):
             if a is None:
                 conv.append(None)
                 continue
+            if _is_tinygrad(a):     # realized and copied to the host
+                a = a.numpy()
             if t.numpy_dtype is None:
                 raise TypeError(f"input {t.name} is {t.dtype}, which NumPy has no dtype for")
             a = np.asarray(a)
@@ -264,47 +365,39 @@ class Module:
         in_p = (ctypes.c_void_p * n_in)(*[None if a is None else a.ctypes.data for a in conv])
         out_p = (ctypes.c_void_p * n_out)(*[a.ctypes.data for a in out_arrays])
         self._ctx.check(self._lib.tinyc_program_run(self._prog, in_p, out_p))
+        if tg is not None:      # tinygrad in, tinygrad out (on the inputs' device)
+            from tinygrad import Tensor as TgTensor
+            result = {k: TgTensor(v, device=tg.device) for k, v in result.items()}
         return result
 
     def _prepare_cuda(self, inputs):
         """Everything one CUDA launch needs: (input addresses, output addresses, stream,
-        the output tensors by name, the capsules to keep alive)."""
+        the output tensors by name, the capsules or tensors to keep alive)."""
         ins, tensors = self._order(inputs)
         first = next((x for x in tensors if x is not None), None)
-        fw = _framework_of(first) if first is not None else None
-        stream = _current_stream(fw, first)
+        tinygrad = first is not None and _is_tinygrad(first)
+        side = (_TinygradSide if tinygrad else _DLPackSide)(first)
         keep, in_addr, shapes = [], [], []
         for t, x in zip(ins, tensors):
             if x is None:
                 in_addr.append(0)
                 shapes.append(None)
                 continue
-            capsule, addr, shape, code = _dl_view(x, stream)
-            if code not in _DL_CODES[t.dtype]:
-                raise TypeError(f"input {t.name}: DLPack dtype code {code[0]}, {code[1]} bits; "
-                                f"the graph says {t.dtype}")
-            keep.append(capsule)
+            _, kept, addr, shape = side.view(t, x)
+            keep.append(kept)
             in_addr.append(addr)
             shapes.append(shape)
         self._infer(ins, shapes)
-        if fw is None:
-            raise TypeError("cannot allocate the outputs: pass PyTorch or CuPy CUDA tensors")
         result, out_addr = {}, []
         for t in self.outputs:
             shape = (t.storage,) if t.strided else t.shape
-            dt = getattr(fw, _TORCH_DTYPES[t.dtype])
-            if fw.__name__ == "torch":
-                y = fw.empty(shape, dtype=dt, device=first.device)
-            else:
-                with first.device:
-                    y = fw.empty(shape, dtype=dt)
-            capsule, addr, _, _ = _dl_view(y, stream)
-            keep.append(capsule)
+            y, kept, addr, _ = side.view(None, side.empty(t.dtype, shape))
+            keep.append(kept)
             out_addr.append(addr)
             result[t.name] = y
         n_in, n_out = max(len(in_addr), 1), max(len(out_addr), 1)
         return ((ctypes.c_uint64 * n_in)(*in_addr), (ctypes.c_uint64 * n_out)(*out_addr),
-                stream, result, keep)
+                side.stream, result, keep)
 
     def _launch(self, in_p, out_p, stream):
         self._ctx.check(self._lib.tinyc_program_launch(self._prog, in_p, out_p,
@@ -313,6 +406,8 @@ class Module:
     def _call_cuda(self, inputs):
         in_p, out_p, stream, result, keep = self._prepare_cuda(inputs)
         self._launch(in_p, out_p, stream)
+        if stream is None:      # tinygrad: its next kernels cannot wait on our stream
+            _cuda_synchronize()
         del keep  # the tensors themselves stay alive with the caller and in result
         return result
 
