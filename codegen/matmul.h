@@ -96,6 +96,16 @@ typedef struct tinyc_mmk {
 	int error;			/* something failed (diagnostic reported) */
 } tinyc_mmk;
 
+/* Start a matmul kernel (grid over n, m, l tiles; block (16, 16) for SIMT, else
+ * t->threads): tile origin b->m0, b->n0, b->l, b->lane, b->warp, the accumulator array of
+ * acc_count elements at zero.  The kernel (b->error set on failure), or NULL. */
+tinyc_gkernel *tinyc_mmk_kernel_begin(tinyc_mmk *b, const char *name, int acc_count);
+/* The element offset of (row, col) of operand op (rows m or k, columns k or n). */
+tinyc_gexpr *tinyc_mmk_op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
+			       tinyc_gexpr *col);
+/* codegen/simt_tile.c: the two-stage fp32 SIMT tile (variant simt, stages 2).  0 or -1. */
+int tinyc_simt_tile_build(tinyc_mmk *b, const char *name);
+
 /* The accumulator element of value (a, b) (a constant index). */
 int tinyc_mm_frag_acc(const tinyc_mm_frag *f, int a, int b);
 /* The index expression of a polynomial of size symbols / of a dim. */
