@@ -12,10 +12,11 @@
  *
  *   load tile 0 into ra/rb; store them into stage 0; barrier
  *   for kt < tiles:
- *     if kt + 1 < tiles: load tile kt + 1 into ra/rb (in flight under the FMAs)
+ *     load tile kt + 1 into ra/rb (in flight under the FMAs; predicated off past the
+ *             last tile rather than branched over, so that the loads stay ahead)
  *     for kk < BK: a[0..3], a[4..7] = As[kt % 2][kk][ty*4 ..], [64 + ty*4 ..];
  *                  b likewise from Bs; acc[i][j] += a[i] * b[j] (64 FMAs)
- *     if kt + 1 < tiles: store ra/rb into stage (kt + 1) % 2
+ *     store ra/rb into stage (kt + 1) % 2
  *     barrier   (the stage just read is written again only after the next barrier)
  *
  * Then the epilogue of codegen/evt_emit.c on the 8 x 8 fragment.
@@ -81,9 +82,10 @@ static void elem_coords(tinyc_mmk *b, const tile_io *io, int j, tinyc_gexpr **r,
 	}
 }
 
-/* Load the thread's elements of the tile at (row0, col0) into io->reg (zero outside). */
+/* Load the thread's elements of the tile at (row0, col0) into io->reg (zero outside, and
+ * everywhere when `live` (NULL: true) is false). */
 static void tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tile_io *io, tinyc_gexpr *row0,
-		      tinyc_gexpr *col0)
+		      tinyc_gexpr *col0, tinyc_gexpr *live)
 {
 	tinyc_gkernel *k = b->k;
 	int n = io->rows * io->cols / THREADS;
@@ -92,9 +94,11 @@ static void tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tile_io *io, tinyc_g
 		tinyc_gexpr *r, *c;
 		elem_coords(b, io, j, &r, &c);
 		tinyc_gexpr *gr = bin(b, TINYC_GX_ADD, row0, r), *gc = bin(b, TINYC_GX_ADD, col0, c);
-		tinyc_gexpr *in = NULL;
-		if (io->pr)
-			in = bin(b, TINYC_GX_LT, gr, io->R);
+		tinyc_gexpr *in = live;
+		if (io->pr) {
+			tinyc_gexpr *t = bin(b, TINYC_GX_LT, gr, io->R);
+			in = in ? bin(b, TINYC_GX_LAND, in, t) : t;
+		}
 		if (io->pc) {
 			tinyc_gexpr *t = bin(b, TINYC_GX_LT, gc, io->C);
 			in = in ? bin(b, TINYC_GX_LAND, in, t) : t;
@@ -185,8 +189,8 @@ int tinyc_simt_tile_build(tinyc_mmk *b, const char *name)
 	tile_io ib = {&pr->b, BK, BN, 0, LDB, Bs, rb, b->K, b->N, t->pred_k, t->pred_n};
 	tinyc_gexpr *tiles = let(b, body, "ktiles", tinyc_gx_ceildiv(k, b->K, I(b, BK)));
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "k tile 0 into stage 0"));
-	tile_load(b, body, &ia, b->m0, I(b, 0));
-	tile_load(b, body, &ib, I(b, 0), b->n0);
+	tile_load(b, body, &ia, b->m0, I(b, 0), NULL);
+	tile_load(b, body, &ib, I(b, 0), b->n0, NULL);
 	tile_store(b, body, &ia, I(b, 0));
 	tile_store(b, body, &ib, I(b, 0));
 	tinyc_mmk_append(b, body, tinyc_gs_barrier(k));
@@ -194,20 +198,20 @@ int tinyc_simt_tile_build(tinyc_mmk *b, const char *name)
 	tinyc_gexpr *kt = tinyc_gx_var(k, ktv);
 	tinyc_gstmt *loop = tinyc_gs_block(k);
 	tinyc_gexpr *st = let(b, loop, "st", bin(b, TINYC_GX_AND, kt, I(b, 1)));
-	tinyc_gexpr *more = bin(b, TINYC_GX_LT, bin(b, TINYC_GX_ADD, kt, I(b, 1)), tiles);
-	tinyc_gstmt *pre = tinyc_gs_block(k);
-	tinyc_gexpr *k1 = let(b, pre, "k1", bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, kt, I(b, 1)), I(b, BK)));
-	tile_load(b, pre, &ia, b->m0, k1);
-	tile_load(b, pre, &ib, k1, b->n0);
-	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "the next k tile's loads, in flight under "
-						       "the FMAs"));
-	tinyc_mmk_append(b, loop, tinyc_gs_if(k, more, pre, NULL));
+	tinyc_gexpr *more = let(b, loop, "more", bin(b, TINYC_GX_LT, bin(b, TINYC_GX_ADD, kt, I(b, 1)), tiles));
+	tinyc_gexpr *k1 = let(b, loop, "k1", bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, kt, I(b, 1)), I(b, BK)));
+	/* predicated, not branched over: a conditional block would let the compiler sink
+	 * the loads next to the stores, exposing their latency */
+	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "the next k tile's loads (zero past the "
+						       "last), in flight under the FMAs"));
+	tile_load(b, loop, &ia, b->m0, k1, more);
+	tile_load(b, loop, &ib, k1, b->n0, more);
 	tile_compute(b, loop, As, Bs, afr, bfr, st, tx, ty, BK);
-	tinyc_gstmt *put = tinyc_gs_block(k);
+	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "into the other stage (after the last "
+						       "tile: zeros nobody reads)"));
 	tinyc_gexpr *other = bin(b, TINYC_GX_XOR, st, I(b, 1));
-	tile_store(b, put, &ia, other);
-	tile_store(b, put, &ib, other);
-	tinyc_mmk_append(b, loop, tinyc_gs_if(k, more, put, NULL));
+	tile_store(b, loop, &ia, other);
+	tile_store(b, loop, &ib, other);
 	tinyc_mmk_append(b, loop, tinyc_gs_barrier(k));
 	tinyc_mmk_append(b, body, tinyc_gs_for_range(k, ktv, I(b, 0), tiles, I(b, 1), 0, loop));
 	if (b->error)
