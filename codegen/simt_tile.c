@@ -8,7 +8,8 @@
  *   shared As[2][BK][128 + 4] (k-major: A transposed on the way in), Bs[2][BK][128 + 4]
  *   registers ra[], rb[]: the thread's elements of the next k tile (element i = tid +
  *             j * 256 of the tile, consecutive threads along the operand's contiguous
- *             axis: coalesced; zero outside the matrices)
+ *             axis: coalesced; zero outside the matrices); 16-byte loads of 4 elements
+ *             where the operand is contiguous without a tail and 16-byte aligned
  *
  *   load tile 0 into ra/rb; store them into stage 0; barrier
  *   for kt < tiles:
@@ -64,22 +65,47 @@ typedef struct tile_io {
 	int reg;		/* the staging register array (rows * cols / THREADS) */
 	tinyc_gexpr *R, *C;	/* extents for the tail tests */
 	int pr, pc;		/* rows / columns need the tail test */
+	int vec;		/* 16-byte loads of 4 elements along the contiguous axis */
 } tile_io;
 
-/* The tile coordinates (r, c) of the thread's element j: consecutive threads along the
- * operand's contiguous axis. */
+/* The value of polynomial p under the module's bindings, or -1 when it has a free symbol. */
+static int64_t bound_value(const tinyc_mmk *b, const tinyc_evt_poly *p)
+{
+	int64_t v;
+	if (!b->gm->sym_bound || tinyc_evt_poly_eval(p, b->gm->sym_bound, b->gm->nsym, &v) < 0)
+		return -1;
+	return v;
+}
+
+/* Whether io's operand can be loaded 4 elements at a time: contiguous along one tile axis
+ * with no tail test on it, offset and the other strides multiples of 4 (16-byte aligned
+ * vectors) under the bindings. */
+static int vec_loads(const tinyc_mmk *b, const tile_io *io)
+{
+	const tinyc_mm_operand *op = io->op;
+	int c = tinyc_evt_poly_is_const(&op->stride[1], 1) ? 1
+		: tinyc_evt_poly_is_const(&op->stride[0], 1) ? 0 : -1;
+	if (c < 0 || (c ? io->pc : io->pr) || (c ? io->cols : io->rows) % 4)
+		return 0;
+	int64_t off = bound_value(b, &op->offset), so = bound_value(b, &op->stride[1 - c]);
+	int64_t sl = b->prob->evt && b->prob->evt->batched ? bound_value(b, &op->stride[2]) : 0;
+	return off >= 0 && off % 4 == 0 && so >= 0 && so % 4 == 0 && sl >= 0 && sl % 4 == 0;
+}
+
+/* The tile coordinates (r, c) of the thread's element j (with io->vec: of element e of
+ * its vector j / 4): consecutive threads along the operand's contiguous axis. */
 static void elem_coords(tinyc_mmk *b, const tile_io *io, int j, tinyc_gexpr **r, tinyc_gexpr **c)
 {
 	int along_rows = !tinyc_evt_poly_is_const(&io->op->stride[1], 1) &&
 			 tinyc_evt_poly_is_const(&io->op->stride[0], 1);
-	tinyc_gexpr *i = bin(b, TINYC_GX_ADD, b->tid, I(b, (int64_t)j * THREADS));
-	if (along_rows) {
-		*r = bin(b, TINYC_GX_MOD, i, I(b, io->rows));
-		*c = bin(b, TINYC_GX_DIV, i, I(b, io->rows));
-	} else {
-		*r = bin(b, TINYC_GX_DIV, i, I(b, io->cols));
-		*c = bin(b, TINYC_GX_MOD, i, I(b, io->cols));
-	}
+	int w = io->vec ? 4 : 1, e = j % w;
+	tinyc_gexpr *i = bin(b, TINYC_GX_ADD, b->tid, I(b, (int64_t)(j / w) * THREADS));
+	int line = (along_rows ? io->rows : io->cols) / w;	/* units along the line */
+	tinyc_gexpr *along = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, i, I(b, line)),
+						       I(b, w)), I(b, e));
+	tinyc_gexpr *across = bin(b, TINYC_GX_DIV, i, I(b, line));
+	*r = along_rows ? along : across;
+	*c = along_rows ? across : along;
 }
 
 /* Load the thread's elements of the tile at (row0, col0) into io->reg (zero outside, and
@@ -90,7 +116,7 @@ static void tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tile_io *io, tinyc_g
 	tinyc_gkernel *k = b->k;
 	int n = io->rows * io->cols / THREADS;
 	int param = tinyc_mmk_param(b, io->op->buf, 0);
-	for (int j = 0; j < n; j++) {
+	for (int j = 0; j < n; j += io->vec ? 4 : 1) {
 		tinyc_gexpr *r, *c;
 		elem_coords(b, io, j, &r, &c);
 		tinyc_gexpr *gr = bin(b, TINYC_GX_ADD, row0, r), *gc = bin(b, TINYC_GX_ADD, col0, c);
@@ -103,7 +129,12 @@ static void tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tile_io *io, tinyc_g
 			tinyc_gexpr *t = bin(b, TINYC_GX_LT, gc, io->C);
 			in = in ? bin(b, TINYC_GX_LAND, in, t) : t;
 		}
-		tinyc_gexpr *v = tinyc_gx_load(k, param, tinyc_mmk_op_addr(b, io->op, gr, gc), in);
+		tinyc_gexpr *addr = tinyc_mmk_op_addr(b, io->op, gr, gc);
+		if (io->vec) {	/* the vector's tail test is its first element's */
+			tinyc_mmk_append(b, blk, tinyc_gs_copy(k, io->reg, I(b, j), param, addr, 4, in, 0));
+			continue;
+		}
+		tinyc_gexpr *v = tinyc_gx_load(k, param, addr, in);
 		tinyc_mmk_append(b, blk, tinyc_gs_store(k, io->reg, I(b, j), v, NULL));
 	}
 }
@@ -185,8 +216,14 @@ int tinyc_simt_tile_build(tinyc_mmk *b, const char *name)
 		return -1;
 	for (int v = 0; v < 4; v++)
 		tinyc_mmk_append(b, body, tinyc_gs_decl(k, (int[]){ra, rb, afr, bfr}[v], NULL));
-	tile_io ia = {&pr->a, BM, BK, 1, LDA, As, ra, b->M, b->K, t->pred_m, t->pred_k};
-	tile_io ib = {&pr->b, BK, BN, 0, LDB, Bs, rb, b->K, b->N, t->pred_k, t->pred_n};
+	tile_io ia = {&pr->a, BM, BK, 1, LDA, As, ra, b->M, b->K, t->pred_m, t->pred_k, 0};
+	tile_io ib = {&pr->b, BK, BN, 0, LDB, Bs, rb, b->K, b->N, t->pred_k, t->pred_n, 0};
+	ia.vec = vec_loads(b, &ia);
+	ib.vec = vec_loads(b, &ib);
+	/* with vector loads the kernel fits 128 registers (ptxas: 127): two CTAs per SM;
+	 * element loads need about 160 (capped at 128 they spill) */
+	if (ia.vec && ib.vec)
+		k->min_blocks_per_sm = 2;
 	tinyc_gexpr *tiles = let(b, body, "ktiles", tinyc_gx_ceildiv(k, b->K, I(b, BK)));
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "k tile 0 into stage 0"));
 	tile_load(b, body, &ia, b->m0, I(b, 0), NULL);

@@ -403,7 +403,8 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		t->tm = 8, t->tn = 8;
 		warps = 8;
 		t->smem = tinyc_simt_tile_smem(bm, bn, bk) + reduction_smem(prob, bm, bn, 8, 1, warps);
-		t->regs = 160;	/* ptxas: 159 (capping at 128 spills) */
+		/* ptxas: 127 with both operands in 16-byte loads (codegen/simt_tile.c), else 159 */
+		t->regs = (prob->tma_ok & TINYC_MM_TMA_A) && (prob->tma_ok & TINYC_MM_TMA_B) ? 128 : 160;
 	} else if (v == TINYC_MM_SIMT) {
 		if (stages != 1 || bm % 16 || bn % 16)
 			return -1;
