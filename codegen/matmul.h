@@ -7,6 +7,8 @@
  *               blockIdx.z) and the Hopper template (TMA / copying producer warpgroup,
  *               mbarrier ring, wgmma consumers, persistent tiles).  Then the epilogue,
  *               then one final-pass kernel per reduction.
+ *   simt_tile.c the two-stage fp32 SIMT tile (128x128x16, 8x8 micro-tiles in 4x4 quarters,
+ *               A k-major in shared memory, register prefetch of the next k tile).
  *   evt_emit.c  the epilogue graph on the accumulator fragment in registers: broadcast
  *               vectors and scalars loaded once per thread (vector loads where contiguous
  *               and aligned), every node computed once into a register in the visit
