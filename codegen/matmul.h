@@ -105,6 +105,9 @@ tinyc_gkernel *tinyc_mmk_kernel_begin(tinyc_mmk *b, const char *name, int acc_co
 /* The element offset of (row, col) of operand op (rows m or k, columns k or n). */
 tinyc_gexpr *tinyc_mmk_op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
 			       tinyc_gexpr *col);
+/* The lanes of a SIMT fragment over block (16, 16), tid = ty * 16 + tx: shuffle masks,
+ * lead lanes, warp groups of its reductions (the rows and columns are the caller's). */
+void tinyc_mmk_simt_lanes(tinyc_mmk *b, tinyc_mm_frag *f, tinyc_gexpr *tx);
 /* codegen/simt_tile.c: the two-stage fp32 SIMT tile (variant simt, stages 2).  0 or -1. */
 int tinyc_simt_tile_build(tinyc_mmk *b, const char *name);
 

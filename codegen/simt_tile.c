@@ -263,12 +263,6 @@ int tinyc_simt_tile_build(tinyc_mmk *b, const char *name)
 	f.col_base = bin(b, TINYC_GX_MUL, tx, I(b, 4));
 	for (int i = 0; i < 8; i++)
 		f.row_off[i] = f.col_off[i] = (i / 4) * 64 + i % 4;
-	f.row_xor[0] = 16, f.nrow_xor = 1;	/* lane = (ty % 2) * 16 + tx */
-	f.col_xor[0] = 1, f.col_xor[1] = 2, f.col_xor[2] = 4, f.col_xor[3] = 8, f.ncol_xor = 4;
-	f.row_lead = bin(b, TINYC_GX_EQ, bin(b, TINYC_GX_AND, b->lane, I(b, 16)), I(b, 0));
-	f.col_lead = bin(b, TINYC_GX_EQ, tx, I(b, 0));
-	f.groups_m = 8, f.group_m = b->warp;
-	f.groups_n = 1, f.group_n = I(b, 0);
-	f.pair_stores = 1;
+	tinyc_mmk_simt_lanes(b, &f, tx);
 	return tinyc_evt_emit_epilogue(b, &f, body);
 }

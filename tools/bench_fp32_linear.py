@@ -8,35 +8,11 @@ usage: tools/bench_fp32_linear.py [--iters N] [--dtype float|half] [--gelu] MxNx
 Prints "TORCH linear M=.. N=.. K=.. dtype=.. us=.. tflops=.." per shape.
 """
 import argparse
-import statistics
 
 import torch
 import torch.nn.functional as F
 
-
-def time_graph(fn, iters):
-    """Median of 5 replays of a CUDA graph of `iters` calls of fn, per call, in us."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(iters):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / iters)
-    return statistics.median(times)
+from bench_models_peers import torch_graph_us  # the same timing as the model peers
 
 
 def main():
@@ -57,7 +33,7 @@ def main():
         bias = torch.rand(n, device="cuda", dtype=dt)
         fn = (lambda: F.gelu(F.linear(x, w, bias), approximate="tanh")) if a.gelu \
             else (lambda: F.linear(x, w, bias))
-        us = time_graph(fn, a.iters)
+        us = torch_graph_us(fn, a.iters)
         print("TORCH linear%s M=%d N=%d K=%d dtype=%s us=%.1f tflops=%.1f"
               % ("+gelu" if a.gelu else "", m, n, k, a.dtype, us, 2.0 * m * n * k / us / 1e6))
 
