@@ -318,11 +318,19 @@ static void ccall(cprint *p, const tinyc_gexpr *e)
 {
 	static const char *const fnames[TINYC_GM_COUNT] = {
 		"sqrt", "rsqrt", "exp2", "log2", "exp", "log", "sin", "cos", "trunc", "floor",
-		"ceil", "fabs", "tanh", "fma",
+		"ceil", "fabs", "tanh", "fma", "rcp_approx",
 	};
 	tinyc_buf *o = p->out;
 	tinyc_dtype t = e->dtype;
 	const char *fn = e->math >= 0 && e->math < TINYC_GM_COUNT ? fnames[e->math] : "tinyc_bad_fn";
+	if (e->math == TINYC_GM_RCP_APPROX) {	/* MUFU.RCP with its denormal scaling, no branch */
+		if (is16f(t))
+			tinyc_buf_puts(o, t == TINYC_HALF ? "__float2half_rn(" : "__float2bfloat16_rn(");
+		tinyc_buf_puts(o, t == TINYC_DOUBLE ? "(1.0 / " : "__fdividef(1.0f, ");
+		ccast(p, t == TINYC_DOUBLE ? TINYC_DOUBLE : TINYC_FLOAT, e->arg[0]);
+		tinyc_buf_puts(o, is16f(t) ? "))" : ")");
+		return;
+	}
 	if (is16f(t)) {	/* through float */
 		tinyc_buf_puts(o, t == TINYC_HALF ? "__float2half_rn(" : "__float2bfloat16_rn(");
 		tinyc_buf_printf(o, "%sf(", fn);

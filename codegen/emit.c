@@ -415,7 +415,9 @@ static tinyc_gexpr *emit_elementwise(tinyc_emit *em, const tinyc_uop *u, tinyc_g
 	}
 	case TINYC_OP_NEG:
 		return tinyc_gx_unary(k, TINYC_GX_NEG, a[0]);
-	case TINYC_OP_RECIPROCAL:
+	case TINYC_OP_RECIPROCAL:	/* approximate for 16-bit results, as codegen/evt_emit.c */
+		if (tinyc_dtype_is_16bit_float(u->dtype) && cd == TINYC_FLOAT)
+			return tinyc_gx_call(k, TINYC_GM_RCP_APPROX, a[0], NULL, NULL);
 		return tinyc_gx_binary(k, TINYC_GX_DIV, tinyc_gx_float(k, cd, 1), a[0]);
 	case TINYC_OP_SQRT:
 		return tinyc_gx_call(k, TINYC_GM_SQRT, a[0], NULL, NULL);

@@ -99,6 +99,10 @@ static tinyc_gexpr *compute(tinyc_gkernel *k, tinyc_op fn, tinyc_dtype ct, tinyc
 	case TINYC_OP_NEG:
 		return tinyc_gx_unary(k, TINYC_GX_NEG, x[0]);
 	case TINYC_OP_RECIPROCAL:
+		/* a 16-bit result: the approximate reciprocal (2 ulp of float, 2^-11 of half's
+		 * ulp) has no slow-path branch, so the elements of a fragment interleave */
+		if (tinyc_dtype_is_16bit_float(out))
+			return tinyc_gx_call(k, TINYC_GM_RCP_APPROX, x[0], NULL, NULL);
 		return tinyc_gx_binary(k, TINYC_GX_DIV, tinyc_gx_float(k, r, 1.0), x[0]);
 	case TINYC_OP_SQRT:
 		return tinyc_gx_call(k, TINYC_GM_SQRT, x[0], NULL, NULL);

@@ -153,7 +153,7 @@ static tinyc_gexpr *land(tinyc_mmk *b, tinyc_gexpr *x, tinyc_gexpr *y)
 }
 
 /* The element offset of (row, col) of operand op (rows m or k, columns k or n). */
-static tinyc_gexpr *op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
+tinyc_gexpr *tinyc_mmk_op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
 			    tinyc_gexpr *col)
 {
 	tinyc_gexpr *e = tinyc_mmk_poly(b, &op->offset);
@@ -191,7 +191,7 @@ static tinyc_dtype mul_compute(const tinyc_mm_problem *p)
 }
 
 /* Start the matmul kernel: launch geometry, block coordinates, tile origin, accumulators. */
-static tinyc_gkernel *kernel_begin(tinyc_mmk *b, const char *name, int acc_count)
+tinyc_gkernel *tinyc_mmk_kernel_begin(tinyc_mmk *b, const char *name, int acc_count)
 {
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
@@ -287,7 +287,7 @@ static void copy_tile_elements(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 		addr = tinyc_conv_addr(b, op, gr, gc, &guard);
 		in = land(b, in, guard);
 	} else {
-		addr = op_addr(b, op, gr, gc);
+		addr = tinyc_mmk_op_addr(b, op, gr, gc);
 	}
 	tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), addr, in);
 	tinyc_gstmt *st = tinyc_gs_store(k, sh, add(b, base, add(b, mul(b, r, I(b, ld)), c)),
@@ -304,7 +304,7 @@ static int build_simt(tinyc_mmk *b, const char *name)
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
 	int TM = t->tm, TN = t->tn, BM = t->bm, BN = t->bn, BK = t->bk;
-	tinyc_gkernel *k = kernel_begin(b, name, TM * TN);
+	tinyc_gkernel *k = tinyc_mmk_kernel_begin(b, name, TM * TN);
 	if (!k || b->error)
 		return -1;
 	tinyc_gstmt *body = k->body;
@@ -363,14 +363,19 @@ static int build_simt(tinyc_mmk *b, const char *name)
 		f.row_off[i] = i;
 	for (int j = 0; j < TN; j++)
 		f.col_off[j] = j;
-	f.row_xor[0] = 16, f.nrow_xor = 1;
-	f.col_xor[0] = 1, f.col_xor[1] = 2, f.col_xor[2] = 4, f.col_xor[3] = 8, f.ncol_xor = 4;
-	f.row_lead = bin(b, TINYC_GX_EQ, bin(b, TINYC_GX_AND, b->lane, I(b, 16)), I(b, 0));
-	f.col_lead = bin(b, TINYC_GX_EQ, tx, I(b, 0));
-	f.groups_m = 8, f.group_m = b->warp;
-	f.groups_n = 1, f.group_n = I(b, 0);
-	f.pair_stores = 1;
+	tinyc_mmk_simt_lanes(b, &f, tx);
 	return tinyc_evt_emit_epilogue(b, &f, body);
+}
+
+void tinyc_mmk_simt_lanes(tinyc_mmk *b, tinyc_mm_frag *f, tinyc_gexpr *tx)
+{
+	f->row_xor[0] = 16, f->nrow_xor = 1;	/* lane = (ty % 2) * 16 + tx */
+	f->col_xor[0] = 1, f->col_xor[1] = 2, f->col_xor[2] = 4, f->col_xor[3] = 8, f->ncol_xor = 4;
+	f->row_lead = bin(b, TINYC_GX_EQ, bin(b, TINYC_GX_AND, b->lane, I(b, 16)), I(b, 0));
+	f->col_lead = bin(b, TINYC_GX_EQ, tx, I(b, 0));
+	f->groups_m = 8, f->group_m = b->warp;
+	f->groups_n = 1, f->group_n = I(b, 0);
+	f->pair_stores = 1;
 }
 
 /* -------------------------------------------------------------------- MMA ---- */
@@ -427,7 +432,7 @@ static void mma_load_tile(tinyc_mmk *b, tinyc_gstmt *blk, int As, int Bs, tinyc_
 		/* a chunk outside the matrix copies 0 bytes (zero fill) from the operand's first
 		 * element: the address stays valid and aligned */
 		tinyc_gexpr *in = in_tile(b, gr, R, pr_, gc, C, pc);
-		tinyc_gexpr *src = op_addr(b, op, gr, gc);
+		tinyc_gexpr *src = tinyc_mmk_op_addr(b, op, gr, gc);
 		if (in)
 			src = tinyc_gx_select(k, in, src, tinyc_mmk_poly(b, &op->offset));
 		tinyc_mmk_append(b, cb, tinyc_gs_copy(k, sh, add(b, base, add(b, mul(b, r, I(b, ld)), c)),
@@ -480,7 +485,7 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	const tinyc_mm_tiles *t = b->t;
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages;
 	int WM = BM / t->warps_m, WN = BN / t->warps_n, MI = WM / 16, NI = WN / 8;
-	tinyc_gkernel *k = kernel_begin(b, name, MI * NI * 4);
+	tinyc_gkernel *k = tinyc_mmk_kernel_begin(b, name, MI * NI * 4);
 	if (!k || b->error)
 		return -1;
 	tinyc_gstmt *body = k->body;
@@ -684,7 +689,7 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 				    : tinyc_conv_addr(b, op, gmn, gk, &guard);
 			in = land(b, in, guard);
 		} else {
-			addr = is_b ? op_addr(b, op, gk, gmn) : op_addr(b, op, gmn, gk);
+			addr = is_b ? tinyc_mmk_op_addr(b, op, gk, gmn) : tinyc_mmk_op_addr(b, op, gmn, gk);
 		}
 		tinyc_gexpr *v = tinyc_gx_load(k, tinyc_mmk_param(b, op->buf, 0), addr, in);
 		/* element (o, c) of the block: o * 64 + ((c / 8) ^ (o % 8)) * 8 + c % 8 */
@@ -1136,13 +1141,16 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 		return tinyc_error(ctx, "OutOfMemory", "matmul");
 	for (int i = 0; i < gm->nbuf; i++)
 		b.param[i] = -1;
-	int rc = t->variant == TINYC_MM_SIMT ? build_simt(&b, name)
+	int rc = t->variant == TINYC_MM_SIMT && t->stages == 2 ? tinyc_simt_tile_build(&b, name)
+		 : t->variant == TINYC_MM_SIMT ? build_simt(&b, name)
 		 : t->variant == TINYC_MM_WGMMA ? build_wgmma(&b, name) : build_mma(&b, name);
 	if (rc == 0 && !b.error) {
 		char comment[200];
 		if (t->variant == TINYC_MM_SIMT)
-			snprintf(comment, sizeof(comment), "%s: matmul simt tile [%d,%d,%d], micro %dx%d, "
-				 "epilogue %d nodes", name, t->bm, t->bn, t->bk, t->tm, t->tn, prob->evt->n);
+			snprintf(comment, sizeof(comment), "%s: matmul simt tile [%d,%d,%d]%s, micro %dx%d, "
+				 "epilogue %d nodes", name, t->bm, t->bn, t->bk,
+				 t->stages == 2 ? " 2 stages (register prefetch)" : "", t->tm, t->tn,
+				 prob->evt->n);
 		else if (t->variant == TINYC_MM_WGMMA)
 			snprintf(comment, sizeof(comment), "%s: matmul wgmma m64n%dk16 tile [%d,%d,%d], "
 				 "%d stages (TMA, mbarriers), 1 producer + %d consumer warpgroups, "

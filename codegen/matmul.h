@@ -7,6 +7,8 @@
  *               blockIdx.z) and the Hopper template (TMA / copying producer warpgroup,
  *               mbarrier ring, wgmma consumers, persistent tiles).  Then the epilogue,
  *               then one final-pass kernel per reduction.
+ *   simt_tile.c the two-stage fp32 SIMT tile (128x128x16, 8x8 micro-tiles in 4x4 quarters,
+ *               A k-major in shared memory, register prefetch of the next k tile).
  *   evt_emit.c  the epilogue graph on the accumulator fragment in registers: broadcast
  *               vectors and scalars loaded once per thread (vector loads where contiguous
  *               and aligned), every node computed once into a register in the visit
@@ -95,6 +97,19 @@ typedef struct tinyc_mmk {
 	int *ws;			/* per epilogue node: workspace buffer of a reduction, or -1 */
 	int error;			/* something failed (diagnostic reported) */
 } tinyc_mmk;
+
+/* Start a matmul kernel (grid over n, m, l tiles; block (16, 16) for SIMT, else
+ * t->threads): tile origin b->m0, b->n0, b->l, b->lane, b->warp, the accumulator array of
+ * acc_count elements at zero.  The kernel (b->error set on failure), or NULL. */
+tinyc_gkernel *tinyc_mmk_kernel_begin(tinyc_mmk *b, const char *name, int acc_count);
+/* The element offset of (row, col) of operand op (rows m or k, columns k or n). */
+tinyc_gexpr *tinyc_mmk_op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
+			       tinyc_gexpr *col);
+/* The lanes of a SIMT fragment over block (16, 16), tid = ty * 16 + tx: shuffle masks,
+ * lead lanes, warp groups of its reductions (the rows and columns are the caller's). */
+void tinyc_mmk_simt_lanes(tinyc_mmk *b, tinyc_mm_frag *f, tinyc_gexpr *tx);
+/* codegen/simt_tile.c: the two-stage fp32 SIMT tile (variant simt, stages 2).  0 or -1. */
+int tinyc_simt_tile_build(tinyc_mmk *b, const char *name);
 
 /* The accumulator element of value (a, b) (a constant index). */
 int tinyc_mm_frag_acc(const tinyc_mm_frag *f, int a, int b);

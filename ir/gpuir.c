@@ -1194,7 +1194,7 @@ static const char *const special_names[TINYC_GSP_COUNT] = {
 
 static const char *const math_names[TINYC_GM_COUNT] = {
 	"sqrt", "rsqrt", "exp2", "log2", "exp", "log", "sin", "cos", "trunc", "floor", "ceil",
-	"fabs", "tanh", "fma",
+	"fabs", "tanh", "fma", "rcp_approx",
 };
 
 const char *tinyc_gx_op_name(tinyc_gx_op op)

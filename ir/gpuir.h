@@ -149,6 +149,8 @@ typedef enum tinyc_gmath {
 	TINYC_GM_LOG, TINYC_GM_SIN, TINYC_GM_COS, TINYC_GM_TRUNC, TINYC_GM_FLOOR,
 	TINYC_GM_CEIL, TINYC_GM_FABS, TINYC_GM_TANH,
 	TINYC_GM_FMA,		/* three arguments: a * b + c, rounded once */
+	TINYC_GM_RCP_APPROX,	/* 1 / a within 2 ulp of float, no slow path (__fdividef): only
+				 * where the result is a 16-bit float */
 	TINYC_GM_COUNT,
 } tinyc_gmath;
 

@@ -377,6 +377,7 @@ static ival mathfn(interp *in, ithread *t, const tinyc_gexpr *e)
 	case TINYC_GM_CEIL: y = ceil(x); break;
 	case TINYC_GM_FABS: y = fabs(x); break;
 	case TINYC_GM_TANH: y = tanh(x); break;
+	case TINYC_GM_RCP_APPROX: y = 1.0 / x; break;
 	case TINYC_GM_FMA:
 		y = fma(x, eval(in, t, e->arg[1]).f, eval(in, t, e->arg[2]).f);
 		break;

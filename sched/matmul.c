@@ -375,6 +375,15 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
 }
 
+/* Whether the two-stage SIMT tile takes prob: fp32 operands, products and accumulators,
+ * operands read through strides (no convolution gather). */
+static int simt_tile_fits(const tinyc_mm_problem *prob)
+{
+	return prob->a.dtype == TINYC_FLOAT && prob->b.dtype == TINYC_FLOAT &&
+	       prob->mul == TINYC_FLOAT && prob->acc == TINYC_FLOAT && !prob->a.gather.on &&
+	       !prob->b.gather.on;
+}
+
 int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 		       const int64_t *sym, tinyc_mm_variant v, int bm, int bn, int bk, int stages,
 		       tinyc_mm_tiles *t)
@@ -386,7 +395,17 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	int warps;
 	if (v == TINYC_MM_WGMMA)
 		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, 0, 0, t);
-	if (v == TINYC_MM_SIMT) {
+	if (v == TINYC_MM_SIMT && stages == 2) {
+		/* the fp32 tile (codegen/simt_tile.c): 128x128, k-step 16, two shared stages */
+		if (bm != 128 || bn != 128 || bk != 16 || !simt_tile_fits(prob))
+			return -1;
+		t->threads = 256;
+		t->tm = 8, t->tn = 8;
+		warps = 8;
+		t->smem = tinyc_simt_tile_smem(bm, bn, bk) + reduction_smem(prob, bm, bn, 8, 1, warps);
+		/* ptxas: 127 with both operands in 16-byte loads (codegen/simt_tile.c), else 159 */
+		t->regs = (prob->tma_ok & TINYC_MM_TMA_A) && (prob->tma_ok & TINYC_MM_TMA_B) ? 128 : 160;
+	} else if (v == TINYC_MM_SIMT) {
 		if (stages != 1 || bm % 16 || bn % 16)
 			return -1;
 		t->threads = 256;
@@ -605,13 +624,17 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		p->eff = util * wave_eff * pipe * instr * epi * copy *
 			 (t->consumers == 2 ? 1.0 : 0.9);
 	} else {
-		double pipe = t->variant == TINYC_MM_SIMT ? 0.6
+		/* the two-stage SIMT tile prefetches the next k tile into registers under the
+		 * FMAs and reads its operands as 16-byte vectors from shared memory */
+		double pipe = t->variant == TINYC_MM_SIMT ? (t->stages == 2 ? 0.85 : 0.6)
 			      : t->stages == 1 ? 0.45
 			      : t->stages == 2 ? 0.75
 			      : t->stages == 3 ? 0.85
 					       : 0.9;
 		double occ = t->ctas_per_sm >= 2 ? 1.0 : 0.8;
 		double kstep = t->bk / (t->bk + 8.0);	/* a barrier (and wait) per k tile */
+		if (t->variant == TINYC_MM_SIMT && t->stages == 2)
+			kstep = 1.0;	/* the barrier waits on no load: it was issued a tile ago */
 		/* mma.sync issues at about 60% of the warpgroup instructions' rate on sm_90 */
 		double legacy = t->variant == TINYC_MM_MMA && s->dev.arch.major >= 9 ? 0.6 : 1.0;
 		/* a bound operand whose rows are not 16-byte aligned takes the element loads */
@@ -732,9 +755,10 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	estimate(s, mp, &p);
 	if (t.variant == TINYC_MM_SIMT)
 		snprintf(p.desc, sizeof(p.desc),
-			 "matmul simt [%d,%d,%d] stages 1, 16x16 threads, "
-			 "micro %dx%d, smem %" PRId64 " B, %d CTA/SM",
-			 t.bm, t.bn, t.bk, t.tm, t.tn, t.smem, t.ctas_per_sm);
+			 "matmul simt [%d,%d,%d] stages %d, 16x16 threads, "
+			 "micro %dx%d%s, smem %" PRId64 " B, %d CTA/SM",
+			 t.bm, t.bn, t.bk, t.stages, t.tm, t.tn, t.stages == 2 ? " (4x4 quarters)" : "",
+			 t.smem, t.ctas_per_sm);
 	else if (t.variant == TINYC_MM_MMA)
 		snprintf(p.desc, sizeof(p.desc),
 			 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
@@ -1099,7 +1123,10 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 			}
 			tinyc_buf_puts(out, "), rows padded to 16 bytes; TMA reads it\n");
 		}
-	} else if (t->variant == TINYC_MM_SIMT)
+	} else if (t->variant == TINYC_MM_SIMT && t->stages == 2)
+		tinyc_buf_puts(out, " (register prefetch of the next k tile, one barrier per k tile; "
+			       "A stored k-major, 16-byte shared loads)\n");
+	else if (t->variant == TINYC_MM_SIMT)
 		tinyc_buf_puts(out, " (synchronous: load, barrier, compute, barrier)\n");
 	else
 		tinyc_buf_printf(out, " (%s)\n", t->stages > 1 ? "cp.async ring" : "synchronous");
@@ -1108,8 +1135,9 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	if (t->variant == TINYC_MM_WGMMA)
 		;	/* printed above */
 	else if (t->variant == TINYC_MM_SIMT)
-		tinyc_buf_printf(out, "threads (16, 16): n.i -> thread.x (micro %d), m.i -> thread.y "
-				 "(micro %d)\n", t->tn, t->tm);
+		tinyc_buf_printf(out, "threads (16, 16): n.i -> thread.x (micro %d%s), m.i -> "
+				 "thread.y (micro %d%s)\n", t->tn, t->stages == 2 ? ": 4 + 4 at +64" : "",
+				 t->tm, t->stages == 2 ? ": 4 + 4 at +64" : "");
 	else
 		tinyc_buf_printf(out, "warps %dx%d (m x n), warp tile %dx%d, mma.sync m16n8k16 %dx%d per "
 				 "warp, ldmatrix A / ldmatrix.trans B\n", t->warps_m, t->warps_n,

@@ -86,6 +86,15 @@ typedef struct tinyc_mm_problem {
 					 * operand A / B strides and origin 16-byte aligned (TMA) */
 } tinyc_mm_problem;
 
+/* The two-stage fp32 SIMT tile (variant simt, stages 2; codegen/simt_tile.c): shared
+ * A[2][bk][bm + PAD] (k-major: a thread's 4 rows are one 16-byte load) and
+ * B[2][bk][bn + PAD]; its bytes. */
+#define TINYC_SIMT_TILE_PAD 4
+static inline int64_t tinyc_simt_tile_smem(int bm, int bn, int bk)
+{
+	return 2 * (int64_t)bk * (bm + bn + 2 * TINYC_SIMT_TILE_PAD) * 4;
+}
+
 /* Tiles and mapping of one candidate. */
 typedef struct tinyc_mm_tiles {
 	tinyc_mm_variant variant;	/* simt or mma */
