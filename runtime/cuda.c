@@ -206,17 +206,39 @@ static int sticky_error(CUresult r)
  * destroyed), make it current again and start a new generation, so that the next compile
  * and run in this process work.  cu keeps its old generation until its owner calls
  * tinyc_cuda_stale: until then the frees of its old allocations are skipped (their addresses
- * may be reused by new ones).  Returns 0 when the context is usable again. */
-static int recover(tinyc_cuda *cu)
+ * may be reused by new ones).  Returns NULL when the context is usable again, else the name
+ * of the driver call that failed and its error. */
+static const char *recover(tinyc_cuda *cu, char *why, size_t size)
 {
 	CUcontext c = NULL;
-	if (cu->api.DevicePrimaryCtxReset(cu->dev) != CUDA_SUCCESS ||
-	    cu->api.DevicePrimaryCtxRetain(&c, cu->dev) != CUDA_SUCCESS)
-		return -1;
-	cu->api.DevicePrimaryCtxRelease(cu->dev);	/* the retain above only fetched c */
-	cu->pctx = c;
-	atomic_fetch_add(&context_generation, 1);	/* cu->generation stays: tinyc_cuda_stale */
-	return cu->api.CtxSetCurrent(c) == CUDA_SUCCESS ? 0 : -1;
+	const char *step = "cuCtxSetCurrent(NULL)", *name = NULL;
+	CUresult r = cu->api.CtxSetCurrent(NULL);
+	/* drop this handle's retain (a context nobody retains is destroyed), reset whatever
+	 * other handles still retain, then retain the fresh context in its place */
+	if (r == CUDA_SUCCESS) {
+		step = "cuDevicePrimaryCtxRelease";
+		r = cu->api.DevicePrimaryCtxRelease(cu->dev);
+	}
+	if (r == CUDA_SUCCESS) {
+		step = "cuDevicePrimaryCtxReset";
+		r = cu->api.DevicePrimaryCtxReset(cu->dev);
+	}
+	if (r == CUDA_SUCCESS) {
+		step = "cuDevicePrimaryCtxRetain";
+		r = cu->api.DevicePrimaryCtxRetain(&c, cu->dev);
+	}
+	if (r == CUDA_SUCCESS) {
+		cu->pctx = c;
+		atomic_fetch_add(&context_generation, 1);	/* cu->generation stays: stale */
+		step = "cuCtxSetCurrent";
+		r = cu->api.CtxSetCurrent(c);
+	}
+	if (r == CUDA_SUCCESS)
+		return NULL;
+	if (cu->api.GetErrorName(r, &name) != CUDA_SUCCESS || !name)
+		name = "CUDA_ERROR_UNKNOWN";
+	snprintf(why, size, "%s: %s", step, name);
+	return why;
 }
 
 /* Report a failed driver call: "CudaError: cuXxx failed: NAME: description".  A fault that
@@ -228,10 +250,15 @@ static int cuda_fail(tinyc_cuda *cu, const char *call, CUresult r, const char *e
 		name = "CUDA_ERROR_UNKNOWN";
 	if (cu->api.GetErrorString(r, &str) != CUDA_SUCCESS || !str)
 		str = "unrecognised error code";
-	const char *after = "";
-	if (sticky_error(r))
-		after = recover(cu) == 0 ? " (the CUDA context was reset; later runs work)"
-					 : " (the CUDA context could not be reset)";
+	char after[200] = "", why[96];
+	if (sticky_error(r)) {
+		const char *failed = cu->pctx ? recover(cu, why, sizeof(why)) : "no context";
+		if (failed)
+			snprintf(after, sizeof(after), " (the driver keeps this fault: no CUDA call works "
+				 "again in this process; reset: %s)", failed);
+		else
+			snprintf(after, sizeof(after), " (the CUDA context was reset; later runs work)");
+	}
 	return tinyc_error(cu->ctx, "CudaError", "%s failed: %s: %s%s%s%s", call, name, str,
 			   extra ? " " : "", extra ? extra : "", after);
 }
