@@ -467,9 +467,22 @@ static int all_sizes(tinyc_program *p)
 
 /* ---- running ---------------------------------------------------------------------- */
 
+/* Forget the kernels and the workspace of a context that a fault reset (they are gone
+ * with it: nothing is unloaded or freed), and start using the new context. */
+static void drop_device_state(tinyc_program *p)
+{
+	tinyc_gpu_loaded_free(p->loaded);	/* stale kernels: freed, not unloaded */
+	p->loaded = NULL;
+	for (int i = 0; p->work && p->m && i < tinyc_module_gpuir(p->m)->nbuf; i++)
+		p->work[i] = 0, p->work_bytes[i] = 0;
+	tinyc_cuda_renew(p->cu);
+}
+
 /* Open the driver and load the kernels (device "cuda"), once. */
 static int load(tinyc_program *p)
 {
+	if (p->cu && tinyc_cuda_stale(p->cu))
+		drop_device_state(p);	/* a fault reset the context: load again */
 	if (p->loaded)
 		return 0;
 	tinyc_ctx *ctx = p->c->ctx;
@@ -617,7 +630,9 @@ tinyc_status tinyc_program_launch(tinyc_program *p, const uint64_t *inputs,
 				return failure(p->c);
 			p->work[i] = 0;
 			p->work_bytes[i] = 0;
-			if (tinyc_cuda_alloc(p->cu, (size_t)bytes, &p->work[i]) < 0)
+			if (tinyc_cuda_memory_check(ctx, p->cu, "the program's workspace (intermediates)",
+						    bytes) < 0 ||
+			    tinyc_cuda_alloc(p->cu, (size_t)bytes, &p->work[i]) < 0)
 				return failure(p->c);
 			p->work_bytes[i] = bytes;
 		}

@@ -235,6 +235,45 @@ static tinyc_gexpr *let(tinyc_emit *em, tinyc_gstmt *block, int node, tinyc_gexp
 	return tinyc_gx_var(em->k, v);
 }
 
+enum { BIND_NODES = 48 };	/* a larger index or predicate of a movement is bound to a register */
+
+/* Whether expression e has more than limit (<= BIND_NODES) nodes, counted as a tree (a
+ * shared subexpression once per use), with an explicit stack. */
+static int gx_larger_than(const tinyc_gexpr *e, int limit)
+{
+	const tinyc_gexpr *stack[2 * BIND_NODES + 3];
+	int n = 0, count = 0;
+	if (e)
+		stack[n++] = e;
+	while (n > 0) {
+		const tinyc_gexpr *x = stack[--n];
+		if (++count > limit)
+			return 1;
+		for (int i = 0; i < 3; i++)
+			if (x->arg[i])
+				stack[n++] = x->arg[i];
+	}
+	return 0;
+}
+
+/* Bind a large index or predicate expression to a register declared in block, so that
+ * chains of movements (RESHAPE's div/mod, PAD's guards) grow the GPU IR linearly instead of
+ * copying the whole expression at each step.  Small expressions are returned as they are. */
+static tinyc_gexpr *bind_large(tinyc_emit *em, tinyc_gstmt *block, const char *prefix, int node,
+			       tinyc_gexpr *e)
+{
+	if (!e || !gx_larger_than(e, BIND_NODES))
+		return e;
+	char name[64];
+	snprintf(name, sizeof(name), "%s%s", prefix, em->g->nodes[node].id);
+	int v = tinyc_gk_reg(em->k, name, e->dtype);
+	if (v < 0 || tinyc_gs_append(em->k, block, tinyc_gs_decl(em->k, v, e)) < 0)
+		return emit_fail(em, "out of memory");
+	if (tinyc_emit_is_nonneg(em, e))
+		tinyc_emit_set_nonneg(em, v);
+	return tinyc_gx_var(em->k, v);
+}
+
 tinyc_gexpr *tinyc_emit_dim(tinyc_emit *em, const tinyc_dim *d)
 {
 	tinyc_dtype it = em->k->index_dtype;
@@ -679,8 +718,14 @@ tinyc_gexpr *tinyc_emit_value(tinyc_emit *em, tinyc_gstmt *block, int node,
 				emit_fail(em, "operand index");
 				break;
 			}
+			for (int d = 0; d < em->g->nodes[u->src[0]].rank; d++)
+				ci[d] = bind_large(em, f->block, "i", f->node, ci[d]);
+			f->guard = bind_large(em, f->block, "g", f->node, f->guard);
 			tinyc_gexpr *g = f->guard, *p = f->pred;
 			cpred = g ? (p ? tinyc_gx_binary(k, TINYC_GX_LAND, p, g) : g) : p;
+			cpred = bind_large(em, f->block, "p", f->node, cpred);
+			if (em->error)
+				break;
 			child = u->src[0];
 		} else {
 			tinyc_gexpr *x = f->a[0];

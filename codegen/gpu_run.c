@@ -429,6 +429,24 @@ done:
 	return rc;
 }
 
+/* Check that every buffer of the run (inputs, outputs, intermediates) fits in the device's
+ * free memory before anything is compiled or allocated: OutOfMemory otherwise. */
+static int device_memory_check(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
+			       const int64_t *sym)
+{
+	int64_t need = 0;
+	for (int i = 0; i < gm->nbuf; i++) {
+		int64_t n = buf_storage(&gm->bufs[i], sym), b;
+		if (n < 1)
+			n = 1;
+		if (__builtin_mul_overflow(n, (int64_t)tinyc_dtype_size(gm->bufs[i].dtype), &b) ||
+		    __builtin_add_overflow(need, b, &need))
+			need = INT64_MAX;
+	}
+	return tinyc_cuda_memory_check(ctx, cu, "running on the GPU (inputs, outputs and intermediates)",
+				       need);
+}
+
 int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
 		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
 		       tinyc_gpu_run_stats *stats)
@@ -436,7 +454,8 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 	tinyc_gpu_run_opts defaults = {0};
 	if (!opt)
 		opt = &defaults;
-	if (check_syms(ctx, gm, sym) < 0 || alloc_outputs(ctx, gm, sym, io) < 0)
+	if (check_syms(ctx, gm, sym) < 0 || tinyc_cuda_renew(cu) < 0 ||
+	    device_memory_check(ctx, cu, gm, sym) < 0 || alloc_outputs(ctx, gm, sym, io) < 0)
 		return -1;
 	const tinyc_device_info *dev = tinyc_cuda_device_info(cu);
 	int rc = -1, nk = gm->nkernel;
@@ -521,7 +540,8 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 	for (int i = 0; i < nk; i++) {
 		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (!ls[i].empty && (launch_once(cu, &ls[i]) < 0 || tinyc_cuda_sync(cu) < 0))
+		if (!ls[i].empty && (launch_once(cu, &ls[i]) < 0 ||
+				     tinyc_cuda_sync_kernel(cu, gm->kernels[i]->name) < 0))
 			goto done;
 		if (stats) {
 			stats->k[i].median_ms = ms_since(&t0);

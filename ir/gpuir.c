@@ -691,6 +691,15 @@ tinyc_gexpr *tinyc_gx_unary(tinyc_gkernel *k, tinyc_gx_op op, tinyc_gexpr *a)
 	return e;
 }
 
+/* Whether c1 + c2 is exact in the signed type dt and far from its limits (|c| < 2^30), so
+ * that folding two constant offsets into one changes no value. */
+static int offset_fits(tinyc_dtype dt, int64_t c1, int64_t c2)
+{
+	const int64_t lim = (int64_t)1 << 30;
+	return tinyc_dtype_is_signed(dt) && c1 > -lim && c1 < lim && c2 > -lim && c2 < lim &&
+	       wrap_int(dt, c1 + c2) == c1 + c2;
+}
+
 tinyc_gexpr *tinyc_gx_binary(tinyc_gkernel *k, tinyc_gx_op op, tinyc_gexpr *a, tinyc_gexpr *b)
 {
 	if (!a || !b)
@@ -714,10 +723,26 @@ tinyc_gexpr *tinyc_gx_binary(tinyc_gkernel *k, tinyc_gx_op op, tinyc_gexpr *a, t
 			if (b->op == TINYC_GX_INT && a->op == TINYC_GX_ADD && a->arg[1]->op == TINYC_GX_INT)
 				return tinyc_gx_binary(k, op, a->arg[0],
 						       tinyc_gx_int(k, dt, (int64_t)((uint64_t)a->arg[1]->ival + (uint64_t)b->ival)));
+			/* (x - c1) + c2 -> x - (c1 - c2) (signed, no wrap: chains of PAD and SHRINK) */
+			if (b->op == TINYC_GX_INT && a->op == TINYC_GX_SUB && a->arg[1]->op == TINYC_GX_INT &&
+			    offset_fits(dt, a->arg[1]->ival, -b->ival))
+				return tinyc_gx_binary(k, TINYC_GX_SUB, a->arg[0],
+						       tinyc_gx_int(k, dt, a->arg[1]->ival - b->ival));
 			break;
 		case TINYC_GX_SUB:
 			if (tinyc_gx_is_int(b, 0)) return a;
 			if (tinyc_gx_equal(a, b)) return tinyc_gx_int(k, dt, 0);
+			/* x - -c -> x + c (signed, c not the minimum) */
+			if (b->op == TINYC_GX_INT && b->ival < 0 && tinyc_dtype_is_signed(dt) &&
+			    wrap_int(dt, -b->ival) == -b->ival)
+				return tinyc_gx_binary(k, TINYC_GX_ADD, a, tinyc_gx_int(k, dt, -b->ival));
+			/* (x + c1) - c2 -> x + (c1 - c2), (x - c1) - c2 -> x - (c1 + c2) (signed, no wrap) */
+			if (b->op == TINYC_GX_INT && (a->op == TINYC_GX_ADD || a->op == TINYC_GX_SUB) &&
+			    a->arg[1]->op == TINYC_GX_INT) {
+				int64_t c1 = a->arg[1]->ival, c2 = a->op == TINYC_GX_ADD ? -b->ival : b->ival;
+				if (offset_fits(dt, c1, c2))
+					return tinyc_gx_binary(k, a->op, a->arg[0], tinyc_gx_int(k, dt, c1 + c2));
+			}
 			break;
 		case TINYC_GX_MUL:
 			if (tinyc_gx_is_int(b, 1)) return a;

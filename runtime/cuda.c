@@ -7,6 +7,8 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,8 @@ typedef struct driver_api {
 	CUresult (*DeviceTotalMem)(size_t *, CUdevice);
 	CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
 	CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+	CUresult (*DevicePrimaryCtxReset)(CUdevice);
+	CUresult (*MemGetInfo)(size_t *, size_t *);
 	CUresult (*CtxSetCurrent)(CUcontext);
 	CUresult (*CtxSynchronize)(void);
 	CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned int, CUjit_option *,
@@ -100,6 +104,8 @@ static const struct {
 	SYM(DeviceTotalMem, "cuDeviceTotalMem_v2", NULL),
 	SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
 	SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
+	SYM(DevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxReset"),
+	SYM(MemGetInfo, "cuMemGetInfo_v2", NULL),
 	SYM(CtxSetCurrent, "cuCtxSetCurrent", NULL),
 	SYM(CtxSynchronize, "cuCtxSynchronize", NULL),
 	SYM(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
@@ -134,6 +140,7 @@ struct tinyc_cuda {
 	CUdevice dev;			/* the device */
 	CUcontext pctx;			/* its primary context, retained */
 	tinyc_device_info info;		/* properties read at open */
+	int generation;			/* the context generation its handles belong to */
 	/* cuTensorMapEncodeTiled (CUDA 12+), resolved at open; NULL when the driver lacks it */
 	CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
 					 const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
@@ -146,7 +153,12 @@ struct tinyc_kernel {
 	CUmodule mod;			/* the loaded image */
 	CUfunction fn;			/* the kernel */
 	int dyn_smem_optin;		/* dynamic shared memory opted in so far (bytes) */
+	int generation;			/* the context generation it was loaded in */
 };
+
+/* How many times a fault made the library reset the primary context (process-wide): a
+ * module or allocation of an older generation is gone and must not be used or freed. */
+static atomic_int context_generation;
 
 /* Open the driver and resolve every entry point.  Returns the dlopen handle, or NULL with
  * *missing set to the first symbol not found (NULL when libcuda.so.1 itself is missing). */
@@ -170,7 +182,67 @@ static void *load_driver(driver_api *api, const char **missing)
 	return lib;
 }
 
-/* Report a failed driver call: "CudaError: cuXxx failed: NAME: description". */
+/* Whether r leaves the context unusable (a fault in a kernel: every later call fails). */
+static int sticky_error(CUresult r)
+{
+	switch (r) {
+	case CUDA_ERROR_ILLEGAL_ADDRESS:
+	case CUDA_ERROR_LAUNCH_FAILED:
+	case CUDA_ERROR_LAUNCH_TIMEOUT:
+	case CUDA_ERROR_MISALIGNED_ADDRESS:
+	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+	case CUDA_ERROR_INVALID_PC:
+	case CUDA_ERROR_HARDWARE_STACK_ERROR:
+	case CUDA_ERROR_ASSERT:
+	case CUDA_ERROR_ECC_UNCORRECTABLE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* After a sticky error: reset the primary context (every module and allocation in it is
+ * destroyed), make it current again and start a new generation, so that the next compile
+ * and run in this process work.  cu keeps its old generation until its owner calls
+ * tinyc_cuda_stale: until then the frees of its old allocations are skipped (their addresses
+ * may be reused by new ones).  Returns NULL when the context is usable again, else the name
+ * of the driver call that failed and its error. */
+static const char *recover(tinyc_cuda *cu, char *why, size_t size)
+{
+	CUcontext c = NULL;
+	const char *step = "cuCtxSetCurrent(NULL)", *name = NULL;
+	CUresult r = cu->api.CtxSetCurrent(NULL);
+	/* drop this handle's retain (a context nobody retains is destroyed), reset whatever
+	 * other handles still retain, then retain the fresh context in its place */
+	if (r == CUDA_SUCCESS) {
+		step = "cuDevicePrimaryCtxRelease";
+		r = cu->api.DevicePrimaryCtxRelease(cu->dev);
+	}
+	if (r == CUDA_SUCCESS) {
+		step = "cuDevicePrimaryCtxReset";
+		r = cu->api.DevicePrimaryCtxReset(cu->dev);
+	}
+	if (r == CUDA_SUCCESS) {
+		step = "cuDevicePrimaryCtxRetain";
+		r = cu->api.DevicePrimaryCtxRetain(&c, cu->dev);
+	}
+	if (r == CUDA_SUCCESS) {
+		cu->pctx = c;
+		atomic_fetch_add(&context_generation, 1);	/* cu->generation stays: stale */
+		step = "cuCtxSetCurrent";
+		r = cu->api.CtxSetCurrent(c);
+	}
+	if (r == CUDA_SUCCESS)
+		return NULL;
+	if (cu->api.GetErrorName(r, &name) != CUDA_SUCCESS || !name)
+		name = "CUDA_ERROR_UNKNOWN";
+	snprintf(why, size, "%s: %s", step, name);
+	return why;
+}
+
+/* Report a failed driver call: "CudaError: cuXxx failed: NAME: description".  A fault that
+ * leaves the context unusable resets it (recover) and says so. */
 static int cuda_fail(tinyc_cuda *cu, const char *call, CUresult r, const char *extra)
 {
 	const char *name = NULL, *str = NULL;
@@ -178,8 +250,17 @@ static int cuda_fail(tinyc_cuda *cu, const char *call, CUresult r, const char *e
 		name = "CUDA_ERROR_UNKNOWN";
 	if (cu->api.GetErrorString(r, &str) != CUDA_SUCCESS || !str)
 		str = "unrecognised error code";
-	return tinyc_error(cu->ctx, "CudaError", "%s failed: %s: %s%s%s", call, name, str,
-			   extra ? " " : "", extra ? extra : "");
+	char after[200] = "", why[96];
+	if (sticky_error(r)) {
+		const char *failed = cu->pctx ? recover(cu, why, sizeof(why)) : "no context";
+		if (failed)
+			snprintf(after, sizeof(after), " (the driver keeps this fault: no CUDA call works "
+				 "again in this process; reset: %s)", failed);
+		else
+			snprintf(after, sizeof(after), " (the CUDA context was reset; later runs work)");
+	}
+	return tinyc_error(cu->ctx, "CudaError", "%s failed: %s: %s%s%s%s", call, name, str,
+			   extra ? " " : "", extra ? extra : "", after);
 }
 
 #define CHECK(cu, call, args) \
@@ -323,6 +404,7 @@ tinyc_cuda *tinyc_cuda_open(tinyc_ctx *ctx, int device)
 		cuda_fail(cu, "cuDevicePrimaryCtxRetain", r, NULL);
 		goto fail;
 	}
+	cu->generation = atomic_load(&context_generation);
 	if ((r = cu->api.CtxSetCurrent(cu->pctx)) != CUDA_SUCCESS) {
 		cuda_fail(cu, "cuCtxSetCurrent", r, NULL);
 		cu->api.DevicePrimaryCtxRelease(cu->dev);
@@ -362,6 +444,7 @@ tinyc_kernel *tinyc_cuda_kernel_load(tinyc_cuda *cu, const tinyc_blob *image, co
 	if (!k)
 		return NULL;
 	k->cu = cu;
+	k->generation = atomic_load(&context_generation);
 	char *log = calloc(1, JIT_LOG_BYTES);
 	CUjit_option jopt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
 	void *jval[2] = {log, (void *)(uintptr_t)JIT_LOG_BYTES};
@@ -387,12 +470,13 @@ tinyc_kernel *tinyc_cuda_kernel_load(tinyc_cuda *cu, const tinyc_blob *image, co
 	return k;
 }
 
-/* Unload a kernel's module. */
+/* Unload a kernel's module (one loaded before a context reset is already gone). */
 void tinyc_kernel_free(tinyc_kernel *k)
 {
 	if (!k)
 		return;
-	k->cu->api.ModuleUnload(k->mod);
+	if (k->generation == atomic_load(&context_generation))	/* else reset: gone */
+		k->cu->api.ModuleUnload(k->mod);
 	free(k);
 }
 
@@ -443,9 +527,65 @@ int tinyc_cuda_alloc(tinyc_cuda *cu, size_t bytes, tinyc_devptr *out)
 
 int tinyc_cuda_free(tinyc_cuda *cu, tinyc_devptr p)
 {
-	if (p)
+	if (p && cu->generation == atomic_load(&context_generation))	/* else reset: gone */
 		CHECK(cu, MemFree, ((CUdeviceptr)p));
 	return 0;
+}
+
+int tinyc_cuda_stale(const tinyc_cuda *cu)
+{
+	return cu->generation != atomic_load(&context_generation);
+}
+
+int tinyc_cuda_renew(tinyc_cuda *cu)
+{
+	if (!tinyc_cuda_stale(cu))
+		return 0;
+	cu->generation = atomic_load(&context_generation);
+	CHECK(cu, CtxSetCurrent, (cu->pctx));
+	return 0;
+}
+
+int tinyc_cuda_mem_info(tinyc_cuda *cu, int64_t *free_bytes, int64_t *total_bytes)
+{
+	size_t f = 0, t = 0;
+	CHECK(cu, MemGetInfo, (&f, &t));
+	*free_bytes = (int64_t)f;
+	*total_bytes = (int64_t)t;
+	return 0;
+}
+
+int tinyc_cuda_memory_check(tinyc_ctx *ctx, tinyc_cuda *cu, const char *what, int64_t need)
+{
+	int64_t avail, total;
+	if (tinyc_cuda_mem_info(cu, &avail, &total) < 0 || need <= avail)
+		return 0;	/* unknown: the allocation itself reports a failure */
+	return tinyc_error(ctx, "OutOfMemory", "%s needs %" PRId64 " bytes, %" PRId64
+			   " available on the GPU (%s, %" PRId64 " bytes in all)", what, need, avail,
+			   cu->info.name, total);
+}
+
+int tinyc_gpu_memory_check(tinyc_ctx *ctx, const char *what, int64_t need)
+{
+	if (!tinyc_cuda_available())
+		return 0;
+	tinyc_ctx *quiet = tinyc_ctx_alloc();	/* a driver failure is the run's to report */
+	tinyc_cuda *cu = quiet ? tinyc_cuda_open(quiet, 0) : NULL;
+	int rc = cu ? tinyc_cuda_memory_check(ctx, cu, what, need) : 0;
+	tinyc_cuda_close(cu);
+	tinyc_ctx_free(quiet);
+	return rc;
+}
+
+int tinyc_cuda_sync_kernel(tinyc_cuda *cu, const char *kernel)
+{
+	CUresult r = cu->api.CtxSynchronize();
+	if (r == CUDA_SUCCESS)
+		return 0;
+	char *extra = tinyc_asprintf("in kernel '%s'", kernel);
+	cuda_fail(cu, "cuCtxSynchronize", r, extra);
+	free(extra);
+	return -1;
 }
 
 int tinyc_cuda_upload(tinyc_cuda *cu, tinyc_devptr dst, const void *src, size_t bytes)

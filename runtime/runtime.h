@@ -282,6 +282,25 @@ int tinyc_cuda_memset8_async(tinyc_cuda *cu, tinyc_devptr dst, unsigned char val
 			     void *stream);
 /* Wait for all work on the context. */
 int tinyc_cuda_sync(tinyc_cuda *cu);
+/* tinyc_cuda_sync after launching `kernel`: a failure names the kernel ("CudaError:
+ * cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS: ... in kernel 'k0_Y'").  A fault that
+ * leaves the context unusable (illegal address, launch failure, watchdog timeout, ...)
+ * resets the primary context there, as every failing driver call does. */
+int tinyc_cuda_sync_kernel(tinyc_cuda *cu, const char *kernel);
+/* Whether the primary context was reset (after a fault) since cu was opened or renewed:
+ * then every kernel loaded and every allocation made with cu before is gone, and freeing
+ * them is a no-op (their addresses may belong to new allocations).  Callers that cache
+ * kernels or memory drop them (tinyc_kernel_free, tinyc_cuda_free), then renew cu. */
+int tinyc_cuda_stale(const tinyc_cuda *cu);
+/* Start using the new context with cu (after tinyc_cuda_stale; a no-op otherwise). */
+int tinyc_cuda_renew(tinyc_cuda *cu);
+/* The device's free and total memory (cuMemGetInfo). */
+int tinyc_cuda_mem_info(tinyc_cuda *cu, int64_t *free_bytes, int64_t *total_bytes);
+/* "OutOfMemory: WHAT needs N bytes, M available on the GPU (NAME, T bytes in all)" on ctx
+ * when need exceeds the device's free memory; 0 when it fits or is unknown. */
+int tinyc_cuda_memory_check(tinyc_ctx *ctx, tinyc_cuda *cu, const char *what, int64_t need);
+/* tinyc_cuda_memory_check on device 0, opened for the question; 0 without a GPU. */
+int tinyc_gpu_memory_check(tinyc_ctx *ctx, const char *what, int64_t need);
 
 /* Something to time: enqueue the work once (e.g. one tinyc_cuda_launch); 0 or -1. */
 typedef int (*tinyc_launch_fn)(tinyc_cuda *cu, void *arg);

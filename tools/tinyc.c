@@ -705,7 +705,8 @@ static int cmd_run_body(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 	if (tinyc_io_bytes(g, m->bind, &need) == 0) {
 		char what[300];
 		snprintf(what, sizeof(what), "running %s (inputs and outputs)", c->file);
-		if (tinyc_memory_check(ctx, what, need, c->max_memory) < 0)
+		if ((!strcmp(c->device, "cuda") && tinyc_gpu_memory_check(ctx, what, need) < 0) ||
+		    tinyc_memory_check(ctx, what, need, c->max_memory) < 0)
 			goto done;
 	}
 	/* --random-inputs: generate every missing input (needs its symbols bound) */
