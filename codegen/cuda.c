@@ -316,13 +316,10 @@ static const char *cvar(cprint *p, int v)
 /* Print a math call of dtype t. */
 static void ccall(cprint *p, const tinyc_gexpr *e)
 {
-	static const char *const fnames[TINYC_GM_COUNT] = {
-		"sqrt", "rsqrt", "exp2", "log2", "exp", "log", "sin", "cos", "trunc", "floor",
-		"ceil", "fabs", "tanh", "fma",
-	};
 	tinyc_buf *o = p->out;
 	tinyc_dtype t = e->dtype;
-	const char *fn = e->math >= 0 && e->math < TINYC_GM_COUNT ? fnames[e->math] : "tinyc_bad_fn";
+	const char *fn = e->math >= 0 && e->math < TINYC_GM_COUNT ? tinyc_gmath_name(e->math)
+								  : "tinyc_bad_fn";
 	if (is16f(t)) {	/* through float */
 		tinyc_buf_puts(o, t == TINYC_HALF ? "__float2half_rn(" : "__float2bfloat16_rn(");
 		tinyc_buf_printf(o, "%sf(", fn);

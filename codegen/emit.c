@@ -403,6 +403,9 @@ static tinyc_gexpr *emit_elementwise(tinyc_emit *em, const tinyc_uop *u, tinyc_g
 	tinyc_dtype cd = a[0]->dtype;	/* its compute dtype */
 	int fl = tinyc_dtype_is_float(dt), bl = dt == TINYC_BOOL;
 	tinyc_gexpr *zero = fl ? tinyc_gx_float(k, cd, 0) : tinyc_gx_int(k, cd, 0);
+	tinyc_gmath fn = tinyc_op_info(u->op)->math;
+	if (fn != TINYC_GM_NONE)	/* a math function of the op table */
+		return tinyc_gx_call(k, fn, a[0], NULL, NULL);
 	switch (u->op) {
 	case TINYC_OP_CAST:
 		return convert(em, a[0], dt, u->dtype);
@@ -417,16 +420,6 @@ static tinyc_gexpr *emit_elementwise(tinyc_emit *em, const tinyc_uop *u, tinyc_g
 		return tinyc_gx_unary(k, TINYC_GX_NEG, a[0]);
 	case TINYC_OP_RECIPROCAL:
 		return tinyc_gx_binary(k, TINYC_GX_DIV, tinyc_gx_float(k, cd, 1), a[0]);
-	case TINYC_OP_SQRT:
-		return tinyc_gx_call(k, TINYC_GM_SQRT, a[0], NULL, NULL);
-	case TINYC_OP_EXP2:
-		return tinyc_gx_call(k, TINYC_GM_EXP2, a[0], NULL, NULL);
-	case TINYC_OP_LOG2:
-		return tinyc_gx_call(k, TINYC_GM_LOG2, a[0], NULL, NULL);
-	case TINYC_OP_SIN:
-		return tinyc_gx_call(k, TINYC_GM_SIN, a[0], NULL, NULL);
-	case TINYC_OP_TRUNC:
-		return tinyc_gx_call(k, TINYC_GM_TRUNC, a[0], NULL, NULL);
 	case TINYC_OP_RELU:
 		if (!fl && !tinyc_dtype_is_signed(dt))
 			return a[0];

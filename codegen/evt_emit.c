@@ -95,21 +95,14 @@ static tinyc_gexpr *compute(tinyc_gkernel *k, tinyc_op fn, tinyc_dtype ct, tinyc
 	tinyc_dtype r = rep(ct);
 	int isbool = ct == TINYC_BOOL;
 	tinyc_gexpr *zero = tinyc_gx_int(k, r, 0);
+	const tinyc_opinfo *in = tinyc_op_info(fn);
+	if (in && in->math != TINYC_GM_NONE)	/* a math function of the op table */
+		return tinyc_gx_call(k, in->math, x[0], NULL, NULL);
 	switch (fn) {
 	case TINYC_OP_NEG:
 		return tinyc_gx_unary(k, TINYC_GX_NEG, x[0]);
 	case TINYC_OP_RECIPROCAL:
 		return tinyc_gx_binary(k, TINYC_GX_DIV, tinyc_gx_float(k, r, 1.0), x[0]);
-	case TINYC_OP_SQRT:
-		return tinyc_gx_call(k, TINYC_GM_SQRT, x[0], NULL, NULL);
-	case TINYC_OP_EXP2:
-		return tinyc_gx_call(k, TINYC_GM_EXP2, x[0], NULL, NULL);
-	case TINYC_OP_LOG2:
-		return tinyc_gx_call(k, TINYC_GM_LOG2, x[0], NULL, NULL);
-	case TINYC_OP_SIN:
-		return tinyc_gx_call(k, TINYC_GM_SIN, x[0], NULL, NULL);
-	case TINYC_OP_TRUNC:
-		return tinyc_gx_call(k, TINYC_GM_TRUNC, x[0], NULL, NULL);
 	case TINYC_OP_RELU:
 		return tinyc_gx_select(k, tinyc_gx_binary(k, TINYC_GX_GT, x[0], zero), x[0], zero);
 	case TINYC_OP_ADD:

@@ -1192,11 +1192,6 @@ static const char *const special_names[TINYC_GSP_COUNT] = {
 	"lane", "warp",
 };
 
-static const char *const math_names[TINYC_GM_COUNT] = {
-	"sqrt", "rsqrt", "exp2", "log2", "exp", "log", "sin", "cos", "trunc", "floor", "ceil",
-	"fabs", "tanh", "fma",
-};
-
 const char *tinyc_gx_op_name(tinyc_gx_op op)
 {
 	return op >= 0 && op < TINYC_GX_OP_COUNT ? gx_names[op] : "?";
@@ -1210,11 +1205,6 @@ const char *tinyc_gs_op_name(tinyc_gs_op op)
 const char *tinyc_gspecial_name(tinyc_gspecial s)
 {
 	return s >= 0 && s < TINYC_GSP_COUNT ? special_names[s] : "?";
-}
-
-const char *tinyc_gmath_name(tinyc_gmath f)
-{
-	return f >= 0 && f < TINYC_GM_COUNT ? math_names[f] : "?";
 }
 
 /* ---------------------------------------------------------------- printing ---- */

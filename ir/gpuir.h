@@ -45,6 +45,7 @@
 
 #include "ir/ctx.h"
 #include "ir/dtype.h"
+#include "ir/scalar.h"
 #include "ir/uop.h"
 
 /* ---------------------------------------------------------------- variables ---- */
@@ -143,14 +144,7 @@ typedef enum tinyc_gspecial {
 	TINYC_GSP_COUNT,
 } tinyc_gspecial;
 
-/* Math functions (float/double; the result has the argument's dtype). */
-typedef enum tinyc_gmath {
-	TINYC_GM_SQRT, TINYC_GM_RSQRT, TINYC_GM_EXP2, TINYC_GM_LOG2, TINYC_GM_EXP,
-	TINYC_GM_LOG, TINYC_GM_SIN, TINYC_GM_COS, TINYC_GM_TRUNC, TINYC_GM_FLOOR,
-	TINYC_GM_CEIL, TINYC_GM_FABS, TINYC_GM_TANH,
-	TINYC_GM_FMA,		/* three arguments: a * b + c, rounded once */
-	TINYC_GM_COUNT,
-} tinyc_gmath;
+/* Math functions: tinyc_gmath, the table in ir/scalar.h. */
 
 typedef struct tinyc_gexpr {
 	tinyc_gx_op op;			/* the operator */
@@ -511,7 +505,6 @@ void tinyc_gpu_print_expr(const tinyc_gkernel *k, const tinyc_gexpr *e, tinyc_bu
 const char *tinyc_gx_op_name(tinyc_gx_op op);
 const char *tinyc_gs_op_name(tinyc_gs_op op);
 const char *tinyc_gspecial_name(tinyc_gspecial s);
-const char *tinyc_gmath_name(tinyc_gmath f);
 
 /* -------------------------------------------------------------- interpreter ---- */
 
