@@ -60,6 +60,7 @@
 	X(SIN, "sin", 1, EWISE, FLOAT, SIN)                         \
 	X(TRUNC, "trunc", 1, EWISE, ANY, TRUNC)                     \
 	X(RELU, "relu", 1, EWISE, ANY, RELU)                        \
+	X(TANH, "tanh", 1, EWISE, FLOAT, TANH)                      \
 	X(ADD, "add", 2, EWISE, ANY, ADD)                           \
 	X(SUB, "sub", 2, EWISE, ANY, SUB)                           \
 	X(MUL, "mul", 2, EWISE, ANY, MUL)                           \

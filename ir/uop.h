@@ -67,6 +67,7 @@ typedef enum tinyc_dtrule {
 	X(SIN, 1, ELEMENTWISE, SAME, FLOAT, SIN)         \
 	X(TRUNC, 1, ELEMENTWISE, SAME, FLOAT, TRUNC)     \
 	X(RELU, 1, ELEMENTWISE, SAME, NUM, NONE)         \
+	X(TANH, 1, ELEMENTWISE, SAME, FLOAT, TANH)       \
 	X(ADD, 2, ELEMENTWISE, SAME, ANY, NONE)          \
 	X(SUB, 2, ELEMENTWISE, SAME, NUM, NONE)          \
 	X(MUL, 2, ELEMENTWISE, SAME, ANY, NONE)          \
