@@ -418,6 +418,10 @@ tinyc_gexpr *tinyc_gx_cast(tinyc_gkernel *k, tinyc_dtype dt, tinyc_gexpr *a);
 tinyc_gexpr *tinyc_gx_bitcast(tinyc_gkernel *k, tinyc_dtype dt, tinyc_gexpr *a);
 tinyc_gexpr *tinyc_gx_call(tinyc_gkernel *k, tinyc_gmath f, tinyc_gexpr *a, tinyc_gexpr *b,
 			   tinyc_gexpr *c);
+/* The GPU IR of an elementwise UOp op that every builder writes alike (math functions, NEG,
+ * RECIPROCAL, arithmetic, comparisons, bitwise ops, shifts with the count masked to the
+ * width, WHERE) on operand values x[]; isbool: bool operands.  NULL for the others. */
+tinyc_gexpr *tinyc_gx_uop(tinyc_gkernel *k, tinyc_op op, tinyc_gexpr **x, int isbool);
 /* Integer helpers: ceil(a / b) for a >= 0, b > 0, and min/max of two. */
 tinyc_gexpr *tinyc_gx_ceildiv(tinyc_gkernel *k, tinyc_gexpr *a, tinyc_gexpr *b);
 /* Structural equality of two expressions. */

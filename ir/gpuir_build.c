@@ -747,6 +747,40 @@ tinyc_gexpr *tinyc_gx_call(tinyc_gkernel *k, tinyc_gmath f, tinyc_gexpr *a, tiny
 	return e;
 }
 
+/* The GPU IR of the elementwise UOp ops every builder writes alike, on operand values x[]
+ * (bool operands: ADD and MAX are logical or, MUL logical and).  NULL for the ones each
+ * builder writes itself (casts, RELU, IDIV, MOD). */
+tinyc_gexpr *tinyc_gx_uop(tinyc_gkernel *k, tinyc_op op, tinyc_gexpr **x, int isbool)
+{
+	const tinyc_opinfo *in = tinyc_op_info(op);
+	if (in && in->math != TINYC_GM_NONE)	/* a math function of the op table */
+		return tinyc_gx_call(k, in->math, x[0], NULL, NULL);
+	switch (op) {
+	case TINYC_OP_NEG: return tinyc_gx_unary(k, TINYC_GX_NEG, x[0]);
+	case TINYC_OP_RECIPROCAL:
+		return tinyc_gx_binary(k, TINYC_GX_DIV, tinyc_gx_float(k, x[0]->dtype, 1), x[0]);
+	case TINYC_OP_ADD: return tinyc_gx_binary(k, isbool ? TINYC_GX_OR : TINYC_GX_ADD, x[0], x[1]);
+	case TINYC_OP_SUB: return tinyc_gx_binary(k, TINYC_GX_SUB, x[0], x[1]);
+	case TINYC_OP_MUL: return tinyc_gx_binary(k, isbool ? TINYC_GX_AND : TINYC_GX_MUL, x[0], x[1]);
+	case TINYC_OP_FDIV: return tinyc_gx_binary(k, TINYC_GX_DIV, x[0], x[1]);
+	case TINYC_OP_MAX: return tinyc_gx_binary(k, isbool ? TINYC_GX_OR : TINYC_GX_MAX, x[0], x[1]);
+	case TINYC_OP_CMPLT: return tinyc_gx_binary(k, TINYC_GX_LT, x[0], x[1]);
+	case TINYC_OP_CMPNE: return tinyc_gx_binary(k, TINYC_GX_NE, x[0], x[1]);
+	case TINYC_OP_CMPEQ: return tinyc_gx_binary(k, TINYC_GX_EQ, x[0], x[1]);
+	case TINYC_OP_AND: return tinyc_gx_binary(k, TINYC_GX_AND, x[0], x[1]);
+	case TINYC_OP_OR: return tinyc_gx_binary(k, TINYC_GX_OR, x[0], x[1]);
+	case TINYC_OP_XOR: return tinyc_gx_binary(k, TINYC_GX_XOR, x[0], x[1]);
+	case TINYC_OP_SHL:
+	case TINYC_OP_SHR: {	/* the count masked to the width */
+		int bits = 8 * tinyc_dtype_size(x[0]->dtype);
+		tinyc_gexpr *cnt = tinyc_gx_binary(k, TINYC_GX_AND, x[1], tinyc_gx_int(k, x[1]->dtype, bits - 1));
+		return tinyc_gx_binary(k, op == TINYC_OP_SHL ? TINYC_GX_SHL : TINYC_GX_SHR, x[0], cnt);
+	}
+	case TINYC_OP_WHERE: return tinyc_gx_select(k, x[0], x[1], x[2]);
+	default: return NULL;
+	}
+}
+
 tinyc_gexpr *tinyc_gx_ceildiv(tinyc_gkernel *k, tinyc_gexpr *a, tinyc_gexpr *b)
 {
 	if (!a || !b)
