@@ -281,32 +281,6 @@ static void cbitcast(cprint *p, tinyc_dtype to, const tinyc_gexpr *a)
 	tinyc_buf_putc(o, ')');
 }
 
-/* Infix spelling of a binary operator, or NULL. */
-static const char *cinfix(tinyc_gx_op op)
-{
-	switch (op) {
-	case TINYC_GX_ADD: return "+";
-	case TINYC_GX_SUB: return "-";
-	case TINYC_GX_MUL: return "*";
-	case TINYC_GX_DIV: return "/";
-	case TINYC_GX_MOD: return "%";
-	case TINYC_GX_AND: return "&";
-	case TINYC_GX_OR: return "|";
-	case TINYC_GX_XOR: return "^";
-	case TINYC_GX_SHL: return "<<";
-	case TINYC_GX_SHR: return ">>";
-	case TINYC_GX_LAND: return "&&";
-	case TINYC_GX_LOR: return "||";
-	case TINYC_GX_LT: return "<";
-	case TINYC_GX_LE: return "<=";
-	case TINYC_GX_GT: return ">";
-	case TINYC_GX_GE: return ">=";
-	case TINYC_GX_EQ: return "==";
-	case TINYC_GX_NE: return "!=";
-	default: return NULL;
-	}
-}
-
 /* Name of a variable. */
 static const char *cvar(cprint *p, int v)
 {
@@ -316,13 +290,10 @@ static const char *cvar(cprint *p, int v)
 /* Print a math call of dtype t. */
 static void ccall(cprint *p, const tinyc_gexpr *e)
 {
-	static const char *const fnames[TINYC_GM_COUNT] = {
-		"sqrt", "rsqrt", "exp2", "log2", "exp", "log", "sin", "cos", "trunc", "floor",
-		"ceil", "fabs", "tanh", "fma", "rcp_approx",
-	};
 	tinyc_buf *o = p->out;
 	tinyc_dtype t = e->dtype;
-	const char *fn = e->math >= 0 && e->math < TINYC_GM_COUNT ? fnames[e->math] : "tinyc_bad_fn";
+	const char *fn = e->math >= 0 && e->math < TINYC_GM_COUNT ? tinyc_gmath_name(e->math)
+								  : "tinyc_bad_fn";
 	if (e->math == TINYC_GM_RCP_APPROX) {	/* MUFU.RCP with its denormal scaling, no branch */
 		if (is16f(t))
 			tinyc_buf_puts(o, t == TINYC_HALF ? "__float2half_rn(" : "__float2bfloat16_rn(");
@@ -405,12 +376,12 @@ static void cexpr(cprint *p, const tinyc_gexpr *e)
 	case TINYC_GX_BITNOT:
 		if (narrow_int(e->dtype))
 			tinyc_buf_printf(o, "(%s)", ctype(e->dtype));
-		tinyc_buf_puts(o, e->op == TINYC_GX_NEG ? "(-" : "(~");
+		tinyc_buf_printf(o, "(%s", tinyc_gx_op_spelling(e->op));
 		coperand(p, a);
 		tinyc_buf_putc(o, ')');
 		return;
 	case TINYC_GX_NOT:
-		tinyc_buf_puts(o, "!");
+		tinyc_buf_puts(o, tinyc_gx_op_spelling(e->op));
 		coperand(p, a);
 		return;
 	case TINYC_GX_FLOORDIV:
@@ -464,7 +435,7 @@ static void cexpr(cprint *p, const tinyc_gexpr *e)
 	default:
 		break;
 	}
-	const char *op = cinfix(e->op);
+	const char *op = tinyc_gx_op_nargs(e->op) == 2 ? tinyc_gx_op_spelling(e->op) : NULL;
 	if (!op) {
 		tinyc_buf_puts(o, "tinyc_bad_op");
 		return;

@@ -442,6 +442,9 @@ static tinyc_gexpr *emit_elementwise(tinyc_emit *em, const tinyc_uop *u, tinyc_g
 	tinyc_dtype cd = a[0]->dtype;	/* its compute dtype */
 	int fl = tinyc_dtype_is_float(dt), bl = dt == TINYC_BOOL;
 	tinyc_gexpr *zero = fl ? tinyc_gx_float(k, cd, 0) : tinyc_gx_int(k, cd, 0);
+	tinyc_gexpr *e = tinyc_gx_uop(k, u->op, a, bl, u->dtype);	/* the ops every builder writes alike */
+	if (e)
+		return e;
 	switch (u->op) {
 	case TINYC_OP_CAST:
 		return convert(em, a[0], dt, u->dtype);
@@ -452,36 +455,10 @@ static tinyc_gexpr *emit_elementwise(tinyc_emit *em, const tinyc_uop *u, tinyc_g
 		x = tinyc_gx_bitcast(k, u->dtype, x);
 		return tinyc_dtype_is_16bit_float(u->dtype) ? tinyc_gx_cast(k, TINYC_FLOAT, x) : x;
 	}
-	case TINYC_OP_NEG:
-		return tinyc_gx_unary(k, TINYC_GX_NEG, a[0]);
-	case TINYC_OP_RECIPROCAL:	/* approximate for 16-bit results, as codegen/evt_emit.c */
-		if (tinyc_dtype_is_16bit_float(u->dtype) && cd == TINYC_FLOAT)
-			return tinyc_gx_call(k, TINYC_GM_RCP_APPROX, a[0], NULL, NULL);
-		return tinyc_gx_binary(k, TINYC_GX_DIV, tinyc_gx_float(k, cd, 1), a[0]);
-	case TINYC_OP_SQRT:
-		return tinyc_gx_call(k, TINYC_GM_SQRT, a[0], NULL, NULL);
-	case TINYC_OP_EXP2:
-		return tinyc_gx_call(k, TINYC_GM_EXP2, a[0], NULL, NULL);
-	case TINYC_OP_LOG2:
-		return tinyc_gx_call(k, TINYC_GM_LOG2, a[0], NULL, NULL);
-	case TINYC_OP_SIN:
-		return tinyc_gx_call(k, TINYC_GM_SIN, a[0], NULL, NULL);
-	case TINYC_OP_TRUNC:
-		return tinyc_gx_call(k, TINYC_GM_TRUNC, a[0], NULL, NULL);
 	case TINYC_OP_RELU:
 		if (!fl && !tinyc_dtype_is_signed(dt))
 			return a[0];
 		return tinyc_gx_select(k, tinyc_gx_binary(k, TINYC_GX_GT, a[0], zero), a[0], zero);
-	case TINYC_OP_ADD:
-		return tinyc_gx_binary(k, bl ? TINYC_GX_OR : TINYC_GX_ADD, a[0], a[1]);
-	case TINYC_OP_SUB:
-		return tinyc_gx_binary(k, TINYC_GX_SUB, a[0], a[1]);
-	case TINYC_OP_MUL:
-		return tinyc_gx_binary(k, bl ? TINYC_GX_AND : TINYC_GX_MUL, a[0], a[1]);
-	case TINYC_OP_FDIV:
-		return tinyc_gx_binary(k, TINYC_GX_DIV, a[0], a[1]);
-	case TINYC_OP_MAX:
-		return tinyc_gx_binary(k, bl ? TINYC_GX_OR : TINYC_GX_MAX, a[0], a[1]);
 	case TINYC_OP_IDIV:
 	case TINYC_OP_MOD: {
 		/* x / 0 = x % 0 = 0; signed MIN / -1 wraps, MIN % -1 = 0 (the reference's rules) */
@@ -497,26 +474,6 @@ static tinyc_gexpr *emit_elementwise(tinyc_emit *em, const tinyc_uop *u, tinyc_g
 		tinyc_gexpr *r = tinyc_gx_binary(k, TINYC_GX_MOD, a[0], a[1]);
 		return tinyc_gx_select(k, sg ? tinyc_gx_binary(k, TINYC_GX_LOR, bz, m1) : bz, zero, r);
 	}
-	case TINYC_OP_CMPLT:
-		return tinyc_gx_binary(k, TINYC_GX_LT, a[0], a[1]);
-	case TINYC_OP_CMPNE:
-		return tinyc_gx_binary(k, TINYC_GX_NE, a[0], a[1]);
-	case TINYC_OP_CMPEQ:
-		return tinyc_gx_binary(k, TINYC_GX_EQ, a[0], a[1]);
-	case TINYC_OP_AND:
-		return tinyc_gx_binary(k, TINYC_GX_AND, a[0], a[1]);
-	case TINYC_OP_OR:
-		return tinyc_gx_binary(k, TINYC_GX_OR, a[0], a[1]);
-	case TINYC_OP_XOR:
-		return tinyc_gx_binary(k, TINYC_GX_XOR, a[0], a[1]);
-	case TINYC_OP_SHL:
-	case TINYC_OP_SHR: {
-		int bits = 8 * tinyc_dtype_size(dt);
-		tinyc_gexpr *cnt = tinyc_gx_binary(k, TINYC_GX_AND, a[1], tinyc_gx_int(k, cd, bits - 1));
-		return tinyc_gx_binary(k, u->op == TINYC_OP_SHL ? TINYC_GX_SHL : TINYC_GX_SHR, a[0], cnt);
-	}
-	case TINYC_OP_WHERE:
-		return tinyc_gx_select(k, a[0], a[1], a[2]);
 	default:
 		return emit_fail(em, "unsupported elementwise op");
 	}

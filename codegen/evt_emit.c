@@ -95,35 +95,12 @@ static tinyc_gexpr *compute(tinyc_gkernel *k, tinyc_op fn, tinyc_dtype ct, tinyc
 	tinyc_dtype r = rep(ct);
 	int isbool = ct == TINYC_BOOL;
 	tinyc_gexpr *zero = tinyc_gx_int(k, r, 0);
+	tinyc_gexpr *e = tinyc_gx_uop(k, fn, x, isbool, out);	/* the ops every builder writes alike */
+	if (e)
+		return e;
 	switch (fn) {
-	case TINYC_OP_NEG:
-		return tinyc_gx_unary(k, TINYC_GX_NEG, x[0]);
-	case TINYC_OP_RECIPROCAL:
-		/* a 16-bit result: the approximate reciprocal (2 ulp of float, 2^-11 of half's
-		 * ulp) has no slow-path branch, so the elements of a fragment interleave */
-		if (tinyc_dtype_is_16bit_float(out))
-			return tinyc_gx_call(k, TINYC_GM_RCP_APPROX, x[0], NULL, NULL);
-		return tinyc_gx_binary(k, TINYC_GX_DIV, tinyc_gx_float(k, r, 1.0), x[0]);
-	case TINYC_OP_SQRT:
-		return tinyc_gx_call(k, TINYC_GM_SQRT, x[0], NULL, NULL);
-	case TINYC_OP_EXP2:
-		return tinyc_gx_call(k, TINYC_GM_EXP2, x[0], NULL, NULL);
-	case TINYC_OP_LOG2:
-		return tinyc_gx_call(k, TINYC_GM_LOG2, x[0], NULL, NULL);
-	case TINYC_OP_SIN:
-		return tinyc_gx_call(k, TINYC_GM_SIN, x[0], NULL, NULL);
-	case TINYC_OP_TRUNC:
-		return tinyc_gx_call(k, TINYC_GM_TRUNC, x[0], NULL, NULL);
 	case TINYC_OP_RELU:
 		return tinyc_gx_select(k, tinyc_gx_binary(k, TINYC_GX_GT, x[0], zero), x[0], zero);
-	case TINYC_OP_ADD:
-		return tinyc_gx_binary(k, isbool ? TINYC_GX_OR : TINYC_GX_ADD, x[0], x[1]);
-	case TINYC_OP_SUB:
-		return tinyc_gx_binary(k, TINYC_GX_SUB, x[0], x[1]);
-	case TINYC_OP_MUL:
-		return tinyc_gx_binary(k, isbool ? TINYC_GX_AND : TINYC_GX_MUL, x[0], x[1]);
-	case TINYC_OP_FDIV:
-		return tinyc_gx_binary(k, TINYC_GX_DIV, x[0], x[1]);
 	case TINYC_OP_IDIV:
 	case TINYC_OP_MOD: {
 		tinyc_gexpr *nz = tinyc_gx_binary(k, TINYC_GX_NE, x[1], zero);
@@ -132,28 +109,6 @@ static tinyc_gexpr *compute(tinyc_gkernel *k, tinyc_op fn, tinyc_dtype ct, tinyc
 						  x[0], safe);
 		return tinyc_gx_select(k, nz, q, zero);
 	}
-	case TINYC_OP_MAX:
-		return tinyc_gx_binary(k, isbool ? TINYC_GX_OR : TINYC_GX_MAX, x[0], x[1]);
-	case TINYC_OP_CMPLT:
-		return tinyc_gx_binary(k, TINYC_GX_LT, x[0], x[1]);
-	case TINYC_OP_CMPNE:
-		return tinyc_gx_binary(k, TINYC_GX_NE, x[0], x[1]);
-	case TINYC_OP_CMPEQ:
-		return tinyc_gx_binary(k, TINYC_GX_EQ, x[0], x[1]);
-	case TINYC_OP_AND:
-		return tinyc_gx_binary(k, TINYC_GX_AND, x[0], x[1]);
-	case TINYC_OP_OR:
-		return tinyc_gx_binary(k, TINYC_GX_OR, x[0], x[1]);
-	case TINYC_OP_XOR:
-		return tinyc_gx_binary(k, TINYC_GX_XOR, x[0], x[1]);
-	case TINYC_OP_SHL:
-	case TINYC_OP_SHR: {
-		int bits = 8 * tinyc_dtype_size(ct);
-		tinyc_gexpr *cnt = tinyc_gx_binary(k, TINYC_GX_AND, x[1], tinyc_gx_int(k, r, bits - 1));
-		return tinyc_gx_binary(k, fn == TINYC_OP_SHL ? TINYC_GX_SHL : TINYC_GX_SHR, x[0], cnt);
-	}
-	case TINYC_OP_WHERE:
-		return tinyc_gx_select(k, x[0], x[1], x[2]);
 	case TINYC_OP_BITCAST: {
 		tinyc_gexpr *src = tinyc_dtype_is_16bit_float(ct) ? tinyc_gx_cast(k, ct, x[0]) : x[0];
 		tinyc_gexpr *bits = tinyc_gx_bitcast(k, out, src);

@@ -720,45 +720,36 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
  *   The ring position `it` runs on across the CTA's tiles (a pingpong consumer skips the
  *   other's): stage = it % S, round parity = it / S & 1.
  */
-static int build_wgmma(tinyc_mmk *b, const char *name)
+/* What the warp roles of the Hopper kernel share (build_wgmma). */
+typedef struct wgmma_ring {
+	tinyc_mmk *b;			/* the builder (kernel, problem, tiles) */
+	int generic;			/* an operand is copied by the producer's threads */
+	int batched;			/* the tiles run over the batch too */
+	int64_t tiles_m, tiles_n;	/* output tiles along m and n */
+	int64_t ntiles, ktiles;		/* tiles the CTAs walk; k tiles of one tile */
+	int64_t tma_bytes;		/* bytes the TMA loads of one stage bring */
+	int As, Bs;			/* the ring's operand stages (shared) */
+	int full, empty, turn;		/* the ring's barriers; pingpong's turns (shared) */
+	int pipe;			/* the ring's pipeline */
+	int ta, tb;			/* tensor maps of A and B, -2 when copied */
+	int tilev, ktv, itp;		/* producer registers: tile, k tile, ring position */
+	int ctilev, cktv, itc, ntv;	/* consumer registers: the same and tiles so far */
+	tinyc_gexpr *wg;		/* warpgroup index */
+	tinyc_gexpr *bid, *nbid;	/* blockIdx.x, gridDim.x */
+	tinyc_gexpr *is0;		/* thread 0 of the CTA */
+	tinyc_gexpr *cw, *g, *t4;	/* consumer index; the lane's row group, column pair */
+} wgmma_ring;
+
+/* The ring: its shared stages, barriers (initialised by thread 0, then a CTA barrier), the
+ * tensor maps, the loop registers of both roles and the CTA coordinates.  0 or -1. */
+static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 {
+	tinyc_mmk *b = w->b;
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
-	tinyc_gpu_module *gm = b->gm;
-	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, C = t->consumers, WN = t->wgn;
-	int PP = t->pingpong, MI = PP ? BM / 64 : 1;	/* m64 instructions per consumer */
-	int generic = !t->a_tma || !t->b_tma;
-	int64_t Mv = bound_dim(gm, &pr->m), Nv = bound_dim(gm, &pr->n), Kv = bound_dim(gm, &pr->k);
-	int64_t Lv = bound_dim(gm, &pr->l);
-	int batched = pr->evt && pr->evt->batched;
-	if (Mv < 1 || Nv < 1 || Kv < 1 || Lv < 1)
-		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the wgmma template needs every "
-				   "size bound at compile time", name);
-	if (gm->arch_major != 9)
-		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the wgmma template needs sm_90, "
-				   "the module targets %s", name, gm->target);
-	snprintf(gm->target, sizeof(gm->target), "sm_90a");	/* wgmma, setmaxnreg */
-	tinyc_gkernel *k = tinyc_gk_alloc(gm, name);
-	if (!k)
-		return -1;
-	b->k = k;
-	k->index_dtype = b->it;
-	k->block[0] = 128 * (1 + C), k->block[1] = 1, k->block[2] = 1;
-	k->min_blocks_per_sm = 1;	/* the register cap setmaxnreg needs */
-	b->threads = k->block[0];
-	int64_t tiles_m = (Mv + BM - 1) / BM, tiles_n = (Nv + BN - 1) / BN;
-	int64_t ntiles = tiles_m * tiles_n * (batched ? Lv : 1), ktiles = (Kv + BK - 1) / BK;
-	int64_t grid = ntiles < t->grid ? ntiles : t->grid;
-	if (grid < 1)
-		grid = 1;
-	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, grid);
-	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
-	tinyc_gstmt *body = k->body;
-	b->M = I(b, Mv), b->N = I(b, Nv), b->K = I(b, Kv);
-	b->tid = let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	b->warp = let(b, body, "warp", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_WARP)));
-	b->lane = let(b, body, "lane", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_LANE)));
-	tinyc_gexpr *wg = let(b, body, "wg", bin(b, TINYC_GX_DIV, b->warp, I(b, 4)));
+	tinyc_gkernel *k = b->k;
+	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, C = t->consumers, PP = t->pingpong;
+	int generic = w->generic, batched = w->batched;
 	/* shared memory: the ring (1024-byte aligned stages) and its barriers */
 	int As = tinyc_gk_shared(k, "As", pr->a.dtype, (int64_t)S * BM * BK, 1024, 1);
 	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BN * BK, 1024, 1);
@@ -801,7 +792,30 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	tinyc_gexpr *nbid = tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_NBID_X));
 	tinyc_gexpr *is0 = bin(b, TINYC_GX_EQ, b->tid, I(b, 0));
 
-	/* ---- producer ---- */
+	w->As = As, w->Bs = Bs, w->full = full, w->empty = empty, w->turn = turn;
+	w->pipe = pipe, w->ta = ta, w->tb = tb, w->tma_bytes = tma_bytes;
+	w->tilev = tilev, w->ktv = ktv, w->itp = itp;
+	w->ctilev = ctilev, w->cktv = cktv, w->itc = itc, w->ntv = ntv;
+	w->bid = bid, w->nbid = nbid, w->is0 = is0;
+	return 0;
+}
+
+/* Warpgroup 0, the producer: per tile and k tile, wait until the stage is empty, then
+ * thread 0 issues the TMA loads (the expected bytes on full[s]) and the operands TMA cannot
+ * load are copied by all 128 threads.  Its block, or NULL. */
+static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
+{
+	tinyc_mmk *b = w->b;
+	const tinyc_mm_problem *pr = b->prob;
+	const tinyc_mm_tiles *t = b->t;
+	tinyc_gkernel *k = b->k;
+	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages;
+	int generic = w->generic, batched = w->batched;
+	int64_t tiles_m = w->tiles_m, tiles_n = w->tiles_n, ntiles = w->ntiles, ktiles = w->ktiles;
+	int64_t tma_bytes = w->tma_bytes;
+	int As = w->As, Bs = w->Bs, full = w->full, empty = w->empty, pipe = w->pipe;
+	int ta = w->ta, tb = w->tb, tilev = w->tilev, ktv = w->ktv, itp = w->itp;
+	tinyc_gexpr *bid = w->bid, *nbid = w->nbid, *is0 = w->is0;
 	tinyc_gstmt *prod = tinyc_gs_block(k);
 	if (t->regs_producer)
 		tinyc_mmk_append(b, prod, tinyc_gs_setmaxnreg(k, 0, t->regs_producer));
@@ -873,33 +887,24 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 							       "loads of the ring"));
 		tinyc_mmk_append(b, prod, tinyc_gs_if(k, is0, issuer, NULL));
 	}
+	return prod;
+}
 
-	/* ---- consumers ---- */
-	tinyc_gstmt *cons = tinyc_gs_block(k);
-	if (t->regs_consumer)
-		tinyc_mmk_append(b, cons, tinyc_gs_setmaxnreg(k, 1, t->regs_consumer));
-	tinyc_gexpr *cw = let(b, cons, "cw", bin(b, TINYC_GX_SUB, wg, I(b, 1)));
-	tinyc_gexpr *g = let(b, cons, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
-	tinyc_gexpr *t4 = let(b, cons, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
-	b->acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, (int64_t)MI * BN / 2);
-	if (b->acc < 0)
-		return -1;
-	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, b->acc, tinyc_gx_float(k, TINYC_FLOAT, 0)));
-	/* pingpong: consumer c starts at the ring position of the CTA's tile c */
-	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, itc, PP ? mul(b, cw, I(b, ktiles)) : I(b, 0)));
-	tinyc_gstmt *ctile = tinyc_gs_block(k);
-	wgmma_tile_coords(b, ctile, tinyc_gx_var(k, ctilev), tiles_m, tiles_n, batched, "");
-	tinyc_gexpr *NT = tinyc_gx_var(k, ntv);
-	if (PP) {	/* the CTA's tile j = 2 nt + cw waits for the other's tile j - 1 */
-		tinyc_mmk_append(b, cons, tinyc_gs_decl(k, ntv, I(b, 0)));
-		tinyc_gstmt *w = tinyc_gs_block(k);
-		tinyc_mmk_append(b, w, tinyc_gs_mbar_wait(k, -1, turn, cw,
-							  bin(b, TINYC_GX_AND, add(b, NT, bin(b, TINYC_GX_SUB, cw, I(b, 1))),
-							      I(b, 1))));
-		tinyc_mmk_append(b, ctile, tinyc_gs_comment(k, "pingpong: wait for the other consumer's "
-							      "main loop of the previous tile"));
-		tinyc_mmk_append(b, ctile, tinyc_gs_if(k, bin(b, TINYC_GX_GE, add(b, NT, cw), I(b, 1)), w, NULL));
-	}
+/* A consumer's main loop over the k tiles of a tile (appended to ctile): wait full[s],
+ * BK/16 x (rows/64) x BN/wgn wgmma into the accumulators, commit, keep one group in flight
+ * and release the previous stage; then drain and release the last one.  NT: the
+ * consumer's tiles so far (pingpong). */
+static void wgmma_kloop(wgmma_ring *w, tinyc_gstmt *ctile, tinyc_gexpr *NT)
+{
+	tinyc_mmk *b = w->b;
+	const tinyc_mm_tiles *t = b->t;
+	tinyc_gkernel *k = b->k;
+	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, WN = t->wgn, PP = t->pingpong;
+	int MI = PP ? BM / 64 : 1;	/* m64 instructions per consumer */
+	int64_t ktiles = w->ktiles;
+	int As = w->As, Bs = w->Bs, full = w->full, empty = w->empty, turn = w->turn;
+	int pipe = w->pipe, itc = w->itc, cktv = w->cktv, ntv = w->ntv;
+	tinyc_gexpr *cw = w->cw;
 	tinyc_gstmt *ck = tinyc_gs_block(k);
 	tinyc_gexpr *ITC = tinyc_gx_var(k, itc), *KT = tinyc_gx_var(k, cktv);
 	tinyc_gexpr *cs = let(b, ck, "cs", bin(b, TINYC_GX_MOD, ITC, I(b, S)));
@@ -941,6 +946,18 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 		tinyc_mmk_append(b, ctile, tinyc_gs_assign(k, itc, add(b, ITC, I(b, ktiles))));
 		tinyc_mmk_append(b, ctile, tinyc_gs_assign(k, ntv, add(b, NT, I(b, 1))));
 	}
+}
+
+/* A consumer's epilogue on its accumulator fragments (the m64nNk16 layout: per warp 16
+ * rows, per lane two of every 8 columns), staged through shared memory for 16-bit
+ * outputs.  0 or -1. */
+static int wgmma_epilogue(wgmma_ring *w, tinyc_gstmt *ctile)
+{
+	tinyc_mmk *b = w->b;
+	const tinyc_mm_tiles *t = b->t;
+	int BM = t->bm, BN = t->bn, C = t->consumers, PP = t->pingpong;
+	int MI = PP ? BM / 64 : 1;
+	tinyc_gexpr *cw = w->cw, *g = w->g, *t4 = w->t4;
 	if (b->error)
 		return -1;
 	tinyc_mm_frag f;
@@ -973,12 +990,110 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	f.stage_warps = 4 * C;
 	if (tinyc_evt_emit_epilogue(b, &f, ctile) < 0)
 		return -1;
+	return 0;
+}
+
+/* Warpgroups 1.., the consumers: the accumulators, then per tile of theirs (cooperative:
+ * every tile, 64 rows each; pingpong: every other tile, after the other's main loop) the
+ * main loop and the epilogue.  Their block, or NULL. */
+static tinyc_gstmt *wgmma_consumer(wgmma_ring *w)
+{
+	tinyc_mmk *b = w->b;
+	const tinyc_mm_tiles *t = b->t;
+	tinyc_gkernel *k = b->k;
+	int BM = t->bm, BN = t->bn, PP = t->pingpong;
+	int MI = PP ? BM / 64 : 1;
+	int batched = w->batched;
+	int64_t tiles_m = w->tiles_m, tiles_n = w->tiles_n, ntiles = w->ntiles, ktiles = w->ktiles;
+	int turn = w->turn, itc = w->itc, ctilev = w->ctilev, ntv = w->ntv;
+	tinyc_gexpr *wg = w->wg, *bid = w->bid, *nbid = w->nbid;
+	tinyc_gstmt *cons = tinyc_gs_block(k);
+	if (t->regs_consumer)
+		tinyc_mmk_append(b, cons, tinyc_gs_setmaxnreg(k, 1, t->regs_consumer));
+	tinyc_gexpr *cw = let(b, cons, "cw", bin(b, TINYC_GX_SUB, wg, I(b, 1)));
+	tinyc_gexpr *g = let(b, cons, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
+	tinyc_gexpr *t4 = let(b, cons, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
+	b->acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, (int64_t)MI * BN / 2);
+	if (b->acc < 0)
+		return NULL;
+	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, b->acc, tinyc_gx_float(k, TINYC_FLOAT, 0)));
+	/* pingpong: consumer c starts at the ring position of the CTA's tile c */
+	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, itc, PP ? mul(b, cw, I(b, ktiles)) : I(b, 0)));
+	tinyc_gstmt *ctile = tinyc_gs_block(k);
+	wgmma_tile_coords(b, ctile, tinyc_gx_var(k, ctilev), tiles_m, tiles_n, batched, "");
+	tinyc_gexpr *NT = tinyc_gx_var(k, ntv);
+	if (PP) {	/* the CTA's tile j = 2 nt + cw waits for the other's tile j - 1 */
+		tinyc_mmk_append(b, cons, tinyc_gs_decl(k, ntv, I(b, 0)));
+		tinyc_gstmt *wt = tinyc_gs_block(k);
+		tinyc_mmk_append(b, wt, tinyc_gs_mbar_wait(k, -1, turn, cw,
+							  bin(b, TINYC_GX_AND, add(b, NT, bin(b, TINYC_GX_SUB, cw, I(b, 1))),
+							      I(b, 1))));
+		tinyc_mmk_append(b, ctile, tinyc_gs_comment(k, "pingpong: wait for the other consumer's "
+							      "main loop of the previous tile"));
+		tinyc_mmk_append(b, ctile, tinyc_gs_if(k, bin(b, TINYC_GX_GE, add(b, NT, cw), I(b, 1)), wt, NULL));
+	}
+	w->cw = cw, w->g = g, w->t4 = t4;
+	wgmma_kloop(w, ctile, NT);
+	if (wgmma_epilogue(w, ctile) < 0)
+		return NULL;
 	tinyc_gexpr *first = PP ? add(b, bid, mul(b, cw, nbid)) : bid;
 	tinyc_gexpr *step = PP ? mul(b, nbid, I(b, 2)) : nbid;
 	tinyc_mmk_append(b, cons, tinyc_gs_for_range(k, ctilev, first, I(b, ntiles), step, 0, ctile));
+	return cons;
+}
+
+/* The Hopper kernel (described above): the kernel and the CTA's coordinates, the ring, then
+ * the producer and the consumers under one branch on the warpgroup. */
+static int build_wgmma(tinyc_mmk *b, const char *name)
+{
+	wgmma_ring w;
+	memset(&w, 0, sizeof(w));
+	w.b = b;
+	w.generic = !b->t->a_tma || !b->t->b_tma;
+	const tinyc_mm_problem *pr = b->prob;
+	const tinyc_mm_tiles *t = b->t;
+	tinyc_gpu_module *gm = b->gm;
+	int BM = t->bm, BN = t->bn, BK = t->bk, C = t->consumers;
+	int64_t Mv = bound_dim(gm, &pr->m), Nv = bound_dim(gm, &pr->n), Kv = bound_dim(gm, &pr->k);
+	int64_t Lv = bound_dim(gm, &pr->l);
+	int batched = w.batched = pr->evt && pr->evt->batched;
+	if (Mv < 1 || Nv < 1 || Kv < 1 || Lv < 1)
+		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the wgmma template needs every "
+				   "size bound at compile time", name);
+	if (gm->arch_major != 9)
+		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the wgmma template needs sm_90, "
+				   "the module targets %s", name, gm->target);
+	snprintf(gm->target, sizeof(gm->target), "sm_90a");	/* wgmma, setmaxnreg */
+	tinyc_gkernel *k = tinyc_gk_alloc(gm, name);
+	if (!k)
+		return -1;
+	b->k = k;
+	k->index_dtype = b->it;
+	k->block[0] = 128 * (1 + C), k->block[1] = 1, k->block[2] = 1;
+	k->min_blocks_per_sm = 1;	/* the register cap setmaxnreg needs */
+	b->threads = k->block[0];
+	w.tiles_m = (Mv + BM - 1) / BM, w.tiles_n = (Nv + BN - 1) / BN;
+	w.ntiles = w.tiles_m * w.tiles_n * (batched ? Lv : 1), w.ktiles = (Kv + BK - 1) / BK;
+	int64_t grid = w.ntiles < t->grid ? w.ntiles : t->grid;
+	if (grid < 1)
+		grid = 1;
+	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, grid);
+	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
+	tinyc_gstmt *body = k->body;
+	b->M = I(b, Mv), b->N = I(b, Nv), b->K = I(b, Kv);
+	b->tid = let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	b->warp = let(b, body, "warp", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_WARP)));
+	b->lane = let(b, body, "lane", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_LANE)));
+	w.wg = let(b, body, "wg", bin(b, TINYC_GX_DIV, b->warp, I(b, 4)));
+	if (wgmma_ring_init(&w, body) < 0)
+		return -1;
+	tinyc_gstmt *prod = wgmma_producer(&w);
+	tinyc_gstmt *cons = prod ? wgmma_consumer(&w) : NULL;
+	if (!cons)
+		return -1;
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "warp specialisation: warpgroup 0 produces, the "
 						       "others consume"));
-	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, wg, I(b, 0)), prod, cons));
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, w.wg, I(b, 0)), prod, cons));
 	return b->error ? -1 : 0;
 }
 

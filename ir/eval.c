@@ -208,34 +208,16 @@ static tval bitcast(tinyc_dtype from, tinyc_dtype to, tval x)
 	return r;
 }
 
-/* Whether op is defined on dtypes of class cl (the verifier's rules). */
+/* Whether op is defined on dtypes of class cl (the op table's operand domain). */
 static int op_supported(tinyc_op op, int cl)
 {
-	switch (op) {
-	case TINYC_OP_RECIPROCAL: case TINYC_OP_SQRT: case TINYC_OP_EXP2:
-	case TINYC_OP_LOG2: case TINYC_OP_SIN: case TINYC_OP_TRUNC: case TINYC_OP_FDIV:
-		return cl == CL_F;
-	case TINYC_OP_IDIV: case TINYC_OP_MOD: case TINYC_OP_SHL: case TINYC_OP_SHR:
-		return cl == CL_S || cl == CL_U;
-	case TINYC_OP_AND: case TINYC_OP_OR: case TINYC_OP_XOR:
-		return cl != CL_F;
-	case TINYC_OP_SUB: case TINYC_OP_NEG: case TINYC_OP_RELU:
-		return cl != CL_B;
-	default:
-		return 1;
+	switch (tinyc_op_info(op)->dom) {
+	case TINYC_DOM_FLOAT: return cl == CL_F;
+	case TINYC_DOM_INT: return cl == CL_S || cl == CL_U;
+	case TINYC_DOM_BITS: return cl != CL_F;
+	case TINYC_DOM_NUM: return cl != CL_B;
+	default: return 1;
 	}
-}
-
-/* MAX on floats: a NaN operand is ignored; +0 wins over -0. */
-static double fmax_ref(double a, double b)
-{
-	if (isnan(a))
-		return b;
-	if (isnan(b))
-		return a;
-	if (a == b)
-		return signbit(a) ? b : a;
-	return a > b ? a : b;
 }
 
 /* A unary op on x of dtype dt (op_supported checked; TRUNC is float-only). */
@@ -244,18 +226,7 @@ static tval unary(tinyc_op op, tinyc_dtype dt, tval x)
 	tval r = x;
 	switch (vclass(dt)) {
 	case CL_F: {
-		double a = x.f, y = a;
-		switch (op) {
-		case TINYC_OP_NEG: y = -a; break;
-		case TINYC_OP_RECIPROCAL: y = 1.0 / a; break;
-		case TINYC_OP_SQRT: y = sqrt(a); break;
-		case TINYC_OP_EXP2: y = exp2(a); break;
-		case TINYC_OP_LOG2: y = log2(a); break;
-		case TINYC_OP_SIN: y = sin(a); break;
-		case TINYC_OP_TRUNC: y = trunc(a); break;
-		case TINYC_OP_RELU: y = a > 0 ? a : 0; break;
-		default: break;
-		}
+		double y = tinyc_op_unary_f(op, x.f);
 		r.f = round_op(dt, y);
 		return r;
 	}
@@ -298,7 +269,7 @@ static tval binary(tinyc_op op, tinyc_dtype dt, tval a, tval b)
 		case TINYC_OP_SUB: z = x - y; break;
 		case TINYC_OP_MUL: z = x * y; break;
 		case TINYC_OP_FDIV: z = x / y; break;
-		case TINYC_OP_MAX: z = fmax_ref(x, y); break;
+		case TINYC_OP_MAX: z = tinyc_fminmax(x, y, 1); break;
 		default: break;
 		}
 		r.f = round_op(dt, z);

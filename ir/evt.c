@@ -545,34 +545,11 @@ static int dtype_ok(tinyc_dtype t)
 	return t >= 0 && t < TINYC_DTYPE_COUNT;
 }
 
-/* Whether op fn accepts operands of type t (the verifier's rules of the UOp format). */
+/* Whether op fn accepts operands of type t (the op table's domain). */
 static int op_accepts(tinyc_op fn, tinyc_dtype t)
 {
-	switch (fn) {
-	case TINYC_OP_FDIV:
-	case TINYC_OP_RECIPROCAL:
-	case TINYC_OP_SQRT:
-	case TINYC_OP_EXP2:
-	case TINYC_OP_LOG2:
-	case TINYC_OP_SIN:
-	case TINYC_OP_TRUNC:
-		return tinyc_dtype_is_float(t);
-	case TINYC_OP_IDIV:
-	case TINYC_OP_MOD:
-	case TINYC_OP_SHL:
-	case TINYC_OP_SHR:
-		return tinyc_dtype_is_int(t);
-	case TINYC_OP_AND:
-	case TINYC_OP_OR:
-	case TINYC_OP_XOR:
-		return tinyc_dtype_is_int(t) || t == TINYC_BOOL;
-	case TINYC_OP_SUB:
-	case TINYC_OP_NEG:
-	case TINYC_OP_RELU:
-		return t != TINYC_BOOL;
-	default:
-		return 1;
-	}
+	const tinyc_opinfo *in = tinyc_op_info(fn);
+	return !in || tinyc_dom_accepts(in->dom, t);
 }
 
 /* Check the typing rules of node i; reports and returns the number of problems. */

@@ -45,6 +45,7 @@
 
 #include "ir/ctx.h"
 #include "ir/dtype.h"
+#include "ir/scalar.h"
 #include "ir/uop.h"
 
 /* ---------------------------------------------------------------- variables ---- */
@@ -91,44 +92,52 @@ typedef struct tinyc_gtmap {
 
 /* -------------------------------------------------------------- expressions ---- */
 
+/* The expression operators: X(ENUM, dump name, C spelling, precedence, operands).
+ *   C spelling  the operator of an infix (binary) or prefix (unary) expression in both the
+ *               GPU IR dump and CUDA; NULL: printed as a call or a special form
+ *   precedence  C's, for minimal parentheses (higher binds tighter; 13: a primary)
+ *   operands    arg[0..n) that must be present (LOAD's predicate and CALL's further
+ *               arguments are optional) */
+#define TINYC_GX_OPS(X)                                                                          \
+	X(INT, "int", NULL, 13, 0)          /* integer (or bool) constant `ival` */              \
+	X(FLOAT, "float", NULL, 13, 0)      /* floating constant `fval` (inf/nan allowed) */     \
+	X(VAR, "var", NULL, 13, 0)          /* value of a REG or PARAM_INT variable `var` */     \
+	X(SYM, "sym", NULL, 13, 0)          /* graph size symbol `sym` (module-level only) */    \
+	X(SPECIAL, "special", NULL, 13, 0)  /* thread/block id or dim `special` */               \
+	X(LOAD, "load", NULL, 13, 1)        /* var[arg0], or (arg1 ? var[arg0] : 0) with arg1 */ \
+	X(NEG, "neg", "-", 12, 1)           /* -a */                                             \
+	X(NOT, "not", "!", 12, 1)           /* !a (bool) */                                      \
+	X(BITNOT, "bitnot", "~", 12, 1)     /* ~a (integers) */                                  \
+	X(ADD, "add", "+", 10, 2)                                                                \
+	X(SUB, "sub", "-", 10, 2)                                                                \
+	X(MUL, "mul", "*", 11, 2)                                                                \
+	X(DIV, "div", "/", 11, 2)           /* floats: a / b; integers: truncating (C) */        \
+	X(MOD, "mod", "%", 11, 2)           /* integers: C remainder (sign of a) */              \
+	X(FLOORDIV, "floordiv", NULL, 13, 2) /* integers: floor(a / b), b > 0 (isl fdiv_q) */    \
+	X(MIN, "min", NULL, 13, 2)                                                               \
+	X(MAX, "max", NULL, 13, 2)                                                               \
+	X(AND, "and", "&", 6, 2)            /* bitwise (bool: logical, both evaluated) */        \
+	X(OR, "or", "|", 4, 2)                                                                   \
+	X(XOR, "xor", "^", 5, 2)                                                                 \
+	X(SHL, "shl", "<<", 9, 2)                                                                \
+	X(SHR, "shr", ">>", 9, 2)           /* arithmetic for signed, logical for unsigned */    \
+	X(LAND, "land", "&&", 3, 2)         /* a && b (bool, short-circuit) */                   \
+	X(LOR, "lor", "||", 2, 2)           /* a || b (bool, short-circuit) */                   \
+	X(LT, "lt", "<", 8, 2)                                                                   \
+	X(LE, "le", "<=", 8, 2)                                                                  \
+	X(GT, "gt", ">", 8, 2)                                                                   \
+	X(GE, "ge", ">=", 8, 2)                                                                  \
+	X(EQ, "eq", "==", 7, 2)                                                                  \
+	X(NE, "ne", "!=", 7, 2)                                                                  \
+	X(SELECT, "select", NULL, 1, 3)     /* arg0 ? arg1 : arg2 (only the chosen arm runs) */  \
+	X(CAST, "cast", NULL, 13, 1)        /* value conversion of arg0 to dtype */              \
+	X(BITCAST, "bitcast", NULL, 13, 1)  /* arg0's bits (same size) as dtype */               \
+	X(CALL, "call", NULL, 13, 1)        /* math function `math` of arg0[, arg1, arg2] */
+
 typedef enum tinyc_gx_op {
-	TINYC_GX_INT,		/* integer (or bool) constant `ival` */
-	TINYC_GX_FLOAT,		/* floating constant `fval` (inf/nan allowed) */
-	TINYC_GX_VAR,		/* value of a REG or PARAM_INT variable `var` */
-	TINYC_GX_SYM,		/* graph size symbol `sym` (module-level expressions only) */
-	TINYC_GX_SPECIAL,	/* thread/block id or dim `special` */
-	TINYC_GX_LOAD,		/* var[arg0], or (arg1 ? var[arg0] : 0) when arg1 != NULL */
-	/* unary: arg0 */
-	TINYC_GX_NEG,		/* -a */
-	TINYC_GX_NOT,		/* !a (bool) */
-	TINYC_GX_BITNOT,	/* ~a (integers) */
-	/* binary: arg0, arg1 */
-	TINYC_GX_ADD,
-	TINYC_GX_SUB,
-	TINYC_GX_MUL,
-	TINYC_GX_DIV,		/* floats: a / b; integers: truncating (C) */
-	TINYC_GX_MOD,		/* integers: C remainder (sign of a) */
-	TINYC_GX_FLOORDIV,	/* integers: floor(a / b), b > 0 (isl fdiv_q) */
-	TINYC_GX_MIN,
-	TINYC_GX_MAX,
-	TINYC_GX_AND,		/* bitwise (bool: logical, both evaluated) */
-	TINYC_GX_OR,
-	TINYC_GX_XOR,
-	TINYC_GX_SHL,
-	TINYC_GX_SHR,		/* arithmetic for signed, logical for unsigned */
-	TINYC_GX_LAND,		/* a && b (bool, short-circuit) */
-	TINYC_GX_LOR,		/* a || b (bool, short-circuit) */
-	TINYC_GX_LT,
-	TINYC_GX_LE,
-	TINYC_GX_GT,
-	TINYC_GX_GE,
-	TINYC_GX_EQ,
-	TINYC_GX_NE,
-	/* others */
-	TINYC_GX_SELECT,	/* arg0 ? arg1 : arg2 (only the chosen arm is evaluated) */
-	TINYC_GX_CAST,		/* value conversion of arg0 to dtype */
-	TINYC_GX_BITCAST,	/* reinterpretation of arg0's bits (same size) as dtype */
-	TINYC_GX_CALL,		/* math function `math` of arg0[, arg1, arg2] */
+#define X(e, name, spelling, prec, nargs) TINYC_GX_##e,
+	TINYC_GX_OPS(X)
+#undef X
 	TINYC_GX_OP_COUNT,
 } tinyc_gx_op;
 
@@ -143,16 +152,7 @@ typedef enum tinyc_gspecial {
 	TINYC_GSP_COUNT,
 } tinyc_gspecial;
 
-/* Math functions (float/double; the result has the argument's dtype). */
-typedef enum tinyc_gmath {
-	TINYC_GM_SQRT, TINYC_GM_RSQRT, TINYC_GM_EXP2, TINYC_GM_LOG2, TINYC_GM_EXP,
-	TINYC_GM_LOG, TINYC_GM_SIN, TINYC_GM_COS, TINYC_GM_TRUNC, TINYC_GM_FLOOR,
-	TINYC_GM_CEIL, TINYC_GM_FABS, TINYC_GM_TANH,
-	TINYC_GM_FMA,		/* three arguments: a * b + c, rounded once */
-	TINYC_GM_RCP_APPROX,	/* 1 / a within 2 ulp of float, no slow path (__fdividef): only
-				 * where the result is a 16-bit float */
-	TINYC_GM_COUNT,
-} tinyc_gmath;
+/* Math functions: tinyc_gmath, the table in ir/scalar.h. */
 
 typedef struct tinyc_gexpr {
 	tinyc_gx_op op;			/* the operator */
@@ -345,7 +345,7 @@ typedef struct tinyc_gbuf {
 
 typedef struct tinyc_gpu_module {
 	tinyc_ctx *ctx;			/* diagnostics (kept) */
-	struct tinyc_garena *arena;	/* owns every node, var table and string */
+	struct tinyc_arena *arena;	/* owns every node, var table and string (ir/arena.h) */
 	int nkernel;			/* number of kernels */
 	int capkernel;			/* allocated kernels */
 	tinyc_gkernel **kernels;	/* kernels in launch order */
@@ -418,6 +418,12 @@ tinyc_gexpr *tinyc_gx_cast(tinyc_gkernel *k, tinyc_dtype dt, tinyc_gexpr *a);
 tinyc_gexpr *tinyc_gx_bitcast(tinyc_gkernel *k, tinyc_dtype dt, tinyc_gexpr *a);
 tinyc_gexpr *tinyc_gx_call(tinyc_gkernel *k, tinyc_gmath f, tinyc_gexpr *a, tinyc_gexpr *b,
 			   tinyc_gexpr *c);
+/* The GPU IR of an elementwise UOp op that every builder writes alike (math functions, NEG,
+ * RECIPROCAL, arithmetic, comparisons, bitwise ops, shifts with the count masked to the
+ * width, WHERE) on operand values x[]; isbool: bool operands; out: the dtype the result is
+ * stored in (a RECIPROCAL computed in float for a 16-bit result is the approximate one: 2 ulp
+ * of float, 2^-11 of half's ulp, no slow-path branch).  NULL for the others. */
+tinyc_gexpr *tinyc_gx_uop(tinyc_gkernel *k, tinyc_op op, tinyc_gexpr **x, int isbool, tinyc_dtype out);
 /* Integer helpers: ceil(a / b) for a >= 0, b > 0, and min/max of two. */
 tinyc_gexpr *tinyc_gx_ceildiv(tinyc_gkernel *k, tinyc_gexpr *a, tinyc_gexpr *b);
 /* Structural equality of two expressions. */
@@ -511,9 +517,16 @@ void tinyc_gpu_print(__tinyc_keep const tinyc_gpu_module *m, tinyc_buf *out);
 void tinyc_gpu_print_expr(const tinyc_gkernel *k, const tinyc_gexpr *e, tinyc_buf *out);
 
 const char *tinyc_gx_op_name(tinyc_gx_op op);
+/* The C spelling of an infix or prefix operator, NULL for the others. */
+const char *tinyc_gx_op_spelling(tinyc_gx_op op);
+/* The C precedence of op (higher binds tighter; 13: a primary expression). */
+int tinyc_gx_op_prec(tinyc_gx_op op);
+/* The operands op requires (arg[0..n) non-NULL). */
+int tinyc_gx_op_nargs(tinyc_gx_op op);
+/* Whether op's result is bool whatever its operands (comparisons, !, &&, ||). */
+int tinyc_gx_op_is_bool(tinyc_gx_op op);
 const char *tinyc_gs_op_name(tinyc_gs_op op);
 const char *tinyc_gspecial_name(tinyc_gspecial s);
-const char *tinyc_gmath_name(tinyc_gmath f);
 
 /* -------------------------------------------------------------- interpreter ---- */
 

@@ -195,18 +195,6 @@ static ival convert(tinyc_dtype from, tinyc_dtype to, ival v)
 	return iwrap(to, v.u);
 }
 
-/* MAX / MIN on floats: a NaN operand is ignored; +0 wins over -0 for MAX. */
-static double fmax_nan(double a, double b, int mx)
-{
-	if (isnan(a))
-		return b;
-	if (isnan(b))
-		return a;
-	if (a == b)
-		return (signbit(a) != 0) == mx ? b : a;
-	return (a > b) == mx ? a : b;
-}
-
 /* ------------------------------------------------------------- evaluation ---- */
 
 static ival eval(interp *in, ithread *t, const tinyc_gexpr *e);
@@ -296,8 +284,8 @@ static ival binop(interp *in, ithread *t, tinyc_gx_op op, tinyc_dtype dt, ival a
 		case TINYC_GX_SUB: return fval(dt, x - y);
 		case TINYC_GX_MUL: return fval(dt, x * y);
 		case TINYC_GX_DIV: return fval(dt, x / y);
-		case TINYC_GX_MIN: return fval(dt, fmax_nan(x, y, 0));
-		case TINYC_GX_MAX: return fval(dt, fmax_nan(x, y, 1));
+		case TINYC_GX_MIN: return fval(dt, tinyc_fminmax(x, y, 0));
+		case TINYC_GX_MAX: return fval(dt, tinyc_fminmax(x, y, 1));
 		case TINYC_GX_LT: r.u = x < y; return r;
 		case TINYC_GX_LE: r.u = x <= y; return r;
 		case TINYC_GX_GT: r.u = x > y; return r;
@@ -358,35 +346,18 @@ static ival binop(interp *in, ithread *t, tinyc_gx_op op, tinyc_dtype dt, ival a
 	}
 }
 
-/* A math function of dtype dt. */
+/* A math function of dtype dt (the semantics of ir/scalar.c, rounded to dt). */
 static ival mathfn(interp *in, ithread *t, const tinyc_gexpr *e)
 {
-	ival a = eval(in, t, e->arg[0]);
-	double x = a.f, y;
-	switch (e->math) {
-	case TINYC_GM_SQRT: y = sqrt(x); break;
-	case TINYC_GM_RSQRT: y = 1.0 / sqrt(x); break;
-	case TINYC_GM_EXP2: y = exp2(x); break;
-	case TINYC_GM_LOG2: y = log2(x); break;
-	case TINYC_GM_EXP: y = exp(x); break;
-	case TINYC_GM_LOG: y = log(x); break;
-	case TINYC_GM_SIN: y = sin(x); break;
-	case TINYC_GM_COS: y = cos(x); break;
-	case TINYC_GM_TRUNC: y = trunc(x); break;
-	case TINYC_GM_FLOOR: y = floor(x); break;
-	case TINYC_GM_CEIL: y = ceil(x); break;
-	case TINYC_GM_FABS: y = fabs(x); break;
-	case TINYC_GM_TANH: y = tanh(x); break;
-	case TINYC_GM_RCP_APPROX: y = 1.0 / x; break;
-	case TINYC_GM_FMA:
-		y = fma(x, eval(in, t, e->arg[1]).f, eval(in, t, e->arg[2]).f);
-		break;
-	default:
+	int n = tinyc_gmath_arity(e->math);
+	if (n == 0) {
 		ierr(in, t, "math function %s not interpreted", tinyc_gmath_name(e->math));
-		y = 0;
-		break;
+		return fval(e->dtype, 0);
 	}
-	return fval(e->dtype, y);
+	double x[3] = {0, 0, 0};
+	for (int i = 0; i < n; i++)
+		x[i] = eval(in, t, e->arg[i]).f;
+	return fval(e->dtype, tinyc_gmath_apply(e->math, x[0], x[1], x[2]));
 }
 
 /* The value of a special register. */

@@ -46,10 +46,13 @@ typedef struct rb_opinfo {
 	const char *name;	/* mnemonic */
 	int nargs;		/* operands */
 	tinyc_rb_class cls;	/* leaf / view / ewise / reduce / yield */
+	tinyc_opdom dom;	/* operand domain */
+	tinyc_op uop;		/* the UOp it lowers from, TINYC_OP_NONE */
 } rb_opinfo;
 
 static const rb_opinfo rb_ops[] = {
-#define X(e, name, nargs, cls) {name, nargs, TINYC_RB_CLASS_##cls},
+#define X(e, name, nargs, cls, dom, uop) \
+	{name, nargs, TINYC_RB_CLASS_##cls, TINYC_DOM_##dom, TINYC_OP_##uop},
 	TINYC_RB_OPS(X)
 #undef X
 };
@@ -67,6 +70,25 @@ int tinyc_rb_op_nargs(tinyc_rb_op op)
 tinyc_rb_class tinyc_rb_op_class(tinyc_rb_op op)
 {
 	return op >= 0 && op < TINYC_RB_OP_COUNT ? rb_ops[op].cls : TINYC_RB_CLASS_LEAF;
+}
+
+tinyc_opdom tinyc_rb_op_dom(tinyc_rb_op op)
+{
+	return op >= 0 && op < TINYC_RB_OP_COUNT ? rb_ops[op].dom : TINYC_DOM_ANY;
+}
+
+tinyc_op tinyc_rb_op_uop(tinyc_rb_op op)
+{
+	return op >= 0 && op < TINYC_RB_OP_COUNT ? rb_ops[op].uop : TINYC_OP_NONE;
+}
+
+/* The inverse of the table's UOp column. */
+tinyc_rb_op tinyc_rb_op_of_uop(tinyc_op op)
+{
+	for (int i = 0; op != TINYC_OP_NONE && i < TINYC_RB_OP_COUNT; i++)
+		if (rb_ops[i].uop == op)
+			return (tinyc_rb_op)i;
+	return TINYC_RB_NONE;
 }
 
 const char *tinyc_rb_pred_name(tinyc_rb_pred p)
@@ -415,25 +437,6 @@ static int same_shape(const tinyc_rbssa *f, int ra, const tinyc_dim *a, int rb,
 	return 1;
 }
 
-/* Whether op is defined on dtype dt (the reference semantics' rule). */
-static int op_defined(tinyc_rb_op op, tinyc_dtype dt)
-{
-	int fl = tinyc_dtype_is_float(dt), in = tinyc_dtype_is_int(dt);
-	switch (op) {
-	case TINYC_RB_RECIPROCAL: case TINYC_RB_SQRT: case TINYC_RB_EXP2:
-	case TINYC_RB_LOG2: case TINYC_RB_SIN: case TINYC_RB_DIV:
-		return fl;
-	case TINYC_RB_AND: case TINYC_RB_OR: case TINYC_RB_XOR:
-		return !fl;
-	case TINYC_RB_SHL: case TINYC_RB_SHR:
-		return in;
-	case TINYC_RB_IDIV: case TINYC_RB_MOD:
-		return dt != TINYC_BOOL;
-	default:
-		return 1;
-	}
-}
-
 /* Element-count check of a reshape: -1 provably different, 1 provably equal, 0 unknown. */
 static int reshape_count(const tinyc_rbssa *f, const tinyc_rb_inst *in, const tinyc_rb_inst *x)
 {
@@ -624,7 +627,7 @@ static int verify_ewise(tinyc_ctx *ctx, const tinyc_rbssa *f, int i)
 				tinyc_dtype_name(want), tinyc_dtype_name(in->dtype));
 	if (in->op == TINYC_RB_COMPARE && (in->pred < TINYC_RB_LT || in->pred > TINYC_RB_EQ))
 		return inst_err(ctx, f, i, "InvalidAttribute", "unknown predicate");
-	if (!op_defined(in->op, a->dtype))
+	if (!tinyc_dom_accepts(tinyc_rb_op_dom(in->op), a->dtype))
 		return inst_err(ctx, f, i, "UnsupportedOp", "%s is not defined on %s",
 				tinyc_rb_op_name(in->op), tinyc_dtype_name(a->dtype));
 	return 0;

@@ -35,49 +35,55 @@
 #include "ir/dtype.h"
 #include "ir/uop.h"
 
-/* X(ENUM, mnemonic, operands, class) */
-#define TINYC_RB_OPS(X)                                       \
-	X(READ, "read", 0, LEAF)                              \
-	X(CONSTANT, "constant", 0, LEAF)                      \
-	X(RESHAPE, "reshape", 1, VIEW)                        \
-	X(TRANSPOSE, "transpose", 1, VIEW)                    \
-	X(BROADCAST_IN_DIM, "broadcast_in_dim", 1, VIEW)      \
-	X(PAD, "pad", 1, VIEW)                                \
-	X(SLICE, "slice", 1, VIEW)                            \
-	X(REVERSE, "reverse", 1, VIEW)                        \
-	X(MATERIALIZE, "materialize", 1, EWISE)               \
-	X(CAST, "cast", 1, EWISE)                             \
-	X(BITCAST, "bitcast", 1, EWISE)                       \
-	X(NEG, "neg", 1, EWISE)                               \
-	X(RECIPROCAL, "reciprocal", 1, EWISE)                 \
-	X(SQRT, "sqrt", 1, EWISE)                             \
-	X(EXP2, "exp2", 1, EWISE)                             \
-	X(LOG2, "log2", 1, EWISE)                             \
-	X(SIN, "sin", 1, EWISE)                               \
-	X(TRUNC, "trunc", 1, EWISE)                           \
-	X(RELU, "relu", 1, EWISE)                             \
-	X(ADD, "add", 2, EWISE)                               \
-	X(SUB, "sub", 2, EWISE)                               \
-	X(MUL, "mul", 2, EWISE)                               \
-	X(DIV, "div", 2, EWISE)                               \
-	X(IDIV, "idiv", 2, EWISE)                             \
-	X(MOD, "mod", 2, EWISE)                               \
-	X(MAX, "max", 2, EWISE)                               \
-	X(AND, "and", 2, EWISE)                               \
-	X(OR, "or", 2, EWISE)                                 \
-	X(XOR, "xor", 2, EWISE)                               \
-	X(SHL, "shl", 2, EWISE)                               \
-	X(SHR, "shr", 2, EWISE)                               \
-	X(COMPARE, "compare", 2, EWISE)                       \
-	X(SELECT, "select", 3, EWISE)                         \
-	X(REDUCE, "reduce", 1, REDUCE)                        \
-	X(YIELD, "yield", 1, YIELD)
+/* The op table: X(ENUM, mnemonic, operands, class, operand domain, UOp op).
+ *   domain  the operand dtypes it accepts (TINYC_DOM_*, ir/scalar.h)
+ *   UOp op  the UOp an elementwise op lowers from (lower/rbssa_build.c); for a unary op,
+ *           its scalar semantics are that op's (tinyc_op_unary_f).  compare lowers from
+ *           CMPLT/CMPNE/CMPEQ by predicate (NONE here). */
+#define TINYC_RB_OPS(X)                                             \
+	X(READ, "read", 0, LEAF, ANY, NONE)                         \
+	X(CONSTANT, "constant", 0, LEAF, ANY, NONE)                 \
+	X(RESHAPE, "reshape", 1, VIEW, ANY, NONE)                   \
+	X(TRANSPOSE, "transpose", 1, VIEW, ANY, NONE)               \
+	X(BROADCAST_IN_DIM, "broadcast_in_dim", 1, VIEW, ANY, NONE) \
+	X(PAD, "pad", 1, VIEW, ANY, NONE)                           \
+	X(SLICE, "slice", 1, VIEW, ANY, NONE)                       \
+	X(REVERSE, "reverse", 1, VIEW, ANY, NONE)                   \
+	X(MATERIALIZE, "materialize", 1, EWISE, ANY, CONTIGUOUS)    \
+	X(CAST, "cast", 1, EWISE, ANY, CAST)                        \
+	X(BITCAST, "bitcast", 1, EWISE, ANY, BITCAST)               \
+	X(NEG, "neg", 1, EWISE, ANY, NEG)                           \
+	X(RECIPROCAL, "reciprocal", 1, EWISE, FLOAT, RECIPROCAL)    \
+	X(SQRT, "sqrt", 1, EWISE, FLOAT, SQRT)                      \
+	X(EXP2, "exp2", 1, EWISE, FLOAT, EXP2)                      \
+	X(LOG2, "log2", 1, EWISE, FLOAT, LOG2)                      \
+	X(SIN, "sin", 1, EWISE, FLOAT, SIN)                         \
+	X(TRUNC, "trunc", 1, EWISE, ANY, TRUNC)                     \
+	X(RELU, "relu", 1, EWISE, ANY, RELU)                        \
+	X(TANH, "tanh", 1, EWISE, FLOAT, TANH)                      \
+	X(ADD, "add", 2, EWISE, ANY, ADD)                           \
+	X(SUB, "sub", 2, EWISE, ANY, SUB)                           \
+	X(MUL, "mul", 2, EWISE, ANY, MUL)                           \
+	X(DIV, "div", 2, EWISE, FLOAT, FDIV)                        \
+	X(IDIV, "idiv", 2, EWISE, NUM, IDIV)                        \
+	X(MOD, "mod", 2, EWISE, NUM, MOD)                           \
+	X(MAX, "max", 2, EWISE, ANY, MAX)                           \
+	X(AND, "and", 2, EWISE, BITS, AND)                          \
+	X(OR, "or", 2, EWISE, BITS, OR)                             \
+	X(XOR, "xor", 2, EWISE, BITS, XOR)                          \
+	X(SHL, "shl", 2, EWISE, INT, SHL)                           \
+	X(SHR, "shr", 2, EWISE, INT, SHR)                           \
+	X(COMPARE, "compare", 2, EWISE, ANY, NONE)                  \
+	X(SELECT, "select", 3, EWISE, ANY, WHERE)                   \
+	X(REDUCE, "reduce", 1, REDUCE, ANY, NONE)                   \
+	X(YIELD, "yield", 1, YIELD, ANY, NONE)
 
 typedef enum tinyc_rb_op {
-#define X(e, name, nargs, cls) TINYC_RB_##e,
+#define X(e, name, nargs, cls, dom, uop) TINYC_RB_##e,
 	TINYC_RB_OPS(X)
 #undef X
 	TINYC_RB_OP_COUNT,
+	TINYC_RB_NONE = -1,
 } tinyc_rb_op;
 
 /* Op classes. */
@@ -158,6 +164,11 @@ typedef struct tinyc_rbssa {
 const char *tinyc_rb_op_name(tinyc_rb_op op);
 int tinyc_rb_op_nargs(tinyc_rb_op op);
 tinyc_rb_class tinyc_rb_op_class(tinyc_rb_op op);
+tinyc_opdom tinyc_rb_op_dom(tinyc_rb_op op);	/* operand domain */
+tinyc_op tinyc_rb_op_uop(tinyc_rb_op op);	/* the UOp it lowers from, TINYC_OP_NONE */
+/* The RB-SSA op that elementwise UOp op (or CONTIGUOUS) lowers to, TINYC_RB_NONE if none
+ * (compare's ops are the caller's: they also pick a predicate). */
+tinyc_rb_op tinyc_rb_op_of_uop(tinyc_op op);
 const char *tinyc_rb_pred_name(tinyc_rb_pred p);
 
 /* An empty function over g, with compile-time bindings b copied (b may be NULL). */

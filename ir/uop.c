@@ -7,7 +7,8 @@
 #include <string.h>
 
 static const tinyc_opinfo ops[] = {
-#define X(name, arity, kind, rule) {#name, arity, TINYC_KIND_##kind, TINYC_DT_##rule},
+#define X(name, arity, kind, rule, dom, math) \
+	{#name, arity, TINYC_KIND_##kind, TINYC_DT_##rule, TINYC_DOM_##dom, TINYC_GM_##math},
 	TINYC_OPS(X)
 #undef X
 };

@@ -13,6 +13,7 @@
 
 #include "ir/ctx.h"
 #include "ir/dtype.h"
+#include "ir/scalar.h"
 
 #define TINYC_MAX_RANK 16		/* highest tensor rank accepted */
 #define TINYC_MAX_DIM  (INT64_C(1) << 40)	/* largest single dim accepted */
@@ -39,48 +40,54 @@ typedef enum tinyc_dtrule {
 	TINYC_DT_ACC,		/* REDUCE: result is the line's dtype, operand may differ (acc) */
 } tinyc_dtrule;
 
-/* The op table.  X(NAME, arity, kind, dtype rule); arity -1: checked by hand. */
-#define TINYC_OPS(X)                                             \
-	X(BUFFER, 0, LEAF, DECLARED)                             \
-	X(CONST, 0, LEAF, DECLARED)                              \
-	X(RESHAPE, 1, MOVEMENT, SAME)                            \
-	X(PERMUTE, 1, MOVEMENT, SAME)                            \
-	X(EXPAND, 1, MOVEMENT, SAME)                             \
-	X(PAD, 1, MOVEMENT, SAME)                                \
-	X(SHRINK, 1, MOVEMENT, SAME)                             \
-	X(FLIP, 1, MOVEMENT, SAME)                               \
-	X(CONTIGUOUS, 1, MOVEMENT, SAME)                         \
-	X(REDUCE, 1, REDUCE, ACC)                                \
-	X(CAST, 1, ELEMENTWISE, DECLARED)                        \
-	X(BITCAST, 1, ELEMENTWISE, DECLARED)                     \
-	X(NEG, 1, ELEMENTWISE, SAME)                             \
-	X(RECIPROCAL, 1, ELEMENTWISE, SAME)                      \
-	X(SQRT, 1, ELEMENTWISE, SAME)                            \
-	X(EXP2, 1, ELEMENTWISE, SAME)                            \
-	X(LOG2, 1, ELEMENTWISE, SAME)                            \
-	X(SIN, 1, ELEMENTWISE, SAME)                             \
-	X(TRUNC, 1, ELEMENTWISE, SAME)                           \
-	X(RELU, 1, ELEMENTWISE, SAME)                            \
-	X(ADD, 2, ELEMENTWISE, SAME)                             \
-	X(SUB, 2, ELEMENTWISE, SAME)                             \
-	X(MUL, 2, ELEMENTWISE, SAME)                             \
-	X(FDIV, 2, ELEMENTWISE, SAME)                            \
-	X(IDIV, 2, ELEMENTWISE, SAME)                            \
-	X(MOD, 2, ELEMENTWISE, SAME)                             \
-	X(MAX, 2, ELEMENTWISE, SAME)                             \
-	X(CMPLT, 2, ELEMENTWISE, BOOL)                           \
-	X(CMPNE, 2, ELEMENTWISE, BOOL)                           \
-	X(CMPEQ, 2, ELEMENTWISE, BOOL)                           \
-	X(AND, 2, ELEMENTWISE, SAME)                             \
-	X(OR, 2, ELEMENTWISE, SAME)                              \
-	X(XOR, 2, ELEMENTWISE, SAME)                             \
-	X(SHL, 2, ELEMENTWISE, SAME)                             \
-	X(SHR, 2, ELEMENTWISE, SAME)                             \
-	X(WHERE, 3, ELEMENTWISE, SELECT)                         \
-	X(OUTPUT, 1, SINK, SAME)
+/* The op table: X(NAME, arity, kind, dtype rule, operand domain, math function).
+ *   arity      operands; -1: checked by hand
+ *   domain     the operand dtypes the op accepts (TINYC_DOM_*, ir/scalar.h)
+ *   math       the TINYC_GM_* function that computes a float unary op in every layer: its
+ *              scalar semantics (tinyc_op_unary_f), GPU IR call and CUDA spelling
+ *              (NONE: written out by each layer, e.g. NEG, RECIPROCAL, RELU) */
+#define TINYC_OPS(X)                                     \
+	X(BUFFER, 0, LEAF, DECLARED, ANY, NONE)          \
+	X(CONST, 0, LEAF, DECLARED, ANY, NONE)           \
+	X(RESHAPE, 1, MOVEMENT, SAME, ANY, NONE)         \
+	X(PERMUTE, 1, MOVEMENT, SAME, ANY, NONE)         \
+	X(EXPAND, 1, MOVEMENT, SAME, ANY, NONE)          \
+	X(PAD, 1, MOVEMENT, SAME, ANY, NONE)             \
+	X(SHRINK, 1, MOVEMENT, SAME, ANY, NONE)          \
+	X(FLIP, 1, MOVEMENT, SAME, ANY, NONE)            \
+	X(CONTIGUOUS, 1, MOVEMENT, SAME, ANY, NONE)      \
+	X(REDUCE, 1, REDUCE, ACC, ANY, NONE)             \
+	X(CAST, 1, ELEMENTWISE, DECLARED, ANY, NONE)     \
+	X(BITCAST, 1, ELEMENTWISE, DECLARED, ANY, NONE)  \
+	X(NEG, 1, ELEMENTWISE, SAME, NUM, NONE)          \
+	X(RECIPROCAL, 1, ELEMENTWISE, SAME, FLOAT, NONE) \
+	X(SQRT, 1, ELEMENTWISE, SAME, FLOAT, SQRT)       \
+	X(EXP2, 1, ELEMENTWISE, SAME, FLOAT, EXP2)       \
+	X(LOG2, 1, ELEMENTWISE, SAME, FLOAT, LOG2)       \
+	X(SIN, 1, ELEMENTWISE, SAME, FLOAT, SIN)         \
+	X(TRUNC, 1, ELEMENTWISE, SAME, FLOAT, TRUNC)     \
+	X(RELU, 1, ELEMENTWISE, SAME, NUM, NONE)         \
+	X(TANH, 1, ELEMENTWISE, SAME, FLOAT, TANH)       \
+	X(ADD, 2, ELEMENTWISE, SAME, ANY, NONE)          \
+	X(SUB, 2, ELEMENTWISE, SAME, NUM, NONE)          \
+	X(MUL, 2, ELEMENTWISE, SAME, ANY, NONE)          \
+	X(FDIV, 2, ELEMENTWISE, SAME, FLOAT, NONE)       \
+	X(IDIV, 2, ELEMENTWISE, SAME, INT, NONE)         \
+	X(MOD, 2, ELEMENTWISE, SAME, INT, NONE)          \
+	X(MAX, 2, ELEMENTWISE, SAME, ANY, NONE)          \
+	X(CMPLT, 2, ELEMENTWISE, BOOL, ANY, NONE)        \
+	X(CMPNE, 2, ELEMENTWISE, BOOL, ANY, NONE)        \
+	X(CMPEQ, 2, ELEMENTWISE, BOOL, ANY, NONE)        \
+	X(AND, 2, ELEMENTWISE, SAME, BITS, NONE)         \
+	X(OR, 2, ELEMENTWISE, SAME, BITS, NONE)          \
+	X(XOR, 2, ELEMENTWISE, SAME, BITS, NONE)         \
+	X(SHL, 2, ELEMENTWISE, SAME, INT, NONE)          \
+	X(SHR, 2, ELEMENTWISE, SAME, INT, NONE)          \
+	X(WHERE, 3, ELEMENTWISE, SELECT, ANY, NONE)      \
+	X(OUTPUT, 1, SINK, SAME, ANY, NONE)
 
 typedef enum tinyc_op {
-#define X(name, arity, kind, rule) TINYC_OP_##name,
+#define X(name, arity, kind, rule, dom, math) TINYC_OP_##name,
 	TINYC_OPS(X)
 #undef X
 	TINYC_OP_COUNT,
@@ -92,6 +99,8 @@ typedef struct tinyc_opinfo {
 	int arity;		/* number of operands */
 	tinyc_opkind kind;	/* leaf / movement / elementwise / reduce / sink */
 	tinyc_dtrule dtrule;	/* dtype rule */
+	tinyc_opdom dom;	/* operand domain */
+	tinyc_gmath math;	/* the math function of a float unary op, or TINYC_GM_NONE */
 } tinyc_opinfo;
 
 const tinyc_opinfo *tinyc_op_info(tinyc_op op);
@@ -99,6 +108,9 @@ const tinyc_opinfo *tinyc_op_info(tinyc_op op);
 tinyc_op tinyc_op_from_name(const char *s, int len);
 int tinyc_op_is_unary(tinyc_op op);	/* elementwise with one operand, not a cast */
 int tinyc_op_is_binary(tinyc_op op);
+/* The float semantics of a unary op (tinyc_op_is_unary) on x, computed in double: the one
+ * definition the reference evaluator and the RB-SSA and GPU IR interpreters share. */
+double tinyc_op_unary_f(tinyc_op op, double x);
 
 /* REDUCE's combining operation. */
 typedef enum tinyc_redop {

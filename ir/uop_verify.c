@@ -443,34 +443,11 @@ static int check_const(verifier *v)
 	return bad;
 }
 
-/* Whether dtype t may be an operand of op (beyond the same-dtype rule). */
+/* What dtype t lacks to be an operand of op (the op table's domain), NULL if it fits. */
 static const char *dtype_restriction(tinyc_op op, tinyc_dtype t)
 {
-	switch (op) {
-	case TINYC_OP_RECIPROCAL:
-	case TINYC_OP_SQRT:
-	case TINYC_OP_EXP2:
-	case TINYC_OP_LOG2:
-	case TINYC_OP_SIN:
-	case TINYC_OP_TRUNC:
-	case TINYC_OP_FDIV:
-		return tinyc_dtype_is_float(t) ? NULL : "a float";
-	case TINYC_OP_IDIV:
-	case TINYC_OP_MOD:
-	case TINYC_OP_SHL:
-	case TINYC_OP_SHR:
-		return tinyc_dtype_is_int(t) ? NULL : "an integer";
-	case TINYC_OP_AND:
-	case TINYC_OP_OR:
-	case TINYC_OP_XOR:
-		return tinyc_dtype_is_float(t) ? "a bool or integer" : NULL;
-	case TINYC_OP_SUB:
-	case TINYC_OP_NEG:
-	case TINYC_OP_RELU:
-		return t == TINYC_BOOL ? "a number (not bool)" : NULL;
-	default:
-		return NULL;
-	}
+	tinyc_opdom d = tinyc_op_info(op)->dom;
+	return tinyc_dom_accepts(d, t) ? NULL : tinyc_dom_phrase(d);
 }
 
 /* Whether an accumulator of dtype acc holds the values of dtype t under REDUCE op r. */

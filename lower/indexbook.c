@@ -32,52 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/arena.h"
 #include "lower/lower.h"
-
-/* ---- the arena: every expression, name and array of a book ------------------------------- */
-
-typedef struct chunk {
-	struct chunk *next;	/* older chunk */
-	size_t used;		/* bytes handed out */
-	size_t cap;		/* bytes in data */
-	max_align_t data[];	/* the memory */
-} chunk;
-
-struct tinyc_ib_arena {
-	chunk *head;		/* the chunk being filled */
-};
-
-/* Allocate n zeroed bytes from the arena (NULL when out of memory). */
-static void *arena_alloc(struct tinyc_ib_arena *a, size_t n)
-{
-	n = (n + 15) & ~(size_t)15;
-	if (!n)
-		n = 16;
-	if (!a->head || a->head->cap - a->head->used < n) {
-		size_t cap = n > 65536 ? n : 65536;
-		chunk *c = calloc(1, sizeof(chunk) + cap);
-		if (!c)
-			return NULL;
-		c->cap = cap;
-		c->next = a->head;
-		a->head = c;
-	}
-	void *p = (char *)a->head->data + a->head->used;
-	a->head->used += n;
-	return p;
-}
-
-/* Free every chunk of the arena and the arena. */
-static void arena_free(struct tinyc_ib_arena *a)
-{
-	if (!a)
-		return;
-	for (chunk *c = a->head, *next; c; c = next) {
-		next = c->next;
-		free(c);
-	}
-	free(a);
-}
 
 /* ---- build state --------------------------------------------------------------------------- */
 
@@ -104,7 +60,7 @@ typedef struct ibb {
 /* Allocate from the book's arena; reports OutOfMemory once. */
 static void *ialloc(ibb *s, size_t n)
 {
-	void *p = arena_alloc(s->ib->arena, n);
+	void *p = tinyc_arena_alloc(s->ib->arena, n);
 	if (!p && !s->oom) {
 		s->oom = 1;
 		tinyc_error(s->ctx, "OutOfMemory", "out of memory building the IndexBook");
@@ -1338,7 +1294,8 @@ tinyc_indexbook *tinyc_indexbook_build(tinyc_ctx *ctx, const tinyc_graph *g,
 	ib->g = g;
 	ib->bind = b;
 	ib->n = g->n;
-	ib->arena = tinyc_calloc(ctx, 1, sizeof(*ib->arena));
+	if (!(ib->arena = tinyc_arena_new()))
+		tinyc_error(ctx, "OutOfMemory", "out of memory building the IndexBook");
 	s.ctx = ctx;
 	s.ib = ib;
 	s.g = g;
@@ -1391,7 +1348,7 @@ void tinyc_indexbook_free(tinyc_indexbook *ib)
 {
 	if (!ib)
 		return;
-	arena_free(ib->arena);
+	tinyc_arena_free(ib->arena);
 	free(ib);
 }
 

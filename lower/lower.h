@@ -102,8 +102,6 @@ typedef struct tinyc_ibval {
 	tinyc_dtype acc;	/* REDUCE: accumulation dtype (acc= or the line's), else NONE */
 } tinyc_ibval;
 
-struct tinyc_ib_arena;
-
 /* The IndexBook of a graph. */
 typedef struct tinyc_indexbook {
 	const tinyc_graph *g;		/* the UOp graph (kept) */
@@ -111,7 +109,7 @@ typedef struct tinyc_indexbook {
 	int n;				/* values: = g->n */
 	tinyc_ibval *val;		/* per node */
 	int naxis_ids;			/* axis ids handed out: 0..naxis_ids-1 */
-	struct tinyc_ib_arena *arena;	/* owns every expression, name and array */
+	struct tinyc_arena *arena;	/* owns every expression, name and array (ir/arena.h) */
 } tinyc_indexbook;
 
 /* Build the IndexBook of a verified graph, running the per-UOp local checks

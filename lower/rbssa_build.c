@@ -35,38 +35,14 @@ typedef struct rbb {
 	int *val;			/* per UOp node: its RB-SSA value, -1 none */
 } rbb;
 
-/* The RB-SSA op of an elementwise UOp (compare's predicate in *pred). */
+/* The RB-SSA op of an elementwise UOp (compare's predicate in *pred), TINYC_RB_NONE. */
 static tinyc_rb_op ewise_op(tinyc_op op, tinyc_rb_pred *pred)
 {
 	switch (op) {
-	case TINYC_OP_CONTIGUOUS: return TINYC_RB_MATERIALIZE;
-	case TINYC_OP_CAST: return TINYC_RB_CAST;
-	case TINYC_OP_BITCAST: return TINYC_RB_BITCAST;
-	case TINYC_OP_NEG: return TINYC_RB_NEG;
-	case TINYC_OP_RECIPROCAL: return TINYC_RB_RECIPROCAL;
-	case TINYC_OP_SQRT: return TINYC_RB_SQRT;
-	case TINYC_OP_EXP2: return TINYC_RB_EXP2;
-	case TINYC_OP_LOG2: return TINYC_RB_LOG2;
-	case TINYC_OP_SIN: return TINYC_RB_SIN;
-	case TINYC_OP_TRUNC: return TINYC_RB_TRUNC;
-	case TINYC_OP_RELU: return TINYC_RB_RELU;
-	case TINYC_OP_ADD: return TINYC_RB_ADD;
-	case TINYC_OP_SUB: return TINYC_RB_SUB;
-	case TINYC_OP_MUL: return TINYC_RB_MUL;
-	case TINYC_OP_FDIV: return TINYC_RB_DIV;
-	case TINYC_OP_IDIV: return TINYC_RB_IDIV;
-	case TINYC_OP_MOD: return TINYC_RB_MOD;
-	case TINYC_OP_MAX: return TINYC_RB_MAX;
-	case TINYC_OP_AND: return TINYC_RB_AND;
-	case TINYC_OP_OR: return TINYC_RB_OR;
-	case TINYC_OP_XOR: return TINYC_RB_XOR;
-	case TINYC_OP_SHL: return TINYC_RB_SHL;
-	case TINYC_OP_SHR: return TINYC_RB_SHR;
 	case TINYC_OP_CMPLT: *pred = TINYC_RB_LT; return TINYC_RB_COMPARE;
 	case TINYC_OP_CMPNE: *pred = TINYC_RB_NE; return TINYC_RB_COMPARE;
 	case TINYC_OP_CMPEQ: *pred = TINYC_RB_EQ; return TINYC_RB_COMPARE;
-	case TINYC_OP_WHERE: return TINYC_RB_SELECT;
-	default: return TINYC_RB_OP_COUNT;
+	default: return tinyc_rb_op_of_uop(op);
 	}
 }
 
@@ -274,7 +250,7 @@ static int build_node(rbb *s, int n)
 			if ((args[0] = broadcast_to(s, s->val[relu_x], n, 0)) < 0)
 				return -1;
 		}
-		if (op == TINYC_RB_OP_COUNT)
+		if (op == TINYC_RB_NONE)
 			return tinyc_error_at(s->ctx, s->g->src, u->loc, "UnsupportedOp",
 					      "%s has no RB-SSA form", tinyc_op_info(u->op)->name);
 		for (int k = 0; k < nargs && !respelled; k++)	/* explicit broadcasts first */

@@ -1,8 +1,9 @@
 /* The RB-SSA interpreter: executes an RB-SSA function on host tensors, on the CPU.
  *
  * It is written independently of the reference evaluator (ir/eval.c) so that agreeing with
- * it means something.  Where the evaluator materialises every node densely in doubles, this
- * interpreter
+ * it means something; only the scalar semantics of the float unary ops and of MAX are
+ * shared (ir/scalar.c: one definition per op, see ir/uop.h's op table).  Where the evaluator
+ * materialises every node densely in doubles, this interpreter
  *
  *   - keeps view ops (reshape, transpose, broadcast_in_dim, pad, slice, reverse) lazy: a
  *     value is a stack of strided layers over one materialised buffer.  Each layer maps its
@@ -15,8 +16,9 @@
  *   - computes half, bfloat16 and float in C float (float32) and double in double, instead
  *     of double rounded to float32 after every op.  The results are the same bits: +, -, *,
  *     /, sqrt and reciprocal are correctly rounded either way (double carries more than
- *     2*24+2 bits), fmod and trunc are exact; exp2, log2, sin and float IDIV (trunc of the
- *     quotient) are computed in double and rounded once to float32, as DESIGN.md §2 asks.
+ *     2*24+2 bits), fmod and trunc are exact; the unary ops (exp2, log2, sin, ...) and float
+ *     IDIV (trunc of the quotient) are computed in double and rounded once to float32, as
+ *     DESIGN.md §2 asks.
  *
  * Numerics (DESIGN.md §2; the open choices are the reference semantics' documented ones):
  * 16-bit floats round to their format only where materialised: a cast or bitcast to them, a
@@ -189,18 +191,6 @@ static float to_f32(double x)
 	return (float)tinyc_round_to_dtype(TINYC_FLOAT, x);
 }
 
-/* MAX on floats: a NaN operand is ignored, +0 beats -0. */
-static double fmax_nan(double a, double b)
-{
-	if (a != a)
-		return b;
-	if (b != b)
-		return a;
-	if (a == b)
-		return signbit(a) ? b : a;
-	return a < b ? b : a;
-}
-
 /* The value of a float-kind cval as double. */
 static double fval(vkind k, cval x)
 {
@@ -289,36 +279,12 @@ static cval unary_val(tinyc_rb_op op, tinyc_dtype dt, cval x)
 {
 	cval r = x;
 	switch (kind_of(dt)) {
-	case VK_F32: {
-		float a = x.f32;
-		switch (op) {
-		case TINYC_RB_NEG: r.f32 = -a; break;
-		case TINYC_RB_RECIPROCAL: r.f32 = 1.0f / a; break;
-		case TINYC_RB_SQRT: r.f32 = sqrtf(a); break;
-		case TINYC_RB_EXP2: r.f32 = to_f32(exp2((double)a)); break;
-		case TINYC_RB_LOG2: r.f32 = to_f32(log2((double)a)); break;
-		case TINYC_RB_SIN: r.f32 = to_f32(sin((double)a)); break;
-		case TINYC_RB_TRUNC: r.f32 = truncf(a); break;
-		case TINYC_RB_RELU: r.f32 = a > 0 ? a : 0.0f; break;
-		default: break;
-		}
+	case VK_F32:	/* computed in double, rounded once (the same bits as in float) */
+		r.f32 = to_f32(tinyc_op_unary_f(tinyc_rb_op_uop(op), x.f32));
 		return r;
-	}
-	case VK_F64: {
-		double a = x.f64;
-		switch (op) {
-		case TINYC_RB_NEG: r.f64 = -a; break;
-		case TINYC_RB_RECIPROCAL: r.f64 = 1.0 / a; break;
-		case TINYC_RB_SQRT: r.f64 = sqrt(a); break;
-		case TINYC_RB_EXP2: r.f64 = exp2(a); break;
-		case TINYC_RB_LOG2: r.f64 = log2(a); break;
-		case TINYC_RB_SIN: r.f64 = sin(a); break;
-		case TINYC_RB_TRUNC: r.f64 = trunc(a); break;
-		case TINYC_RB_RELU: r.f64 = a > 0 ? a : 0.0; break;
-		default: break;
-		}
+	case VK_F64:
+		r.f64 = tinyc_op_unary_f(tinyc_rb_op_uop(op), x.f64);
 		return r;
-	}
 	case VK_S:
 		if (op == TINYC_RB_NEG)
 			r.s = sext(UINT64_C(0) - (uint64_t)x.s, width(dt));
@@ -351,7 +317,7 @@ static cval binary_val(tinyc_rb_op op, tinyc_dtype dt, cval a, cval b)
 		case TINYC_RB_DIV: r.f32 = a.f32 / b.f32; break;
 		case TINYC_RB_IDIV: r.f32 = to_f32(trunc((double)a.f32 / (double)b.f32)); break;
 		case TINYC_RB_MOD: r.f32 = fmodf(a.f32, b.f32); break;
-		case TINYC_RB_MAX: r.f32 = (float)fmax_nan(a.f32, b.f32); break;
+		case TINYC_RB_MAX: r.f32 = (float)tinyc_fminmax(a.f32, b.f32, 1); break;
 		default: break;
 		}
 		return r;
@@ -363,7 +329,7 @@ static cval binary_val(tinyc_rb_op op, tinyc_dtype dt, cval a, cval b)
 		case TINYC_RB_DIV: r.f64 = a.f64 / b.f64; break;
 		case TINYC_RB_IDIV: r.f64 = trunc(a.f64 / b.f64); break;
 		case TINYC_RB_MOD: r.f64 = fmod(a.f64, b.f64); break;
-		case TINYC_RB_MAX: r.f64 = fmax_nan(a.f64, b.f64); break;
+		case TINYC_RB_MAX: r.f64 = tinyc_fminmax(a.f64, b.f64, 1); break;
 		default: break;
 		}
 		return r;

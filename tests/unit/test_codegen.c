@@ -84,6 +84,20 @@ Test(codegen, nvrtc_compiles_every_graph_for_sm80_and_sm90, .timeout = 900)
 	cr_expect_geq(compiled_ok, 2 * 30, "only %d graphs compiled", compiled_ok);
 }
 
+/* c's CUDA text, compiled with nvrtc for target (a failure is a test failure naming file);
+ * the text stays in *text for the caller's checks. */
+static void expect_nvrtc(tinyc_ctx *ctx, compiled *c, const char *file, const char *target,
+			 tinyc_buf *text)
+{
+	cr_assert_eq(tinyc_cuda_print(ctx, c->gm, text), 0);
+	tinyc_blob blob = {0};
+	int nrc = tinyc_nvrtc_compile(ctx, text->data, file, target, 1, &blob);
+	if (nrc < 0)
+		dump_diags(ctx);
+	cr_expect_eq(nrc, 0, "%s: nvrtc failed for %s", file, target);
+	tinyc_blob_clear(&blob);
+}
+
 /* The flash-style attention kernels (tests/lit/attention) compile for sm_80 and for sm_90a,
  * and the schedule chose the attention plan for them. */
 Test(codegen, nvrtc_compiles_attention_for_sm80_and_sm90a, .timeout = 600)
@@ -107,13 +121,38 @@ Test(codegen, nvrtc_compiles_attention_for_sm80_and_sm90a, .timeout = 600)
 				attn += tinyc_skernel_plan(&c.s->kerns[k])->kind == TINYC_PLAN_ATTENTION;
 			cr_expect_eq(attn, 1, "%s: %d attention kernels", files[i], attn);
 			tinyc_buf text = {0};
-			cr_assert_eq(tinyc_cuda_print(ctx, c.gm, &text), 0);
-			tinyc_blob blob = {0};
-			int nrc = tinyc_nvrtc_compile(ctx, text.data, "attention.cu", targets[t], 1, &blob);
-			if (nrc < 0)
+			expect_nvrtc(ctx, &c, files[i], targets[t], &text);
+			tinyc_buf_free(&text);
+			compiled_free(&c);
+			tinyc_ctx_free(ctx);
+		}
+}
+
+/* TANH (the op added through the op table's checklist) compiles with nvrtc for sm_80 and
+ * sm_90a, elementwise and in a matmul epilogue (the wgmma template on sm_90a, whose sizes
+ * are bound), as a call of CUDA's tanhf. */
+Test(codegen, nvrtc_compiles_tanh_for_sm80_and_sm90a, .timeout = 300)
+{
+	if (tinyc_nvrtc_version() < 0)
+		cr_skip_test("nvrtc is not available");
+	const char *files[] = {"run/tanh.uop", "evt/tanh-epilogue.uop"};
+	const char *binds[] = {"N=1000", "M=128,N=256,K=192"};
+	const char *targets[] = {"sm_80", "sm_90a"};
+	for (int i = 0; i < 2; i++)
+		for (int t = 0; t < 2; t++) {
+			char path[1024];
+			snprintf(path, sizeof(path), "%s/tests/lit/%s", TINYC_SOURCE_DIR, files[i]);
+			tinyc_ctx *ctx = tinyc_ctx_alloc();
+			compiled c;
+			int rc = compile(ctx, path, binds[i], targets[t], &c);
+			if (rc != 0)
 				dump_diags(ctx);
-			cr_expect_eq(nrc, 0, "%s: nvrtc failed for %s", files[i], targets[t]);
-			tinyc_blob_clear(&blob);
+			cr_assert_eq(rc, 0, "%s: compile failed for %s", files[i], targets[t]);
+			tinyc_buf text = {0};
+			expect_nvrtc(ctx, &c, files[i], targets[t], &text);
+			cr_expect(strstr(text.data, "tanhf(") != NULL, "%s: no tanhf call", files[i]);
+			if (i == 1 && t == 1)
+				cr_expect(strstr(text.data, "wgmma") != NULL, "no wgmma kernel on sm_90a");
 			tinyc_buf_free(&text);
 			compiled_free(&c);
 			tinyc_ctx_free(ctx);

@@ -237,6 +237,34 @@ Test(eval, float_unary)
 		 V(-0.7568025f, -0.59847214f, 0.47942555f, 0.98935825f));
 }
 
+/* TANH against hand-checked values (math.tanh in double, then rounded to float32 by hand):
+ * tanh(4) = 0.999329299739067, tanh(-2.5) = -0.9866142981514303, tanh(0.5) =
+ * 0.46211715726000974, tanh(8) = 0.9999997749296758; it saturates to +-1, keeps the sign of
+ * zero and NaN; half rounds the float32 result once more. */
+Test(eval, tanh)
+{
+	tinyc_tensor *in[3] = {
+		mk(TINYC_FLOAT, SHAPE(8), V(4, -2.5, 0.5, 8, 20, -0.0, INFINITY, NAN)),
+		mk(TINYC_DOUBLE, SHAPE(2), V(2, 0.5)),
+		mk(TINYC_HALF, SHAPE(2), V(0.5, -1)),
+	};
+	run_ok("%x = BUFFER(slot=0, name=\"x\") : float[8]\n"
+	       "%d = BUFFER(slot=1, name=\"d\") : double[2]\n"
+	       "%h = BUFFER(slot=2, name=\"h\") : half[2]\n"
+	       "%0 = TANH(%x) : float[8]\n"
+	       "%1 = TANH(%d) : double[2]\n"
+	       "%2 = TANH(%h) : half[2]\n"
+	       OUT(0, 0, "float", "[8]") OUT(1, 1, "double", "[2]") OUT(2, 2, "half", "[2]"),
+	       NULL, 3, in);
+	expect_f(0, TINYC_FLOAT, SHAPE(8),
+		 V(0.9993293f, -0.9866143f, 0.46211717f, 0.99999976f, 1, -0.0, 1, NAN));
+	cr_expect(signbit(tinyc_tensor_get(io.out[0], 5)), "tanh(-0) = -0");
+	/* double stays double: tanh(2) = 0.9640275800758169 */
+	expect_f(1, TINYC_DOUBLE, SHAPE(2), V(0.9640275800758169, 0.46211715726000974));
+	/* half: 0.46211717 -> 0.462158203125 (0x3765), tanh(-1) = -0.7615942 -> -0.76171875 (0xba18) */
+	expect_f(2, TINYC_HALF, SHAPE(2), V(0.462158203125, -0.76171875));
+}
+
 Test(eval, nan_semantics)
 {
 	tinyc_tensor *in[2] = {

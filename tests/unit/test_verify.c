@@ -461,6 +461,9 @@ Test(verify, type_mismatch_op_dtypes)
 	expect_err("%0 = BUFFER(slot=0, name=\"a\") : int[4]\n"
 		   "%1 = SQRT(%0) : int[4]\n",
 		   NULL, "TypeMismatch", 2, 11, "SQRT needs a float operand, not int");
+	expect_err("%0 = BUFFER(slot=0, name=\"a\") : short[4]\n"
+		   "%1 = TANH(%0) : short[4]\n",
+		   NULL, "TypeMismatch", 2, 11, "TANH needs a float operand, not short");
 	expect_err("%0 = BUFFER(slot=0, name=\"a\") : float[4]\n"
 		   "%1 = XOR(%0, %0) : float[4]\n",
 		   NULL, "TypeMismatch", 2, 10, "XOR needs a bool or integer operand, not float");

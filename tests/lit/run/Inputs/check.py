@@ -33,6 +33,12 @@ def gen(name, d, seed, syms):
     elif name == "softmax":
         # a wide range so that the max subtraction matters
         ins = {"X": (uniform((syms["N"], syms["C"]), np.float32) * 20).astype(np.float32)}
+    elif name == "tanh":
+        # [-12, 12] reaches saturation; then zeros, infinities, NaN, tiny values
+        N = syms["N"]
+        x = (uniform((N,), np.float32) * 12).astype(np.float32)
+        x[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-8, 0.5]
+        ins = {"x": x, "h": x.astype(np.float16)}
     else:
         sys.exit("unknown example " + name)
     for k, v in ins.items():
@@ -52,8 +58,33 @@ def expect(ok, what):
         sys.exit("FAIL: " + what)
 
 
+def check_tanh(load):
+    """y = tanh(x) in float32, yh = tanh(h) in half: NumPy's float64 tanh rounded once to
+    float32 (half: computed in float32, then rounded to half), within one float32 ulp (libm's
+    double tanh is within an ulp of the true value; the rounding to float32 is exact)."""
+    x, h, y, yh = load("x"), load("h"), load("y"), load("yh")
+    expect(y.dtype == np.float32 and y.shape == x.shape, "y dtype/shape")
+    expect(yh.dtype == np.float16 and yh.shape == h.shape, "yh dtype/shape")
+    ref = np.tanh(x.astype(np.float64)).astype(np.float32)
+    nan = np.isnan(ref)
+    expect(np.array_equal(np.isnan(y), nan), "tanh: NaN where NumPy has none (or not)")
+    ulp = np.spacing(np.abs(ref[~nan]))
+    err = np.abs(y[~nan].astype(np.float64) - ref[~nan].astype(np.float64))
+    expect(np.all(err <= ulp), "tanh: %d values over 1 ulp from NumPy" % int((err > ulp).sum()))
+    expect(np.array_equal(np.signbit(y[~nan]), np.signbit(ref[~nan])), "tanh: sign of zero")
+    href = np.tanh(h.astype(np.float64)).astype(np.float32).astype(np.float16)
+    hn = np.isnan(href)
+    expect(np.array_equal(np.isnan(yh), hn), "tanh half: NaN")
+    herr = np.abs(yh[~hn].astype(np.float64) - href[~hn].astype(np.float64))
+    expect(np.all(herr <= np.spacing(np.abs(href[~hn]))), "tanh half: over 1 ulp")
+
+
 def check(name, d):
     load = lambda k: np.load("%s/%s.npy" % (d, k))
+    if name == "tanh":
+        check_tanh(load)
+        print("tanh: OK")
+        return
     y = load("Y")
     if name == "matmul_bias_relu":
         X, W, b = load("X"), load("W"), load("bias")
