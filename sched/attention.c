@@ -436,19 +436,23 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 	/* the tensor-core variant: 16-bit inputs, d and dv multiples of 16 up to 128, sm_80+ */
 	if ((m.in_dtype == TINYC_HALF || m.in_dtype == TINYC_BFLOAT16) && m.d % 16 == 0 &&
 	    m.dv % 16 == 0 && m.d <= 128 && m.dv <= 128 && s->dev.arch.major >= 8) {
-		int bm = 64, bn = m.d <= 64 && m.dv <= 64 ? 64 : 32;
-		if ((bm * (m.d + 8) + bn * (m.d + 8) + bn * (m.dv + 8)) * 2 + 16 <= 48 * 1024) {
+		/* 8 warps of 16 rows where the tiles fit, K and V through 2-stage cp.async
+		 * rings (the Q tile passes through the K ring) */
+		int small = m.d <= 64 && m.dv <= 64;
+		int bm = small && m.tq >= 256 ? 128 : 64, bn = small ? 64 : 32;
+		int64_t kring = 2 * bn * (m.d + 8) > bm * (m.d + 8) ? 2 * bn * (m.d + 8) : bm * (m.d + 8);
+		if ((kring + 2 * bn * (m.dv + 8)) * 2 + 16 <= 48 * 1024) {
 			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
 			if (!ap)
 				return tinyc_error(ctx, "OutOfMemory", "attention plan");
-			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 1, ap->mma = 1;
+			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 2, ap->mma = 1;
 			double qtiles = ceil((double)m.tq / bm);
 			double bytes = batch * esz * ((double)m.tq * (m.d + m.dv) +
 						     qtiles * (double)m.tk * (m.d + m.dv));
 			tinyc_plan p = {0};
 			p.kind = TINYC_PLAN_ATTENTION;
 			p.ntile = 1;
-			p.block[0] = 128, p.block[1] = p.block[2] = 1;
+			p.block[0] = 2 * bm, p.block[1] = p.block[2] = 1;
 			p.index_dtype = TINYC_INT;
 			/* tensor-core work at a fifth of the peak (synchronous tile loads, scores
 			 * through the emitter), or the traffic, whichever is longer */
