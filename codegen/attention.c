@@ -613,9 +613,12 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 	app(b, blk, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * CW), ic(b, threads), 0, lb));
 }
 
-/* The tensor-core variant (16-bit inputs): 4 warps, each owning 16 query rows; Q K^T and
- * P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles by
- * ldmatrix (V transposed); the score fragment becomes P's A fragment in registers. */
+/* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
+ * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
+ * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
+ * and V stream through 2-stage cp.async rings when the views allow 16-byte copies (the
+ * next tile's copies in flight while this one is computed), else through synchronous
+ * element loads. */
 static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 			   const tinyc_attn_plan *ap)
 {
