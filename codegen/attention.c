@@ -375,6 +375,15 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
 }
 
+/* The trailing index (3 entries) of a tile element at (row, column c) of operand `kind`:
+ * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row). */
+static void tile_trailing(abuild *b, int kind, tinyc_gexpr *row, tinyc_gexpr *c, tinyc_gexpr **tr)
+{
+	tr[0] = kind == 0 ? row : ic(b, 0);
+	tr[1] = kind == 0 ? ic(b, 0) : kind == 1 ? row : c;
+	tr[2] = kind == 2 ? row : c;
+}
+
 /* Load rows [r0, r0 + nrows) x cols [0, W) of view `node` (trailing index built by `kind`:
  * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row)) into shared `sh` (row stride S,
  * dtype dt), zero outside [0, limit). */
@@ -393,9 +402,7 @@ static void load_tile(abuild *b, tinyc_gstmt *blk, int sh, int64_t S, int node, 
 	tinyc_gexpr *rr = bin(b, TINYC_GX_DIV, T, ic(b, W)), *c = bin(b, TINYC_GX_MOD, T, ic(b, W));
 	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
 	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
-	tr[0] = kind == 0 ? row : ic(b, 0);
-	tr[1] = kind == 0 ? ic(b, 0) : kind == 1 ? row : c;
-	tr[2] = kind == 2 ? row : c;
+	tile_trailing(b, kind, row, c, tr);
 	view_index(b, node, nb, p, 3, tr, idx);
 	tinyc_emit_scope_enter(b->em);
 	tinyc_gexpr *v = tinyc_emit_value(b->em, lb, node, idx, bin(b, TINYC_GX_LT, row, ic(b, limit)));
@@ -565,9 +572,7 @@ static int tile_async_ok(abuild *b, int node, int kind, tinyc_gexpr *const *p)
 	tinyc_emit_set_nonneg(b->em, xc);
 	tinyc_gexpr *row = tinyc_gx_var(k, xr), *c = tinyc_gx_var(k, xc);
 	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK], *off;
-	tr[0] = kind == 0 ? row : ic(b, 0);
-	tr[1] = kind == 0 ? ic(b, 0) : kind == 1 ? row : c;
-	tr[2] = kind == 2 ? row : c;
+	tile_trailing(b, kind, row, c, tr);
 	view_index(b, node, nb, p, 3, tr, idx);
 	int buf, xv[2] = {xr, xc};
 	int64_t coef[2], div;
@@ -599,9 +604,7 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 	tinyc_gexpr *in = bin(b, TINYC_GX_LT, row, ic(b, limit));
 	tinyc_gexpr *srow = tinyc_gx_select(k, in, row, ic(b, 0));
 	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK], *off;
-	tr[0] = kind == 0 ? srow : ic(b, 0);
-	tr[1] = kind == 0 ? ic(b, 0) : kind == 1 ? srow : c;
-	tr[2] = kind == 2 ? srow : c;
+	tile_trailing(b, kind, srow, c, tr);
 	view_index(b, node, nb, p, 3, tr, idx);
 	int buf;
 	if (view_source(b, node, idx, b->m->in_dtype, &buf, &off) < 0) {
