@@ -21,6 +21,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
+#include "codegen/attention_mask.h"
 #include "sched/attention.h"
 
 /* State of one kernel build. */
@@ -34,6 +35,8 @@ typedef struct abuild {
 	tinyc_gexpr *out;		/* value substituted for the P*V reduction, or NULL */
 	int failed;			/* a builder call failed */
 	int stages;			/* K/V ring depth the kernel got (1: synchronous) */
+	int causal;			/* the mask is proven `j <= i + coff` (attention_mask.c) */
+	int64_t coff;			/* its diagonal offset */
 } abuild;
 
 /* The emitter hook: the dot product for the Q*K reduction, the normalised accumulator
@@ -41,11 +44,13 @@ typedef struct abuild {
 static tinyc_gexpr *attn_leaf(tinyc_emit *em, int node, tinyc_gexpr *const *idx, void *user)
 {
 	abuild *b = user;
-	(void)em, (void)idx;
+	(void)idx;
 	if (node == b->m->qk)
 		return b->dot;
 	if (node == b->m->pv)
 		return b->out;
+	if (b->causal && node == b->m->bias)	/* applied as a key bound instead */
+		return tinyc_gx_float(b->k, tinyc_emit_compute_dtype(em->g->nodes[node].dtype), 0.0);
 	return NULL;
 }
 
@@ -135,7 +140,7 @@ static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *
 	tinyc_gkernel *k = b->k;
 	const tinyc_attn_match *m = b->m;
 	const int nb = m->rank - 2;
-	if (m->bias < 0) {
+	if (m->bias < 0 || b->causal) {	/* causal: the loop stops at the diagonal */
 		app(b, tb, wb);
 		return;
 	}
@@ -175,6 +180,41 @@ static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *
 				       tinyc_gx_int(k, TINYC_INT, 0)), wb, NULL));
 }
 
+/* The query tile of this block: under a causal mask the last tiles (the most keys) run
+ * first, for balance. */
+static tinyc_gexpr *query_tile(abuild *b, int bm)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_gexpr *bx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X));
+	if (!b->causal)
+		return bx;
+	return bin(b, TINYC_GX_SUB, ic(b, (b->m->tq + bm - 1) / bm - 1), bx);
+}
+
+/* Under a causal mask, the key loop's end: the keys the block's last row r0 + bm - 1 may
+ * see, min(Tk, max(0, r0 + bm + coff)), as a register in body.  Otherwise Tk. */
+static tinyc_gexpr *key_end(abuild *b, tinyc_gstmt *body, tinyc_gexpr *r0, int bm)
+{
+	if (!b->causal)
+		return ic(b, b->m->tk);
+	tinyc_gexpr *last = bin(b, TINYC_GX_ADD, r0, ic(b, bm + b->coff));
+	int v = reg(b, body, "kend", b->ix, bin(b, TINYC_GX_MIN, ic(b, b->m->tk),
+						bin(b, TINYC_GX_MAX, ic(b, 0), last)));
+	if (v < 0)
+		return NULL;
+	tinyc_emit_set_nonneg(b->em, v);
+	return tinyc_gx_var(b->k, v);
+}
+
+/* Whether key col exists for row: below Tk, and under a causal mask col <= row + coff. */
+static tinyc_gexpr *key_ok(abuild *b, tinyc_gexpr *row, tinyc_gexpr *col)
+{
+	tinyc_gexpr *ok = bin(b, TINYC_GX_LT, col, ic(b, b->m->tk));
+	if (b->causal)
+		ok = bin(b, TINYC_GX_LAND, ok, bin(b, TINYC_GX_LE, col, bin(b, TINYC_GX_ADD, row, ic(b, b->coff))));
+	return ok;
+}
+
 /* Build the kernel body into k (see the top of the file). */
 static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 		       const tinyc_attn_plan *ap)
@@ -190,7 +230,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	tinyc_gexpr *ninf = fc(b, -INFINITY);
 
 	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	int bx = reg(b, body, "qtile", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X)));
+	int bx = reg(b, body, "qtile", b->ix, query_tile(b, BM));
 	if (b->failed)
 		return;
 	tinyc_emit_set_nonneg(em, tid);
@@ -252,7 +292,10 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		return;
 
 	/* the key tiles */
+	tinyc_gexpr *kend = key_end(b, body, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM);
 	int j0 = iter(b, "j0");
+	if (!kend)
+		return;
 	tinyc_gstmt *tb = tinyc_gs_block(k);
 	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
 	app(b, tb, tinyc_gs_barrier(k));
@@ -304,7 +347,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		tinyc_gexpr *sv = tinyc_emit_value(em, lb, m->score, idx, bin(b, TINYC_GX_LAND, vrow, vj));
 		tinyc_emit_scope_leave(em);
 		b->dot = NULL;
-		sv = tinyc_gx_select(k, vj, tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf);
+		sv = tinyc_gx_select(k, key_ok(b, row, j), tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf);
 		int svv = reg(b, lb, "score", TINYC_FLOAT, sv);
 		if (svv < 0)
 			return;
@@ -355,7 +398,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	}
 	app(b, wb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
 
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
 
 	/* O = acc / l through the graph's elementwise ops after the P*V reduction */
 	int linv = reg(b, body, "linv", TINYC_FLOAT, bin(b, TINYC_GX_DIV, fc(b, 1), tinyc_gx_var(k, lv)));
@@ -640,7 +683,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
 	int lane = reg(b, body, "lane", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_LANE)));
 	int warp = reg(b, body, "warp", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_WARP)));
-	int bx = reg(b, body, "qtile", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X)));
+	int bx = reg(b, body, "qtile", b->ix, query_tile(b, BM));
 	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
 	if (b->failed)
 		return;
@@ -716,8 +759,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (b->failed)
 		return;
 
+	tinyc_gexpr *kend = key_end(b, body, r0, BM);
 	int j0 = iter(b, "j0");
 	tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
+	if (!kend)
+		return;
 	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
 	tinyc_gexpr *kbase = ic(b, 0), *vbase = ic(b, 0);
 	if (pipe) {
@@ -737,7 +783,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
 		load_tile_async(b, nb2, ks, bin(b, TINYC_GX_MUL, O, ic(b, BN * QS)), QS, m->k_side, 1, p, J1, BN, D, m->tk, NT);
 		load_tile_async(b, nb2, vs, bin(b, TINYC_GX_MUL, O, ic(b, BN * VS)), VS, m->v_side, 2, p, J1, BN, DV, m->tk, NT);
-		app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, ic(b, m->tk)), nb2, NULL));
+		app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), nb2, NULL));
 		app(b, tb, tinyc_gs_cp_commit(k, cp));
 		app(b, tb, tinyc_gs_cp_wait(k, cp, 1));
 		app(b, tb, tinyc_gs_barrier(k));
@@ -782,7 +828,8 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 			bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)), vj));
 		tinyc_emit_scope_leave(em);
 		b->dot = NULL;
-		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, vj, tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf), NULL));
+		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, key_ok(b, row, col),
+			tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf), NULL));
 		app(b, eb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
 							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
 		app(b, wb, eb);
@@ -835,7 +882,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		}
 	if (pipe)	/* the next tile's copies overwrite this stage */
 		app(b, tb, tinyc_gs_barrier(k));
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
 	if (pipe)
 		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 
@@ -894,7 +941,7 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	tinyc_emit *em = tinyc_emit_alloc(ctx, k, s, ib, kernel);
 	if (!em)
 		return -1;
-	abuild b = {ctx, k, em, &ap->m, ix, NULL, NULL, 0, 1};
+	abuild b = {ctx, k, em, &ap->m, ix, NULL, NULL, 0, 1, 0, 0};
 	em->leaf = attn_leaf;
 	em->leaf_user = &b;
 	const tinyc_uop *su = &s->g->nodes[ap->m.score];
@@ -905,6 +952,7 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
 	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
+	b.causal = tinyc_attn_causal_offset(em, &ap->m, &b.coff) == 1;
 	if (ap->mma)	/* two blocks per SM: at most 128 registers a thread */
 		k->min_blocks_per_sm = 2;
 	if (ap->mma)
