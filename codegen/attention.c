@@ -721,8 +721,10 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	b->stages = pipe ? 2 : 1;
 	const int64_t kring = pipe ? (2 * BN * QS > BM * QS ? 2 * BN * QS : BM * QS) : BN * QS;
 	int qs = pipe ? -1 : tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
-	int ks = tinyc_gk_shared(k, "ktile", dt, kring, 16, 0);
-	int vs = tinyc_gk_shared(k, "vtile", dt, (int64_t)(pipe ? 2 : 1) * BN * VS, 16, 0);
+	const int64_t vring = (int64_t)(pipe ? 2 : 1) * BN * VS;
+	const int dyn = (kring + vring) * 2 + 16 > 48 * 1024;	/* above the static limit */
+	int ks = tinyc_gk_shared(k, "ktile", dt, kring, 16, dyn);
+	int vs = tinyc_gk_shared(k, "vtile", dt, vring, 16, dyn);
 	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
 	if (pipe)
 		qs = ks;
@@ -953,8 +955,8 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	b.causal = tinyc_attn_causal_offset(em, &ap->m, &b.coff) == 1;
-	if (ap->mma)	/* two blocks per SM: at most 128 registers a thread */
-		k->min_blocks_per_sm = 2;
+	if (ap->mma)	/* 2 blocks per SM by default: at most 128 registers a thread */
+		k->min_blocks_per_sm = ap->min_blocks;
 	if (ap->mma)
 		build_body_mma(&b, s, sk, ap);
 	else

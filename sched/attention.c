@@ -401,6 +401,16 @@ static int kernel_is_attention(const tinyc_schedule *s, const tinyc_skernel *k,
 	return 1;
 }
 
+/* The mma tile forced by TINYC_ATTN_TILE=BMxBN[xMINBLOCKS] (experiments; the one place
+ * the knob is read): 1 with t[0..3) filled (t[2]: blocks per SM for __launch_bounds__,
+ * default 2), else 0. */
+static int forced_tile(int t[3])
+{
+	const char *v = getenv("TINYC_ATTN_TILE");
+	t[2] = 2;
+	return v && sscanf(v, "%dx%dx%d", &t[0], &t[1], &t[2]) >= 2 && t[2] >= 0 && t[2] <= 8;
+}
+
 /* Free a tinyc_attn_plan. */
 static void attn_plan_free(void *p)
 {
@@ -439,13 +449,18 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 		/* 8 warps of 16 rows where the tiles fit, K and V through 2-stage cp.async
 		 * rings (the Q tile passes through the K ring) */
 		int small = m.d <= 64 && m.dv <= 64;
-		int bm = small && m.tq >= 256 ? 128 : 64, bn = small ? 64 : 32;
+		int bm = small && m.tq >= 256 ? 128 : 64, bn = small ? 64 : 32, minb = 2, f[3];
+		if (forced_tile(f) && (f[0] == 64 || f[0] == 128) && (f[1] == 32 || f[1] == 64 ||
+								      f[1] == 128))
+			bm = f[0], bn = f[1], minb = f[2];
 		int64_t kring = 2 * bn * (m.d + 8) > bm * (m.d + 8) ? 2 * bn * (m.d + 8) : bm * (m.d + 8);
-		if ((kring + 2 * bn * (m.dv + 8)) * 2 + 16 <= 48 * 1024) {
+		/* above 48 KiB the rings go to dynamic shared memory */
+		if ((kring + 2 * bn * (m.dv + 8)) * 2 + 16 <= 100 * 1024) {
 			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
 			if (!ap)
 				return tinyc_error(ctx, "OutOfMemory", "attention plan");
 			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 2, ap->mma = 1;
+			ap->min_blocks = minb;
 			double qtiles = ceil((double)m.tq / bm);
 			double bytes = batch * esz * ((double)m.tq * (m.d + m.dv) +
 						     qtiles * (double)m.tk * (m.d + m.dv));
