@@ -215,208 +215,6 @@ static tinyc_gexpr *key_ok(abuild *b, tinyc_gexpr *row, tinyc_gexpr *col)
 	return ok;
 }
 
-/* Build the kernel body into k (see the top of the file). */
-static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
-		       const tinyc_attn_plan *ap)
-{
-	tinyc_gkernel *k = b->k;
-	tinyc_emit *em = b->em;
-	const tinyc_attn_match *m = b->m;
-	const tinyc_graph *g = s->g;
-	const tinyc_uop *su = &g->nodes[m->score];
-	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn;
-	const int64_t D = m->d, DV = m->dv;
-	tinyc_gstmt *body = k->body;
-	tinyc_gexpr *ninf = fc(b, -INFINITY);
-
-	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	int bx = reg(b, body, "qtile", b->ix, query_tile(b, BM));
-	if (b->failed)
-		return;
-	tinyc_emit_set_nonneg(em, tid);
-	tinyc_emit_set_nonneg(em, bx);
-	tinyc_gexpr *tx = tinyc_gx_var(k, tid);
-	int iv = reg(b, body, "row", b->ix, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), tx));
-	if (iv < 0)
-		return;
-	tinyc_emit_set_nonneg(em, iv);
-	tinyc_gexpr *row = tinyc_gx_var(k, iv);
-	tinyc_gexpr *vrow = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
-	/* the batch indices from blockIdx.y, innermost dim fastest */
-	tinyc_gexpr *p[TINYC_MAX_RANK];
-	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
-	if (pb < 0)
-		return;
-	tinyc_emit_set_nonneg(em, pb);
-	tinyc_gexpr *rest = tinyc_gx_var(k, pb);
-	for (int d = nb - 1; d >= 0; d--) {
-		int64_t ext = tinyc_dim_value(&su->shape[d], s->bind);
-		if (su->shape[d].sym < 0)
-			ext = su->shape[d].val;
-		char name[16];
-		snprintf(name, sizeof(name), "b%d", d);
-		int v = reg(b, body, name, b->ix, bin(b, TINYC_GX_MOD, rest, ic(b, ext)));
-		if (v < 0)
-			return;
-		tinyc_emit_set_nonneg(em, v);
-		p[d] = tinyc_gx_var(k, v);
-		rest = bin(b, TINYC_GX_DIV, rest, ic(b, ext));
-	}
-
-	/* the query row in registers */
-	int q = tinyc_gk_reg_array(k, "q", TINYC_FLOAT, D);
-	int acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, DV);
-	int sc = tinyc_gk_shared(k, "stile", TINYC_FLOAT, (int64_t)BN * BM, 16, 0);
-	int ks = tinyc_gk_shared(k, "ktile", TINYC_FLOAT, (int64_t)BN * D, 16, 0);
-	int vs = tinyc_gk_shared(k, "vtile", TINYC_FLOAT, (int64_t)BN * DV, 16, 0);
-	if (q < 0 || acc < 0 || sc < 0 || ks < 0 || vs < 0) {
-		b->failed = 1;
-		return;
-	}
-	app(b, body, tinyc_gs_decl(k, q, NULL));
-	app(b, body, tinyc_gs_decl(k, acc, fc(b, 0)));
-	{
-		int c = iter(b, "c");
-		tinyc_gstmt *lb = tinyc_gs_block(k);
-		tinyc_gexpr *t[3] = {row, ic(b, 0), tinyc_gx_var(k, c)}, *idx[TINYC_MAX_RANK];
-		view_index(b, m->q_side, nb, p, 3, t, idx);
-		tinyc_emit_scope_enter(em);
-		tinyc_gexpr *v = tinyc_emit_value(em, lb, m->q_side, idx, vrow);
-		tinyc_emit_scope_leave(em);
-		app(b, lb, tinyc_gs_store(k, q, tinyc_gx_var(k, c), tinyc_gx_cast(k, TINYC_FLOAT, v), NULL));
-		app(b, body, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, lb));
-	}
-	int mv = reg(b, body, "m", TINYC_FLOAT, ninf);
-	int lv = reg(b, body, "l", TINYC_FLOAT, fc(b, 0));
-	if (b->failed)
-		return;
-
-	/* the key tiles */
-	tinyc_gexpr *kend = key_end(b, body, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM);
-	int j0 = iter(b, "j0");
-	if (!kend)
-		return;
-	tinyc_gstmt *tb = tinyc_gs_block(k);
-	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
-	app(b, tb, tinyc_gs_barrier(k));
-	/* with an additive mask: skip the tile when the mask is -inf at every (row, key) of
-	 * the block (exact: a finite score plus -inf is -inf, whose weight is 0) */
-	tinyc_gstmt *wb = tinyc_gs_block(k);
-	mask_skip(b, tb, wb, p, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM, J0, BN, BM);
-	for (int which = 0; which < 2; which++) {	/* K, then V, into shared memory */
-		int64_t W = which ? DV : D;
-		int t = iter(b, which ? "tv" : "tk");
-		tinyc_gstmt *lb = tinyc_gs_block(k);
-		tinyc_gexpr *T = tinyc_gx_var(k, t);
-		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_DIV, T, ic(b, W)));
-		tinyc_gexpr *c = bin(b, TINYC_GX_MOD, T, ic(b, W));
-		tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
-		int node = which ? m->v_side : m->k_side;
-		tr[0] = ic(b, 0);
-		tr[1] = which ? c : j;
-		tr[2] = which ? j : c;
-		view_index(b, node, nb, p, 3, tr, idx);
-		tinyc_emit_scope_enter(em);
-		tinyc_gexpr *v = tinyc_emit_value(em, lb, node, idx, bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
-		tinyc_emit_scope_leave(em);
-		app(b, lb, tinyc_gs_store(k, which ? vs : ks, T, tinyc_gx_cast(k, TINYC_FLOAT, v), NULL));
-		app(b, wb, tinyc_gs_for_range(k, t, tx, ic(b, BN * W), ic(b, BM), 0, lb));
-	}
-	app(b, wb, tinyc_gs_barrier(k));
-	/* this row's scores of the tile (column tid of the score tile), and their maximum */
-	int mt = reg(b, wb, "mtile", TINYC_FLOAT, tinyc_gx_var(k, mv));
-	{
-		int jj = iter(b, "jj");
-		tinyc_gstmt *lb = tinyc_gs_block(k);
-		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
-		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, JJ);
-		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, j, ic(b, m->tk));
-		int dot = reg(b, lb, "dot", TINYC_FLOAT, fc(b, 0));
-		int c = iter(b, "c");
-		tinyc_gstmt *cb = tinyc_gs_block(k);
-		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, D)),
-							  tinyc_gx_var(k, c)), NULL);
-		app(b, cb, tinyc_gs_assign(k, dot, tinyc_gx_call(k, TINYC_GM_FMA,
-			tinyc_gx_load(k, q, tinyc_gx_var(k, c), NULL), kv, tinyc_gx_var(k, dot))));
-		app(b, lb, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, cb));
-		/* the graph's scale and mask on the dot product */
-		tinyc_gexpr *t[2] = {row, j}, *idx[TINYC_MAX_RANK];
-		view_index(b, m->score, nb, p, 2, t, idx);
-		b->dot = tinyc_gx_var(k, dot);
-		tinyc_emit_scope_enter(em);
-		tinyc_gexpr *sv = tinyc_emit_value(em, lb, m->score, idx, bin(b, TINYC_GX_LAND, vrow, vj));
-		tinyc_emit_scope_leave(em);
-		b->dot = NULL;
-		sv = tinyc_gx_select(k, key_ok(b, row, j), tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf);
-		int svv = reg(b, lb, "score", TINYC_FLOAT, sv);
-		if (svv < 0)
-			return;
-		app(b, lb, tinyc_gs_store(k, sc, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, BM)), tx),
-					  tinyc_gx_var(k, svv), NULL));
-		app(b, lb, tinyc_gs_assign(k, mt, bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt),
-						       tinyc_gx_var(k, svv))));
-		app(b, wb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
-	}
-	/* online softmax: rescale by exp2(c * (m_old - m_new)); an all -inf row uses 0 */
-	tinyc_gexpr *C = fc(b, m->exp_scale);
-	int mu = reg(b, wb, "mref", TINYC_FLOAT,
-		     tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt), ninf), fc(b, 0),
-				     tinyc_gx_var(k, mt)));
-	int al = reg(b, wb, "alpha", TINYC_FLOAT,
-		     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
-				   tinyc_gx_var(k, mv), tinyc_gx_var(k, mu)), C), NULL, NULL));
-	if (b->failed)
-		return;
-	app(b, wb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv), tinyc_gx_var(k, al))));
-	{
-		int e = iter(b, "e");
-		tinyc_gstmt *eb = tinyc_gs_block(k);
-		tinyc_gexpr *E = tinyc_gx_var(k, e);
-		app(b, eb, tinyc_gs_store(k, acc, E, bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL),
-							 tinyc_gx_var(k, al)), NULL));
-		app(b, wb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
-	}
-	{
-		int jj = iter(b, "jj");
-		tinyc_gstmt *lb = tinyc_gs_block(k);
-		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
-		int pv = reg(b, lb, "p", TINYC_FLOAT,
-			     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
-					   tinyc_gx_load(k, sc, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, BM)), tx), NULL),
-					   tinyc_gx_var(k, mu)), C), NULL, NULL));
-		if (pv < 0)
-			return;
-		app(b, lb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv), tinyc_gx_var(k, pv))));
-		int e = iter(b, "e");
-		tinyc_gstmt *eb = tinyc_gs_block(k);
-		tinyc_gexpr *E = tinyc_gx_var(k, e);
-		tinyc_gexpr *vv = tinyc_gx_load(k, vs, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, DV)), E), NULL);
-		app(b, eb, tinyc_gs_store(k, acc, E, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, pv), vv,
-								 tinyc_gx_load(k, acc, E, NULL)), NULL));
-		app(b, lb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
-		app(b, wb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
-	}
-	app(b, wb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
-
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
-
-	/* O = acc / l through the graph's elementwise ops after the P*V reduction */
-	int linv = reg(b, body, "linv", TINYC_FLOAT, bin(b, TINYC_GX_DIV, fc(b, 1), tinyc_gx_var(k, lv)));
-	int e = iter(b, "e");
-	if (linv < 0 || e < 0)
-		return;
-	tinyc_gstmt *eb = tinyc_gs_block(k);
-	tinyc_gexpr *E = tinyc_gx_var(k, e);
-	tinyc_gexpr *t[2] = {row, E}, *idx[TINYC_MAX_RANK];
-	view_index(b, m->pv, nb, p, 2, t, idx);
-	b->out = bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL), tinyc_gx_var(k, linv));
-	tinyc_emit_scope_enter(em);
-	tinyc_gexpr *ov = tinyc_emit_value(em, eb, sk->value, idx, vrow);
-	tinyc_emit_scope_leave(em);
-	b->out = NULL;
-	app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vrow));
-	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
-}
 
 /* The trailing index (3 entries) of a tile element at (row, column c) of operand `kind`:
  * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row). */
@@ -622,7 +420,8 @@ static int tile_async_ok(abuild *b, int node, int kind, tinyc_gexpr *const *p)
 	if (view_source(b, node, idx, b->m->in_dtype, &buf, &off) < 0 ||
 	    affine_form(off, xv, 2, coef, &div) < 0)
 		return 0;
-	return coef[1] == 1 && coef[0] % 8 == 0 && div % 8 == 0;
+	const int64_t ce = 16 / tinyc_dtype_size(b->m->in_dtype);	/* elements per copy */
+	return coef[1] == 1 && coef[0] % ce == 0 && div % ce == 0;
 }
 
 /* Issue the cp.async copies of rows [r0, r0 + nrows) x cols [0, W) of view `node` (as in
@@ -634,7 +433,8 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 {
 	tinyc_gkernel *k = b->k;
 	const int nb = b->m->rank - 2;
-	const int64_t CW = W / 8;	/* 16-byte chunks per row */
+	const int ce = 16 / tinyc_dtype_size(b->m->in_dtype);	/* elements per 16-byte copy */
+	const int64_t CW = W / ce;	/* copies per row */
 	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
 	int t = iter(b, "tc");
 	if (t < 0)
@@ -642,7 +442,7 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 	tinyc_gstmt *lb = tinyc_gs_block(k);
 	tinyc_gexpr *T = tinyc_gx_var(k, t);
 	tinyc_gexpr *rr = bin(b, TINYC_GX_DIV, T, ic(b, CW));
-	tinyc_gexpr *c = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, T, ic(b, CW)), ic(b, 8));
+	tinyc_gexpr *c = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, T, ic(b, CW)), ic(b, ce));
 	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
 	tinyc_gexpr *in = bin(b, TINYC_GX_LT, row, ic(b, limit));
 	tinyc_gexpr *srow = tinyc_gx_select(k, in, row, ic(b, 0));
@@ -655,8 +455,255 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 		return;
 	}
 	tinyc_gexpr *dst = bin(b, TINYC_GX_ADD, base, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)), c));
-	app(b, lb, tinyc_gs_copy(k, sh, dst, b->em->buf_param[buf], off, 8, in, 1));
+	app(b, lb, tinyc_gs_copy(k, sh, dst, b->em->buf_param[buf], off, ce, in, 1));
 	app(b, blk, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * CW), ic(b, threads), 0, lb));
+}
+
+/* The per-tile K/V traffic of the key loop (body tb, J0 its first key, work block wb
+ * under the mask's skip test): with pipeline cp (>= 0) tile 0's copies go into body
+ * before the loop, and each tile first starts the next tile's copies (keys below kend)
+ * into the other stage, which the previous tile finished reading before its closing
+ * barrier, then waits for its own; *kbase, *vbase: where this tile's stage starts.
+ * Without, synchronous loads into the one stage.  Rows of stride KS (VS) in ks (vs),
+ * element type dt; threads: the block size. */
+static void kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *wb, int cp,
+		      int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *const *p, tinyc_gexpr *r0,
+		      int BM, tinyc_gexpr *J0, int BN, tinyc_gexpr *kend, int threads, tinyc_dtype dt,
+		      tinyc_gexpr **kbase, tinyc_gexpr **vbase)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_attn_match *m = b->m;
+	*kbase = *vbase = ic(b, 0);
+	if (cp < 0) {
+		app(b, tb, tinyc_gs_barrier(k));
+		mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
+		load_tile(b, wb, ks, KS, m->k_side, 1, p, J0, BN, m->d, m->tk, threads, dt);
+		load_tile(b, wb, vs, VS, m->v_side, 2, p, J0, BN, m->dv, m->tk, threads, dt);
+		app(b, wb, tinyc_gs_barrier(k));
+		return;
+	}
+	load_tile_async(b, body, ks, ic(b, 0), KS, m->k_side, 1, p, ic(b, 0), BN, m->d, m->tk, threads);
+	load_tile_async(b, body, vs, ic(b, 0), VS, m->v_side, 2, p, ic(b, 0), BN, m->dv, m->tk, threads);
+	app(b, body, tinyc_gs_cp_commit(k, cp));
+	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, 2)));
+	if (st < 0)
+		return;
+	tinyc_emit_set_nonneg(b->em, st);
+	tinyc_gexpr *S = tinyc_gx_var(k, st), *O = bin(b, TINYC_GX_SUB, ic(b, 1), S);
+	tinyc_gstmt *next = tinyc_gs_block(k);
+	tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
+	load_tile_async(b, next, ks, bin(b, TINYC_GX_MUL, O, ic(b, BN * KS)), KS, m->k_side, 1, p, J1, BN,
+			m->d, m->tk, threads);
+	load_tile_async(b, next, vs, bin(b, TINYC_GX_MUL, O, ic(b, BN * VS)), VS, m->v_side, 2, p, J1, BN,
+			m->dv, m->tk, threads);
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), next, NULL));
+	app(b, tb, tinyc_gs_cp_commit(k, cp));
+	app(b, tb, tinyc_gs_cp_wait(k, cp, 1));
+	app(b, tb, tinyc_gs_barrier(k));
+	*kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * KS));
+	*vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * VS));
+	mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
+}
+
+/* Build the SIMT kernel body into k (see the top of the file). */
+static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
+		       const tinyc_attn_plan *ap)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_emit *em = b->em;
+	const tinyc_attn_match *m = b->m;
+	const tinyc_graph *g = s->g;
+	const tinyc_uop *su = &g->nodes[m->score];
+	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn;
+	const int64_t D = m->d, DV = m->dv;
+	tinyc_gstmt *body = k->body;
+	tinyc_gexpr *ninf = fc(b, -INFINITY);
+
+	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	int bx = reg(b, body, "qtile", b->ix, query_tile(b, BM));
+	if (b->failed)
+		return;
+	tinyc_emit_set_nonneg(em, tid);
+	tinyc_emit_set_nonneg(em, bx);
+	tinyc_gexpr *tx = tinyc_gx_var(k, tid);
+	int iv = reg(b, body, "row", b->ix, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), tx));
+	if (iv < 0)
+		return;
+	tinyc_emit_set_nonneg(em, iv);
+	tinyc_gexpr *row = tinyc_gx_var(k, iv);
+	tinyc_gexpr *vrow = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
+	/* the batch indices from blockIdx.y, innermost dim fastest */
+	tinyc_gexpr *p[TINYC_MAX_RANK];
+	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
+	if (pb < 0)
+		return;
+	tinyc_emit_set_nonneg(em, pb);
+	tinyc_gexpr *rest = tinyc_gx_var(k, pb);
+	for (int d = nb - 1; d >= 0; d--) {
+		int64_t ext = tinyc_dim_value(&su->shape[d], s->bind);
+		if (su->shape[d].sym < 0)
+			ext = su->shape[d].val;
+		char name[16];
+		snprintf(name, sizeof(name), "b%d", d);
+		int v = reg(b, body, name, b->ix, bin(b, TINYC_GX_MOD, rest, ic(b, ext)));
+		if (v < 0)
+			return;
+		tinyc_emit_set_nonneg(em, v);
+		p[d] = tinyc_gx_var(k, v);
+		rest = bin(b, TINYC_GX_DIV, rest, ic(b, ext));
+	}
+
+	/* the query row in registers */
+	int q = tinyc_gk_reg_array(k, "q", TINYC_FLOAT, D);
+	int acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, DV);
+	int sc = tinyc_gk_shared(k, "stile", TINYC_FLOAT, (int64_t)BN * BM, 16, 0);
+	/* fp32 inputs on sm_80+: K and V through 2-stage cp.async rings of 4-float copies
+	 * (dynamic shared memory above the static limit) */
+	const int pipe = ap->stages > 1 && m->in_dtype == TINYC_FLOAT && s->dev.arch.major >= 8 &&
+			 D % 4 == 0 && DV % 4 == 0 && tile_async_ok(b, m->k_side, 1, p) &&
+			 tile_async_ok(b, m->v_side, 2, p);
+	b->stages = pipe ? 2 : 1;
+	const int64_t ring = (pipe ? 2 : 1) * (int64_t)BN * (D + DV);
+	const int dyn = (ring + (int64_t)BN * BM) * 4 + 16 > 48 * 1024;
+	int ks = tinyc_gk_shared(k, "ktile", TINYC_FLOAT, (pipe ? 2 : 1) * (int64_t)BN * D, 16, dyn);
+	int vs = tinyc_gk_shared(k, "vtile", TINYC_FLOAT, (pipe ? 2 : 1) * (int64_t)BN * DV, 16, dyn);
+	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
+	if (q < 0 || acc < 0 || sc < 0 || ks < 0 || vs < 0 || cp < 0) {
+		b->failed = 1;
+		return;
+	}
+	app(b, body, tinyc_gs_decl(k, q, NULL));
+	app(b, body, tinyc_gs_decl(k, acc, fc(b, 0)));
+	{
+		int c = iter(b, "c");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *t[3] = {row, ic(b, 0), tinyc_gx_var(k, c)}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->q_side, nb, p, 3, t, idx);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *v = tinyc_emit_value(em, lb, m->q_side, idx, vrow);
+		tinyc_emit_scope_leave(em);
+		app(b, lb, tinyc_gs_store(k, q, tinyc_gx_var(k, c), tinyc_gx_cast(k, TINYC_FLOAT, v), NULL));
+		app(b, body, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, lb));
+	}
+	int mv = reg(b, body, "m", TINYC_FLOAT, ninf);
+	int lv = reg(b, body, "l", TINYC_FLOAT, fc(b, 0));
+	if (b->failed)
+		return;
+
+	/* the key tiles */
+	tinyc_gexpr *kend = key_end(b, body, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM);
+	int j0 = iter(b, "j0");
+	if (!kend)
+		return;
+	tinyc_gstmt *tb = tinyc_gs_block(k);
+	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
+	/* with an additive mask: skip the tile when the mask is -inf at every (row, key) of
+	 * the block (exact: a finite score plus -inf is -inf, whose weight is 0) */
+	tinyc_gstmt *wb = tinyc_gs_block(k);
+	tinyc_gexpr *kbase, *vbase;
+	kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, D, vs, DV, p,
+		  bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM, J0, BN, kend, BM, TINYC_FLOAT,
+		  &kbase, &vbase);
+	if (b->failed)
+		return;
+	/* this row's scores of the tile (column tid of the score tile), and their maximum */
+	int mt = reg(b, wb, "mtile", TINYC_FLOAT, tinyc_gx_var(k, mv));
+	{
+		int jj = iter(b, "jj");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
+		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, JJ);
+		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, j, ic(b, m->tk));
+		int dot = reg(b, lb, "dot", TINYC_FLOAT, fc(b, 0));
+		int c = iter(b, "c");
+		tinyc_gstmt *cb = tinyc_gs_block(k);
+		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD,
+			bin(b, TINYC_GX_MUL, JJ, ic(b, D)), tinyc_gx_var(k, c))), NULL);
+		app(b, cb, tinyc_gs_assign(k, dot, tinyc_gx_call(k, TINYC_GM_FMA,
+			tinyc_gx_load(k, q, tinyc_gx_var(k, c), NULL), kv, tinyc_gx_var(k, dot))));
+		app(b, lb, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, cb));
+		/* the graph's scale and mask on the dot product */
+		tinyc_gexpr *t[2] = {row, j}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->score, nb, p, 2, t, idx);
+		b->dot = tinyc_gx_var(k, dot);
+		tinyc_emit_scope_enter(em);
+		tinyc_gexpr *sv = tinyc_emit_value(em, lb, m->score, idx, bin(b, TINYC_GX_LAND, vrow, vj));
+		tinyc_emit_scope_leave(em);
+		b->dot = NULL;
+		sv = tinyc_gx_select(k, key_ok(b, row, j), tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf);
+		int svv = reg(b, lb, "score", TINYC_FLOAT, sv);
+		if (svv < 0)
+			return;
+		app(b, lb, tinyc_gs_store(k, sc, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, BM)), tx),
+					  tinyc_gx_var(k, svv), NULL));
+		app(b, lb, tinyc_gs_assign(k, mt, bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt),
+						       tinyc_gx_var(k, svv))));
+		app(b, wb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
+	}
+	/* online softmax: rescale by exp2(c * (m_old - m_new)); an all -inf row uses 0 */
+	tinyc_gexpr *C = fc(b, m->exp_scale);
+	int mu = reg(b, wb, "mref", TINYC_FLOAT,
+		     tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt), ninf), fc(b, 0),
+				     tinyc_gx_var(k, mt)));
+	int al = reg(b, wb, "alpha", TINYC_FLOAT,
+		     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+				   tinyc_gx_var(k, mv), tinyc_gx_var(k, mu)), C), NULL, NULL));
+	if (b->failed)
+		return;
+	app(b, wb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv), tinyc_gx_var(k, al))));
+	{
+		int e = iter(b, "e");
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		tinyc_gexpr *E = tinyc_gx_var(k, e);
+		app(b, eb, tinyc_gs_store(k, acc, E, bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL),
+							 tinyc_gx_var(k, al)), NULL));
+		app(b, wb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
+	}
+	{
+		int jj = iter(b, "jj");
+		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
+		int pv = reg(b, lb, "p", TINYC_FLOAT,
+			     tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
+					   tinyc_gx_load(k, sc, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, BM)), tx), NULL),
+					   tinyc_gx_var(k, mu)), C), NULL, NULL));
+		if (pv < 0)
+			return;
+		app(b, lb, tinyc_gs_assign(k, lv, bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv), tinyc_gx_var(k, pv))));
+		int e = iter(b, "e");
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		tinyc_gexpr *E = tinyc_gx_var(k, e);
+		tinyc_gexpr *vv = tinyc_gx_load(k, vs, bin(b, TINYC_GX_ADD, vbase, bin(b, TINYC_GX_ADD,
+			bin(b, TINYC_GX_MUL, JJ, ic(b, DV)), E)), NULL);
+		app(b, eb, tinyc_gs_store(k, acc, E, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, pv), vv,
+								 tinyc_gx_load(k, acc, E, NULL)), NULL));
+		app(b, lb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
+		app(b, wb, tinyc_gs_for_range(k, jj, ic(b, 0), ic(b, BN), ic(b, 1), 2, lb));
+	}
+	app(b, wb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
+
+	if (pipe)	/* the next tile's copies overwrite this stage */
+		app(b, tb, tinyc_gs_barrier(k));
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
+	if (pipe)
+		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+
+	/* O = acc / l through the graph's elementwise ops after the P*V reduction */
+	int linv = reg(b, body, "linv", TINYC_FLOAT, bin(b, TINYC_GX_DIV, fc(b, 1), tinyc_gx_var(k, lv)));
+	int e = iter(b, "e");
+	if (linv < 0 || e < 0)
+		return;
+	tinyc_gstmt *eb = tinyc_gs_block(k);
+	tinyc_gexpr *E = tinyc_gx_var(k, e);
+	tinyc_gexpr *t[2] = {row, E}, *idx[TINYC_MAX_RANK];
+	view_index(b, m->pv, nb, p, 2, t, idx);
+	b->out = bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL), tinyc_gx_var(k, linv));
+	tinyc_emit_scope_enter(em);
+	tinyc_gexpr *ov = tinyc_emit_value(em, eb, sk->value, idx, vrow);
+	tinyc_emit_scope_leave(em);
+	b->out = NULL;
+	app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vrow));
+	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
 }
 
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
@@ -767,38 +814,14 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (!kend)
 		return;
 	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
-	tinyc_gexpr *kbase = ic(b, 0), *vbase = ic(b, 0);
-	if (pipe) {
-		/* every warp has its Q fragments before tile 0 lands where Q was */
+	/* every warp has its Q fragments before tile 0 lands where Q was */
+	if (pipe)
 		app(b, body, tinyc_gs_barrier(k));
-		load_tile_async(b, body, ks, ic(b, 0), QS, m->k_side, 1, p, ic(b, 0), BN, D, m->tk, NT);
-		load_tile_async(b, body, vs, ic(b, 0), VS, m->v_side, 2, p, ic(b, 0), BN, DV, m->tk, NT);
-		app(b, body, tinyc_gs_cp_commit(k, cp));
-		/* per tile: start the next tile's copies into the other stage (read by the
-		 * previous tile, which ended with a barrier), wait for this one */
-		int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, 2)));
-		if (st < 0)
-			return;
-		tinyc_emit_set_nonneg(em, st);
-		tinyc_gexpr *S = tinyc_gx_var(k, st), *O = bin(b, TINYC_GX_SUB, ic(b, 1), S);
-		tinyc_gstmt *nb2 = tinyc_gs_block(k);
-		tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
-		load_tile_async(b, nb2, ks, bin(b, TINYC_GX_MUL, O, ic(b, BN * QS)), QS, m->k_side, 1, p, J1, BN, D, m->tk, NT);
-		load_tile_async(b, nb2, vs, bin(b, TINYC_GX_MUL, O, ic(b, BN * VS)), VS, m->v_side, 2, p, J1, BN, DV, m->tk, NT);
-		app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), nb2, NULL));
-		app(b, tb, tinyc_gs_cp_commit(k, cp));
-		app(b, tb, tinyc_gs_cp_wait(k, cp, 1));
-		app(b, tb, tinyc_gs_barrier(k));
-		kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * QS));
-		vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * VS));
-		mask_skip(b, tb, wb, p, r0, BM, J0, BN, NT);
-	} else {
-		app(b, tb, tinyc_gs_barrier(k));
-		mask_skip(b, tb, wb, p, r0, BM, J0, BN, NT);
-		load_tile(b, wb, ks, QS, m->k_side, 1, p, J0, BN, D, m->tk, NT, dt);
-		load_tile(b, wb, vs, VS, m->v_side, 2, p, J0, BN, DV, m->tk, NT, dt);
-		app(b, wb, tinyc_gs_barrier(k));
-	}
+	tinyc_gexpr *kbase, *vbase;
+	kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
+		  &kbase, &vbase);
+	if (b->failed)
+		return;
 	app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
 	app(b, wb, tinyc_gs_decl(k, kb, NULL));
 	for (int kk = 0; kk < D / 16; kk++)

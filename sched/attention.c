@@ -496,7 +496,7 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
 			if (!ap)
 				return tinyc_error(ctx, "OutOfMemory", "attention plan");
-			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 1;
+			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 2;	/* fp32 on sm_80+ */
 			double qtiles = ceil((double)m.tq / bm);
 			double flops = 2.0 * batch * (double)m.tq * (double)m.tk * (double)(m.d + m.dv);
 			double bytes = batch * esz * ((double)m.tq * (m.d + m.dv) +
