@@ -37,6 +37,9 @@ typedef struct abuild {
 	int stages;			/* K/V ring depth the kernel got (1: synchronous) */
 	int causal;			/* the mask is proven `j <= i + coff` (attention_mask.c) */
 	int64_t coff;			/* its diagonal offset */
+	int dyn;			/* every shared array in dynamic shared memory (above
+					 * 48 KiB: the runtime opts in when the dynamic part
+					 * alone is that large) */
 } abuild;
 
 /* The emitter hook: the dot product for the Q*K reduction, the normalised accumulator
@@ -145,7 +148,7 @@ static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *
 		return;
 	}
 	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
-	int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, 0);
+	int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, b->dyn);
 	int any = tinyc_gk_reg(k, "unmasked", TINYC_BOOL);
 	int t = iter(b, "tm");
 	if (live < 0 || any < 0 || t < 0) {
@@ -556,7 +559,6 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	/* the query row in registers */
 	int q = tinyc_gk_reg_array(k, "q", TINYC_FLOAT, D);
 	int acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, DV);
-	int sc = tinyc_gk_shared(k, "stile", TINYC_FLOAT, (int64_t)BN * BM, 16, 0);
 	/* fp32 inputs on sm_80+: K and V through 2-stage cp.async rings of 4-float copies
 	 * (dynamic shared memory above the static limit) */
 	const int pipe = ap->stages > 1 && m->in_dtype == TINYC_FLOAT && s->dev.arch.major >= 8 &&
@@ -564,7 +566,9 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 			 tile_async_ok(b, m->v_side, 2, p);
 	b->stages = pipe ? 2 : 1;
 	const int64_t ring = (pipe ? 2 : 1) * (int64_t)BN * (D + DV);
-	const int dyn = (ring + (int64_t)BN * BM) * 4 + 16 > 48 * 1024;
+	b->dyn = (ring + (int64_t)BN * BM) * 4 + 16 > 48 * 1024;
+	const int dyn = b->dyn;
+	int sc = tinyc_gk_shared(k, "stile", TINYC_FLOAT, (int64_t)BN * BM, 16, dyn);
 	int ks = tinyc_gk_shared(k, "ktile", TINYC_FLOAT, (pipe ? 2 : 1) * (int64_t)BN * D, 16, dyn);
 	int vs = tinyc_gk_shared(k, "vtile", TINYC_FLOAT, (pipe ? 2 : 1) * (int64_t)BN * DV, 16, dyn);
 	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
@@ -769,7 +773,8 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	const int64_t kring = pipe ? (2 * BN * QS > BM * QS ? 2 * BN * QS : BM * QS) : BN * QS;
 	int qs = pipe ? -1 : tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
 	const int64_t vring = (int64_t)(pipe ? 2 : 1) * BN * VS;
-	const int dyn = (kring + vring) * 2 + 16 > 48 * 1024;	/* above the static limit */
+	b->dyn = (kring + vring) * 2 + 16 > 48 * 1024;	/* above the static limit */
+	const int dyn = b->dyn;
 	int ks = tinyc_gk_shared(k, "ktile", dt, kring, 16, dyn);
 	int vs = tinyc_gk_shared(k, "vtile", dt, vring, 16, dyn);
 	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
@@ -966,7 +971,7 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	tinyc_emit *em = tinyc_emit_alloc(ctx, k, s, ib, kernel);
 	if (!em)
 		return -1;
-	abuild b = {ctx, k, em, &ap->m, ix, NULL, NULL, 0, 1, 0, 0};
+	abuild b = {ctx, k, em, &ap->m, ix, NULL, NULL, 0, 1, 0, 0, 0};
 	em->leaf = attn_leaf;
 	em->leaf_user = &b;
 	const tinyc_uop *su = &s->g->nodes[ap->m.score];
