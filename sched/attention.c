@@ -355,6 +355,15 @@ int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 		 * them) is the kernel's own: not materialised, whatever decided otherwise */
 		if (unclaim_interior(g, &m, mat) < 0)
 			mat[m.qk] = mat[m.rmax] = mat[m.rsum] = 0;
+		/* Q, K and V are read through their views: the movement ops between a MUL
+		 * operand and what is stored (a buffer, a contraction's output) stay inline
+		 * where nothing else reads them, instead of being copied into their own layout */
+		const int side[3] = {m.q_side, m.k_side, m.v_side};
+		for (int s = 0; s < 3; s++)
+			for (int n = side[s]; tinyc_op_info(g->nodes[n].op)->kind == TINYC_KIND_MOVEMENT &&
+					     g->nodes[n].op != TINYC_OP_PAD && nusers[n] <= 1;
+			     n = g->nodes[n].src[0])
+				mat[n] = 0;
 		/* O stays inline only under a chain of same-shaped elementwise ops to an OUTPUT */
 		int cur = i, keep = 0;
 		while (nusers[cur] == 1) {
