@@ -228,6 +228,22 @@ static void tile_trailing(abuild *b, int kind, tinyc_gexpr *row, tinyc_gexpr *c,
 	tr[2] = kind == 2 ? row : c;
 }
 
+/* The iterator `name` of a block-strided loop over a tile's rows of `per_row` steps of
+ * `unit` columns: its body block *lb, the step's row *rr = t / per_row and first column
+ * *c = (t % per_row) * unit.  The iterator, or -1. */
+static int tile_iter(abuild *b, const char *name, int64_t per_row, int64_t unit, tinyc_gstmt **lb,
+		     tinyc_gexpr **rr, tinyc_gexpr **c)
+{
+	int t = iter(b, name);
+	*lb = tinyc_gs_block(b->k);
+	if (t < 0 || !*lb)
+		return -1;
+	tinyc_gexpr *T = tinyc_gx_var(b->k, t);
+	*rr = bin(b, TINYC_GX_DIV, T, ic(b, per_row));
+	*c = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, T, ic(b, per_row)), ic(b, unit));
+	return t;
+}
+
 /* Load rows [r0, r0 + nrows) x cols [0, W) of view `node` (trailing index built by `kind`:
  * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row)) into shared `sh` (row stride S,
  * dtype dt), zero outside [0, limit). */
@@ -237,13 +253,11 @@ static void load_tile(abuild *b, tinyc_gstmt *blk, int sh, int64_t S, int node, 
 {
 	tinyc_gkernel *k = b->k;
 	const int nb = b->m->rank - 2;
-	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
-	int t = iter(b, "tl");
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)), *rr, *c;
+	tinyc_gstmt *lb;
+	int t = tile_iter(b, "tl", W, 1, &lb, &rr, &c);
 	if (t < 0)
 		return;
-	tinyc_gstmt *lb = tinyc_gs_block(k);
-	tinyc_gexpr *T = tinyc_gx_var(k, t);
-	tinyc_gexpr *rr = bin(b, TINYC_GX_DIV, T, ic(b, W)), *c = bin(b, TINYC_GX_MOD, T, ic(b, W));
 	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
 	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
 	tile_trailing(b, kind, row, c, tr);
@@ -438,14 +452,11 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 	const int nb = b->m->rank - 2;
 	const int ce = 16 / tinyc_dtype_size(b->m->in_dtype);	/* elements per 16-byte copy */
 	const int64_t CW = W / ce;	/* copies per row */
-	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
-	int t = iter(b, "tc");
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)), *rr, *c;
+	tinyc_gstmt *lb;
+	int t = tile_iter(b, "tc", CW, ce, &lb, &rr, &c);
 	if (t < 0)
 		return;
-	tinyc_gstmt *lb = tinyc_gs_block(k);
-	tinyc_gexpr *T = tinyc_gx_var(k, t);
-	tinyc_gexpr *rr = bin(b, TINYC_GX_DIV, T, ic(b, CW));
-	tinyc_gexpr *c = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, T, ic(b, CW)), ic(b, ce));
 	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
 	tinyc_gexpr *in = bin(b, TINYC_GX_LT, row, ic(b, limit));
 	tinyc_gexpr *srow = tinyc_gx_select(k, in, row, ic(b, 0));
