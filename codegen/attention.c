@@ -21,6 +21,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
+#include "codegen/attention_mask.h"
 #include "sched/attention.h"
 
 /* State of one kernel build. */
@@ -33,6 +34,12 @@ typedef struct abuild {
 	tinyc_gexpr *dot;		/* value substituted for the Q*K reduction, or NULL */
 	tinyc_gexpr *out;		/* value substituted for the P*V reduction, or NULL */
 	int failed;			/* a builder call failed */
+	int stages;			/* K/V ring depth the kernel got (1: synchronous) */
+	int causal;			/* the mask is proven `j <= i + coff` (attention_mask.c) */
+	int64_t coff;			/* its diagonal offset */
+	int dyn;			/* every shared array in dynamic shared memory (above
+					 * 48 KiB: the runtime opts in when the dynamic part
+					 * alone is that large) */
 } abuild;
 
 /* The emitter hook: the dot product for the Q*K reduction, the normalised accumulator
@@ -40,11 +47,13 @@ typedef struct abuild {
 static tinyc_gexpr *attn_leaf(tinyc_emit *em, int node, tinyc_gexpr *const *idx, void *user)
 {
 	abuild *b = user;
-	(void)em, (void)idx;
+	(void)idx;
 	if (node == b->m->qk)
 		return b->dot;
 	if (node == b->m->pv)
 		return b->out;
+	if (b->causal && node == b->m->bias)	/* applied as a key bound instead */
+		return tinyc_gx_float(b->k, tinyc_emit_compute_dtype(em->g->nodes[node].dtype), 0.0);
 	return NULL;
 }
 
@@ -134,12 +143,12 @@ static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *
 	tinyc_gkernel *k = b->k;
 	const tinyc_attn_match *m = b->m;
 	const int nb = m->rank - 2;
-	if (m->bias < 0) {
+	if (m->bias < 0 || b->causal) {	/* causal: the loop stops at the diagonal */
 		app(b, tb, wb);
 		return;
 	}
 	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
-	int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, 0);
+	int live = tinyc_gk_shared(k, "tile_live", TINYC_INT, 1, 4, b->dyn);
 	int any = tinyc_gk_reg(k, "unmasked", TINYC_BOOL);
 	int t = iter(b, "tm");
 	if (live < 0 || any < 0 || t < 0) {
@@ -174,7 +183,343 @@ static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *
 				       tinyc_gx_int(k, TINYC_INT, 0)), wb, NULL));
 }
 
-/* Build the kernel body into k (see the top of the file). */
+/* The query tile of this block: under a causal mask the last tiles (the most keys) run
+ * first, for balance. */
+static tinyc_gexpr *query_tile(abuild *b, int bm)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_gexpr *bx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X));
+	if (!b->causal)
+		return bx;
+	return bin(b, TINYC_GX_SUB, ic(b, (b->m->tq + bm - 1) / bm - 1), bx);
+}
+
+/* Under a causal mask, the key loop's end: the keys the block's last row r0 + bm - 1 may
+ * see, min(Tk, max(0, r0 + bm + coff)), as a register in body.  Otherwise Tk. */
+static tinyc_gexpr *key_end(abuild *b, tinyc_gstmt *body, tinyc_gexpr *r0, int bm)
+{
+	if (!b->causal)
+		return ic(b, b->m->tk);
+	tinyc_gexpr *last = bin(b, TINYC_GX_ADD, r0, ic(b, bm + b->coff));
+	int v = reg(b, body, "kend", b->ix, bin(b, TINYC_GX_MIN, ic(b, b->m->tk),
+						bin(b, TINYC_GX_MAX, ic(b, 0), last)));
+	if (v < 0)
+		return NULL;
+	tinyc_emit_set_nonneg(b->em, v);
+	return tinyc_gx_var(b->k, v);
+}
+
+/* Whether key col exists for row: below Tk, and under a causal mask col <= row + coff. */
+static tinyc_gexpr *key_ok(abuild *b, tinyc_gexpr *row, tinyc_gexpr *col)
+{
+	tinyc_gexpr *ok = bin(b, TINYC_GX_LT, col, ic(b, b->m->tk));
+	if (b->causal)
+		ok = bin(b, TINYC_GX_LAND, ok, bin(b, TINYC_GX_LE, col, bin(b, TINYC_GX_ADD, row, ic(b, b->coff))));
+	return ok;
+}
+
+
+/* The trailing index (3 entries) of a tile element at (row, column c) of operand `kind`:
+ * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row). */
+static void tile_trailing(abuild *b, int kind, tinyc_gexpr *row, tinyc_gexpr *c, tinyc_gexpr **tr)
+{
+	tr[0] = kind == 0 ? row : ic(b, 0);
+	tr[1] = kind == 0 ? ic(b, 0) : kind == 1 ? row : c;
+	tr[2] = kind == 2 ? row : c;
+}
+
+/* The iterator `name` of a block-strided loop over a tile's rows of `per_row` steps of
+ * `unit` columns: its body block *lb, the step's row *rr = t / per_row and first column
+ * *c = (t % per_row) * unit.  The iterator, or -1. */
+static int tile_iter(abuild *b, const char *name, int64_t per_row, int64_t unit, tinyc_gstmt **lb,
+		     tinyc_gexpr **rr, tinyc_gexpr **c)
+{
+	int t = iter(b, name);
+	*lb = tinyc_gs_block(b->k);
+	if (t < 0 || !*lb)
+		return -1;
+	tinyc_gexpr *T = tinyc_gx_var(b->k, t);
+	*rr = bin(b, TINYC_GX_DIV, T, ic(b, per_row));
+	*c = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, T, ic(b, per_row)), ic(b, unit));
+	return t;
+}
+
+/* Load rows [r0, r0 + nrows) x cols [0, W) of view `node` (trailing index built by `kind`:
+ * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row)) into shared `sh` (row stride S,
+ * dtype dt), zero outside [0, limit). */
+static void load_tile(abuild *b, tinyc_gstmt *blk, int sh, int64_t S, int node, int kind,
+		      tinyc_gexpr *const *p, tinyc_gexpr *r0, int nrows, int64_t W, int64_t limit,
+		      int threads, tinyc_dtype dt)
+{
+	tinyc_gkernel *k = b->k;
+	const int nb = b->m->rank - 2;
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)), *rr, *c;
+	tinyc_gstmt *lb;
+	int t = tile_iter(b, "tl", W, 1, &lb, &rr, &c);
+	if (t < 0)
+		return;
+	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
+	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
+	tile_trailing(b, kind, row, c, tr);
+	view_index(b, node, nb, p, 3, tr, idx);
+	tinyc_emit_scope_enter(b->em);
+	tinyc_gexpr *v = tinyc_emit_value(b->em, lb, node, idx, bin(b, TINYC_GX_LT, row, ic(b, limit)));
+	tinyc_emit_scope_leave(b->em);
+	app(b, lb, tinyc_gs_store(k, sh, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)), c),
+				  tinyc_gx_cast(k, dt, v), NULL));
+	app(b, blk, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * W), ic(b, threads), 0, lb));
+}
+
+/* ------------------------------------------------ cp.async tile loads (16-bit) ---- */
+
+/* Walk view `node` at index idx (its rank entries) down through movement ops to the
+ * buffer it reads: *buf (schedule buffer) and *off (element offset expression).  -1 when
+ * the chain holds something else (a PAD guard, an elementwise op) or the buffer's dtype
+ * is not dt. */
+static int view_source(abuild *b, int node, tinyc_gexpr *const *idx, tinyc_dtype dt, int *buf,
+		       tinyc_gexpr **off)
+{
+	tinyc_emit *em = b->em;
+	const tinyc_graph *g = em->g;
+	tinyc_gexpr *cur[TINYC_MAX_RANK], *nxt[TINYC_MAX_RANK];
+	for (int d = 0; d < g->nodes[node].rank; d++)
+		cur[d] = idx[d];
+	while (em->s->node_buf[node] < 0) {
+		const tinyc_uop *u = &g->nodes[node];
+		tinyc_gexpr *guard;
+		if (tinyc_op_info(u->op)->kind != TINYC_KIND_MOVEMENT || u->nsrc != 1 ||
+		    tinyc_emit_operand_index(em, node, 0, cur, nxt, &guard) < 0 || guard)
+			return -1;
+		node = u->src[0];
+		for (int d = 0; d < g->nodes[node].rank; d++)
+			cur[d] = nxt[d];
+	}
+	*buf = em->s->node_buf[node];
+	if (em->s->bufs[*buf].dtype != dt || em->buf_param[*buf] < 0)
+		return -1;
+	*off = tinyc_emit_buf_offset(em, *buf, cur);
+	return *off ? 0 : -1;
+}
+
+/* Greatest common divisor of two non-negative numbers. */
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b, b = t;
+	}
+	return a;
+}
+
+/* Whether expression e reads one of the variables xv[0..nx) (an explicit walk). */
+static int mentions(const tinyc_gexpr *e, const int *xv, int nx)
+{
+	enum { MAXN = 512 };
+	const tinyc_gexpr *st[MAXN];
+	int ns = 0;
+	st[ns++] = e;
+	while (ns > 0) {
+		const tinyc_gexpr *x = st[--ns];
+		for (int i = 0; i < nx; i++)
+			if (x->op == TINYC_GX_VAR && x->var == xv[i])
+				return 1;
+		for (int a = 0; a < 3; a++)
+			if (x->arg[a]) {
+				if (ns >= MAXN)
+					return 1;	/* too large to tell: assume it does */
+				st[ns++] = x->arg[a];
+			}
+	}
+	return 0;
+}
+
+/* Whether integer expression e is affine in the variables xv[0..nx) with constant
+ * coefficients: *coef receives them, *div a divisor of the rest (the terms free of xv).
+ * An explicit post-order walk; 0 or -1. */
+static int affine_form(const tinyc_gexpr *e, const int *xv, int nx, int64_t *coef, int64_t *div)
+{
+	enum { MAXN = 512, NX = 2 };
+	struct frame { const tinyc_gexpr *e; int step; } st[MAXN];
+	struct form { int64_t c[NX], div, konst; int is_const; } val[MAXN];
+	int ns = 0, nv = 0;
+	if (nx > NX)
+		return -1;
+	st[ns++] = (struct frame){e, 0};
+	while (ns > 0) {
+		struct frame *f = &st[ns - 1];
+		const tinyc_gexpr *x = f->e;
+		int nargs = x->op == TINYC_GX_ADD || x->op == TINYC_GX_SUB || x->op == TINYC_GX_MUL ? 2 :
+			    x->op == TINYC_GX_CAST || x->op == TINYC_GX_NEG ? 1 : 0;
+		int mine = 0;
+		for (int i = 0; i < nx; i++)
+			mine |= x->op == TINYC_GX_VAR && x->var == xv[i];
+		/* operands of the affine operators first; anything else is a leaf */
+		if (f->step < nargs) {
+			if (ns >= MAXN)
+				return -1;
+			st[ns++] = (struct frame){x->arg[f->step++], 0};
+			continue;
+		}
+		ns--;
+		struct form r = {{0}, 0, 0, 0};
+		if (x->op == TINYC_GX_INT) {
+			r.is_const = 1, r.konst = x->ival, r.div = x->ival < 0 ? -x->ival : x->ival;
+		} else if (mine) {
+			for (int i = 0; i < nx; i++)
+				r.c[i] = x->var == xv[i];
+		} else if (nargs == 0) {
+			r.div = 1;	/* another variable, a division...: no known divisor */
+			if (mentions(x, xv, nx))
+				return -1;
+		} else if (nargs == 1) {
+			r = val[--nv];
+			if (x->op == TINYC_GX_NEG) {
+				for (int i = 0; i < nx; i++)
+					r.c[i] = -r.c[i];
+				r.konst = -r.konst;
+			} else if (!tinyc_dtype_is_int(x->dtype)) {
+				return -1;
+			}
+		} else {
+			struct form y = val[--nv], a = val[--nv];
+			if (x->op == TINYC_GX_MUL) {
+				int ay = 0, aa = 0;
+				for (int i = 0; i < nx; i++)
+					ay |= y.c[i] != 0, aa |= a.c[i] != 0;
+				if (ay && aa)
+					return -1;
+				if (ay || aa) {	/* affine times a constant */
+					struct form lin = ay ? y : a, k = ay ? a : y;
+					if (!k.is_const)
+						return -1;
+					for (int i = 0; i < nx; i++)
+						r.c[i] = lin.c[i] * k.konst;
+					r.div = lin.div * (k.konst < 0 ? -k.konst : k.konst);
+					r.is_const = lin.is_const, r.konst = lin.konst * k.konst;
+				} else {
+					r.div = a.div * y.div;
+					r.is_const = a.is_const && y.is_const, r.konst = a.konst * y.konst;
+				}
+			} else {
+				int sg = x->op == TINYC_GX_SUB ? -1 : 1;
+				for (int i = 0; i < nx; i++)
+					r.c[i] = a.c[i] + sg * y.c[i];
+				r.div = gcd64(a.div, y.div);
+				r.is_const = a.is_const && y.is_const, r.konst = a.konst + sg * y.konst;
+			}
+		}
+		val[nv++] = r;
+	}
+	for (int i = 0; i < nx; i++)
+		coef[i] = val[0].c[i];
+	*div = val[0].div;
+	return 0;
+}
+
+/* Whether the tile rows of view `node` (trailing index built by `kind` as in load_tile)
+ * can be copied in 16-byte cp.async chunks: the offset affine in (row, column) with
+ * column stride 1, row stride and origin multiples of 8 elements. */
+static int tile_async_ok(abuild *b, int node, int kind, tinyc_gexpr *const *p)
+{
+	tinyc_gkernel *k = b->k;
+	const int nb = b->m->rank - 2;
+	int xr = tinyc_gk_reg(k, "xrow", b->ix), xc = tinyc_gk_reg(k, "xcol", b->ix);
+	if (xr < 0 || xc < 0)
+		return 0;
+	tinyc_emit_set_nonneg(b->em, xr);
+	tinyc_emit_set_nonneg(b->em, xc);
+	tinyc_gexpr *row = tinyc_gx_var(k, xr), *c = tinyc_gx_var(k, xc);
+	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK], *off;
+	tile_trailing(b, kind, row, c, tr);
+	view_index(b, node, nb, p, 3, tr, idx);
+	int buf, xv[2] = {xr, xc};
+	int64_t coef[2], div;
+	if (view_source(b, node, idx, b->m->in_dtype, &buf, &off) < 0 ||
+	    affine_form(off, xv, 2, coef, &div) < 0)
+		return 0;
+	const int64_t ce = 16 / tinyc_dtype_size(b->m->in_dtype);	/* elements per copy */
+	return coef[1] == 1 && coef[0] % ce == 0 && div % ce == 0;
+}
+
+/* Issue the cp.async copies of rows [r0, r0 + nrows) x cols [0, W) of view `node` (as in
+ * load_tile; tile_async_ok holds) into shared `sh` from element `base` (row stride S);
+ * rows at or past `limit` are zero-filled (their source row clamped to 0). */
+static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *base, int64_t S,
+			    int node, int kind, tinyc_gexpr *const *p, tinyc_gexpr *r0, int nrows,
+			    int64_t W, int64_t limit, int threads)
+{
+	tinyc_gkernel *k = b->k;
+	const int nb = b->m->rank - 2;
+	const int ce = 16 / tinyc_dtype_size(b->m->in_dtype);	/* elements per 16-byte copy */
+	const int64_t CW = W / ce;	/* copies per row */
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)), *rr, *c;
+	tinyc_gstmt *lb;
+	int t = tile_iter(b, "tc", CW, ce, &lb, &rr, &c);
+	if (t < 0)
+		return;
+	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
+	tinyc_gexpr *in = bin(b, TINYC_GX_LT, row, ic(b, limit));
+	tinyc_gexpr *srow = tinyc_gx_select(k, in, row, ic(b, 0));
+	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK], *off;
+	tile_trailing(b, kind, srow, c, tr);
+	view_index(b, node, nb, p, 3, tr, idx);
+	int buf;
+	if (view_source(b, node, idx, b->m->in_dtype, &buf, &off) < 0) {
+		b->failed = 1;
+		return;
+	}
+	tinyc_gexpr *dst = bin(b, TINYC_GX_ADD, base, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)), c));
+	app(b, lb, tinyc_gs_copy(k, sh, dst, b->em->buf_param[buf], off, ce, in, 1));
+	app(b, blk, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * CW), ic(b, threads), 0, lb));
+}
+
+/* The per-tile K/V traffic of the key loop (body tb, J0 its first key, work block wb
+ * under the mask's skip test): with pipeline cp (>= 0) tile 0's copies go into body
+ * before the loop, and each tile first starts the next tile's copies (keys below kend)
+ * into the other stage, which the previous tile finished reading before its closing
+ * barrier, then waits for its own; *kbase, *vbase: where this tile's stage starts.
+ * Without, synchronous loads into the one stage.  Rows of stride KS (VS) in ks (vs),
+ * element type dt; threads: the block size. */
+static void kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *wb, int cp,
+		      int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *const *p, tinyc_gexpr *r0,
+		      int BM, tinyc_gexpr *J0, int BN, tinyc_gexpr *kend, int threads, tinyc_dtype dt,
+		      tinyc_gexpr **kbase, tinyc_gexpr **vbase)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_attn_match *m = b->m;
+	*kbase = *vbase = ic(b, 0);
+	if (cp < 0) {
+		app(b, tb, tinyc_gs_barrier(k));
+		mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
+		load_tile(b, wb, ks, KS, m->k_side, 1, p, J0, BN, m->d, m->tk, threads, dt);
+		load_tile(b, wb, vs, VS, m->v_side, 2, p, J0, BN, m->dv, m->tk, threads, dt);
+		app(b, wb, tinyc_gs_barrier(k));
+		return;
+	}
+	load_tile_async(b, body, ks, ic(b, 0), KS, m->k_side, 1, p, ic(b, 0), BN, m->d, m->tk, threads);
+	load_tile_async(b, body, vs, ic(b, 0), VS, m->v_side, 2, p, ic(b, 0), BN, m->dv, m->tk, threads);
+	app(b, body, tinyc_gs_cp_commit(k, cp));
+	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, 2)));
+	if (st < 0)
+		return;
+	tinyc_emit_set_nonneg(b->em, st);
+	tinyc_gexpr *S = tinyc_gx_var(k, st), *O = bin(b, TINYC_GX_SUB, ic(b, 1), S);
+	tinyc_gstmt *next = tinyc_gs_block(k);
+	tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
+	load_tile_async(b, next, ks, bin(b, TINYC_GX_MUL, O, ic(b, BN * KS)), KS, m->k_side, 1, p, J1, BN,
+			m->d, m->tk, threads);
+	load_tile_async(b, next, vs, bin(b, TINYC_GX_MUL, O, ic(b, BN * VS)), VS, m->v_side, 2, p, J1, BN,
+			m->dv, m->tk, threads);
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), next, NULL));
+	app(b, tb, tinyc_gs_cp_commit(k, cp));
+	app(b, tb, tinyc_gs_cp_wait(k, cp, 1));
+	app(b, tb, tinyc_gs_barrier(k));
+	*kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * KS));
+	*vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * VS));
+	mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
+}
+
+/* Build the SIMT kernel body into k (see the top of the file). */
 static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 		       const tinyc_attn_plan *ap)
 {
@@ -189,7 +534,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	tinyc_gexpr *ninf = fc(b, -INFINITY);
 
 	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	int bx = reg(b, body, "qtile", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X)));
+	int bx = reg(b, body, "qtile", b->ix, query_tile(b, BM));
 	if (b->failed)
 		return;
 	tinyc_emit_set_nonneg(em, tid);
@@ -225,10 +570,20 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	/* the query row in registers */
 	int q = tinyc_gk_reg_array(k, "q", TINYC_FLOAT, D);
 	int acc = tinyc_gk_reg_array(k, "acc", TINYC_FLOAT, DV);
-	int sc = tinyc_gk_shared(k, "stile", TINYC_FLOAT, (int64_t)BN * BM, 16, 0);
-	int ks = tinyc_gk_shared(k, "ktile", TINYC_FLOAT, (int64_t)BN * D, 16, 0);
-	int vs = tinyc_gk_shared(k, "vtile", TINYC_FLOAT, (int64_t)BN * DV, 16, 0);
-	if (q < 0 || acc < 0 || sc < 0 || ks < 0 || vs < 0) {
+	/* fp32 inputs on sm_80+: K and V through 2-stage cp.async rings of 4-float copies
+	 * (dynamic shared memory above the static limit) */
+	const int pipe = ap->stages > 1 && m->in_dtype == TINYC_FLOAT && s->dev.arch.major >= 8 &&
+			 D % 4 == 0 && DV % 4 == 0 && tile_async_ok(b, m->k_side, 1, p) &&
+			 tile_async_ok(b, m->v_side, 2, p);
+	b->stages = pipe ? 2 : 1;
+	const int64_t ring = (pipe ? 2 : 1) * (int64_t)BN * (D + DV);
+	b->dyn = (ring + (int64_t)BN * BM) * 4 + 16 > 48 * 1024;
+	const int dyn = b->dyn;
+	int sc = tinyc_gk_shared(k, "stile", TINYC_FLOAT, (int64_t)BN * BM, 16, dyn);
+	int ks = tinyc_gk_shared(k, "ktile", TINYC_FLOAT, (pipe ? 2 : 1) * (int64_t)BN * D, 16, dyn);
+	int vs = tinyc_gk_shared(k, "vtile", TINYC_FLOAT, (pipe ? 2 : 1) * (int64_t)BN * DV, 16, dyn);
+	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
+	if (q < 0 || acc < 0 || sc < 0 || ks < 0 || vs < 0 || cp < 0) {
 		b->failed = 1;
 		return;
 	}
@@ -251,34 +606,21 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		return;
 
 	/* the key tiles */
+	tinyc_gexpr *kend = key_end(b, body, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM);
 	int j0 = iter(b, "j0");
+	if (!kend)
+		return;
 	tinyc_gstmt *tb = tinyc_gs_block(k);
 	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
-	app(b, tb, tinyc_gs_barrier(k));
 	/* with an additive mask: skip the tile when the mask is -inf at every (row, key) of
 	 * the block (exact: a finite score plus -inf is -inf, whose weight is 0) */
 	tinyc_gstmt *wb = tinyc_gs_block(k);
-	mask_skip(b, tb, wb, p, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM, J0, BN, BM);
-	for (int which = 0; which < 2; which++) {	/* K, then V, into shared memory */
-		int64_t W = which ? DV : D;
-		int t = iter(b, which ? "tv" : "tk");
-		tinyc_gstmt *lb = tinyc_gs_block(k);
-		tinyc_gexpr *T = tinyc_gx_var(k, t);
-		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_DIV, T, ic(b, W)));
-		tinyc_gexpr *c = bin(b, TINYC_GX_MOD, T, ic(b, W));
-		tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
-		int node = which ? m->v_side : m->k_side;
-		tr[0] = ic(b, 0);
-		tr[1] = which ? c : j;
-		tr[2] = which ? j : c;
-		view_index(b, node, nb, p, 3, tr, idx);
-		tinyc_emit_scope_enter(em);
-		tinyc_gexpr *v = tinyc_emit_value(em, lb, node, idx, bin(b, TINYC_GX_LT, j, ic(b, m->tk)));
-		tinyc_emit_scope_leave(em);
-		app(b, lb, tinyc_gs_store(k, which ? vs : ks, T, tinyc_gx_cast(k, TINYC_FLOAT, v), NULL));
-		app(b, wb, tinyc_gs_for_range(k, t, tx, ic(b, BN * W), ic(b, BM), 0, lb));
-	}
-	app(b, wb, tinyc_gs_barrier(k));
+	tinyc_gexpr *kbase, *vbase;
+	kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, D, vs, DV, p,
+		  bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM, J0, BN, kend, BM, TINYC_FLOAT,
+		  &kbase, &vbase);
+	if (b->failed)
+		return;
 	/* this row's scores of the tile (column tid of the score tile), and their maximum */
 	int mt = reg(b, wb, "mtile", TINYC_FLOAT, tinyc_gx_var(k, mv));
 	{
@@ -290,8 +632,8 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		int dot = reg(b, lb, "dot", TINYC_FLOAT, fc(b, 0));
 		int c = iter(b, "c");
 		tinyc_gstmt *cb = tinyc_gs_block(k);
-		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, D)),
-							  tinyc_gx_var(k, c)), NULL);
+		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD,
+			bin(b, TINYC_GX_MUL, JJ, ic(b, D)), tinyc_gx_var(k, c))), NULL);
 		app(b, cb, tinyc_gs_assign(k, dot, tinyc_gx_call(k, TINYC_GM_FMA,
 			tinyc_gx_load(k, q, tinyc_gx_var(k, c), NULL), kv, tinyc_gx_var(k, dot))));
 		app(b, lb, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, cb));
@@ -303,7 +645,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		tinyc_gexpr *sv = tinyc_emit_value(em, lb, m->score, idx, bin(b, TINYC_GX_LAND, vrow, vj));
 		tinyc_emit_scope_leave(em);
 		b->dot = NULL;
-		sv = tinyc_gx_select(k, vj, tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf);
+		sv = tinyc_gx_select(k, key_ok(b, row, j), tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf);
 		int svv = reg(b, lb, "score", TINYC_FLOAT, sv);
 		if (svv < 0)
 			return;
@@ -346,7 +688,8 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		int e = iter(b, "e");
 		tinyc_gstmt *eb = tinyc_gs_block(k);
 		tinyc_gexpr *E = tinyc_gx_var(k, e);
-		tinyc_gexpr *vv = tinyc_gx_load(k, vs, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, JJ, ic(b, DV)), E), NULL);
+		tinyc_gexpr *vv = tinyc_gx_load(k, vs, bin(b, TINYC_GX_ADD, vbase, bin(b, TINYC_GX_ADD,
+			bin(b, TINYC_GX_MUL, JJ, ic(b, DV)), E)), NULL);
 		app(b, eb, tinyc_gs_store(k, acc, E, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, pv), vv,
 								 tinyc_gx_load(k, acc, E, NULL)), NULL));
 		app(b, lb, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
@@ -354,7 +697,11 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	}
 	app(b, wb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
 
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));
+	if (pipe)	/* the next tile's copies overwrite this stage */
+		app(b, tb, tinyc_gs_barrier(k));
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
+	if (pipe)
+		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 
 	/* O = acc / l through the graph's elementwise ops after the P*V reduction */
 	int linv = reg(b, body, "linv", TINYC_FLOAT, bin(b, TINYC_GX_DIV, fc(b, 1), tinyc_gx_var(k, lv)));
@@ -374,39 +721,12 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
 }
 
-/* Load rows [r0, r0 + nrows) x cols [0, W) of view `node` (trailing index built by `kind`:
- * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row)) into shared `sh` (row stride S,
- * dtype dt), zero outside [0, limit). */
-static void load_tile(abuild *b, tinyc_gstmt *blk, int sh, int64_t S, int node, int kind,
-		      tinyc_gexpr *const *p, tinyc_gexpr *r0, int nrows, int64_t W, int64_t limit,
-		      int threads, tinyc_dtype dt)
-{
-	tinyc_gkernel *k = b->k;
-	const int nb = b->m->rank - 2;
-	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
-	int t = iter(b, "tl");
-	if (t < 0)
-		return;
-	tinyc_gstmt *lb = tinyc_gs_block(k);
-	tinyc_gexpr *T = tinyc_gx_var(k, t);
-	tinyc_gexpr *rr = bin(b, TINYC_GX_DIV, T, ic(b, W)), *c = bin(b, TINYC_GX_MOD, T, ic(b, W));
-	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
-	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK];
-	tr[0] = kind == 0 ? row : ic(b, 0);
-	tr[1] = kind == 0 ? ic(b, 0) : kind == 1 ? row : c;
-	tr[2] = kind == 2 ? row : c;
-	view_index(b, node, nb, p, 3, tr, idx);
-	tinyc_emit_scope_enter(b->em);
-	tinyc_gexpr *v = tinyc_emit_value(b->em, lb, node, idx, bin(b, TINYC_GX_LT, row, ic(b, limit)));
-	tinyc_emit_scope_leave(b->em);
-	app(b, lb, tinyc_gs_store(k, sh, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)), c),
-				  tinyc_gx_cast(k, dt, v), NULL));
-	app(b, blk, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * W), ic(b, threads), 0, lb));
-}
-
-/* The tensor-core variant (16-bit inputs): 4 warps, each owning 16 query rows; Q K^T and
- * P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles by
- * ldmatrix (V transposed); the score fragment becomes P's A fragment in registers. */
+/* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
+ * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
+ * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
+ * and V stream through 2-stage cp.async rings when the views allow 16-byte copies (the
+ * next tile's copies in flight while this one is computed), else through synchronous
+ * element loads. */
 static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 			   const tinyc_attn_plan *ap)
 {
@@ -415,7 +735,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	const tinyc_attn_match *m = b->m;
 	const tinyc_graph *g = s->g;
 	const tinyc_uop *su = &g->nodes[m->score];
-	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = 128;
+	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = BM * 2;
 	const int64_t D = m->d, DV = m->dv, QS = D + 8, VS = DV + 8;
 	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4;
 	const tinyc_dtype dt = m->in_dtype;
@@ -425,7 +745,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
 	int lane = reg(b, body, "lane", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_LANE)));
 	int warp = reg(b, body, "warp", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_WARP)));
-	int bx = reg(b, body, "qtile", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X)));
+	int bx = reg(b, body, "qtile", b->ix, query_tile(b, BM));
 	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
 	if (b->failed)
 		return;
@@ -456,20 +776,39 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	tinyc_gexpr *tq2 = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, L, ic(b, 4)), ic(b, 2));
 	tinyc_gexpr *wrow = bin(b, TINYC_GX_MUL, Wp, ic(b, 16));
 
-	int qs = tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
-	int ks = tinyc_gk_shared(k, "ktile", dt, BN * QS, 16, 0);
-	int vs = tinyc_gk_shared(k, "vtile", dt, BN * VS, 16, 0);
+	/* pipelined: K and V through 2-stage cp.async rings (the Q tile passes through the
+	 * K ring before the loop); else one synchronous tile each and a Q tile */
+	const int pipe = ap->stages > 1 && tile_async_ok(b, m->k_side, 1, p) &&
+			 tile_async_ok(b, m->v_side, 2, p);
+	b->stages = pipe ? 2 : 1;
+	const int64_t kring = pipe ? (2 * BN * QS > BM * QS ? 2 * BN * QS : BM * QS) : BN * QS;
+	int qs = pipe ? -1 : tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
+	const int64_t vring = (int64_t)(pipe ? 2 : 1) * BN * VS;
+	b->dyn = (kring + vring) * 2 + 16 > 48 * 1024;	/* above the static limit */
+	const int dyn = b->dyn;
+	int ks = tinyc_gk_shared(k, "ktile", dt, kring, 16, dyn);
+	int vs = tinyc_gk_shared(k, "vtile", dt, vring, 16, dyn);
+	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
+	if (pipe)
+		qs = ks;
 	int qa = tinyc_gk_reg_array(k, "qa", dt, D / 16 * 8);
 	int kb = tinyc_gk_reg_array(k, "kb", dt, 8);
 	int vb = tinyc_gk_reg_array(k, "vb", dt, 8);
 	int pa = tinyc_gk_reg_array(k, "pa", dt, NS * 2 / 2);
 	int sacc = tinyc_gk_reg_array(k, "sacc", TINYC_FLOAT, NS);
 	int oacc = tinyc_gk_reg_array(k, "oacc", TINYC_FLOAT, NO);
-	if (qs < 0 || ks < 0 || vs < 0 || qa < 0 || kb < 0 || vb < 0 || pa < 0 || sacc < 0 || oacc < 0) {
+	if (qs < 0 || ks < 0 || vs < 0 || cp < 0 || qa < 0 || kb < 0 || vb < 0 || pa < 0 || sacc < 0 ||
+	    oacc < 0) {
 		b->failed = 1;
 		return;
 	}
-	load_tile(b, body, qs, QS, m->q_side, 0, p, r0, BM, D, m->tq, NT, dt);
+	if (pipe && tile_async_ok(b, m->q_side, 0, p)) {
+		load_tile_async(b, body, qs, ic(b, 0), QS, m->q_side, 0, p, r0, BM, D, m->tq, NT);
+		app(b, body, tinyc_gs_cp_commit(k, cp));
+		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+	} else {
+		load_tile(b, body, qs, QS, m->q_side, 0, p, r0, BM, D, m->tq, NT, dt);
+	}
 	app(b, body, tinyc_gs_barrier(k));
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
 	for (int kk = 0; kk < D / 16; kk++)
@@ -485,20 +824,26 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (b->failed)
 		return;
 
+	tinyc_gexpr *kend = key_end(b, body, r0, BM);
 	int j0 = iter(b, "j0");
 	tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
+	if (!kend)
+		return;
 	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
-	app(b, tb, tinyc_gs_barrier(k));
-	mask_skip(b, tb, wb, p, r0, BM, J0, BN, NT);
-	load_tile(b, wb, ks, QS, m->k_side, 1, p, J0, BN, D, m->tk, NT, dt);
-	load_tile(b, wb, vs, VS, m->v_side, 2, p, J0, BN, DV, m->tk, NT, dt);
-	app(b, wb, tinyc_gs_barrier(k));
+	/* every warp has its Q fragments before tile 0 lands where Q was */
+	if (pipe)
+		app(b, body, tinyc_gs_barrier(k));
+	tinyc_gexpr *kbase, *vbase;
+	kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
+		  &kbase, &vbase);
+	if (b->failed)
+		return;
 	app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
 	app(b, wb, tinyc_gs_decl(k, kb, NULL));
 	for (int kk = 0; kk < D / 16; kk++)
 		for (int np = 0; np < BN / 16; np++) {
-			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
-				bin(b, TINYC_GX_ADD, ic(b, np * 16), kn), ic(b, QS)), bin(b, TINYC_GX_ADD, ic(b, kk * 16), kc));
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, np * 16), kn), ic(b, QS)), bin(b, TINYC_GX_ADD, ic(b, kk * 16), kc)));
 			app(b, wb, tinyc_gs_ldmatrix(k, kb, ic(b, 0), ks, src, 4, 0));
 			for (int h = 0; h < 2; h++)
 				app(b, wb, tinyc_gs_mma(k, sacc, ic(b, (2 * np + h) * 4), qa, ic(b, kk * 8), kb,
@@ -524,7 +869,8 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 			bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)), vj));
 		tinyc_emit_scope_leave(em);
 		b->dot = NULL;
-		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, vj, tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf), NULL));
+		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, key_ok(b, row, col),
+			tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf), NULL));
 		app(b, eb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
 							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
 		app(b, wb, eb);
@@ -568,14 +914,18 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	app(b, wb, tinyc_gs_decl(k, vb, NULL));
 	for (int kk = 0; kk < BN / 16; kk++)
 		for (int ep = 0; ep < DV / 16; ep++) {
-			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
-				bin(b, TINYC_GX_ADD, ic(b, kk * 16), lr), ic(b, VS)), bin(b, TINYC_GX_ADD, ic(b, ep * 16), lc));
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, vbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, kk * 16), lr), ic(b, VS)), bin(b, TINYC_GX_ADD, ic(b, ep * 16), lc)));
 			app(b, wb, tinyc_gs_ldmatrix(k, vb, ic(b, 0), vs, src, 4, 1));
 			for (int h = 0; h < 2; h++)
 				app(b, wb, tinyc_gs_mma(k, oacc, ic(b, (2 * ep + h) * 4), pa, ic(b, kk * 8), vb,
 							ic(b, h * 4), oacc, ic(b, (2 * ep + h) * 4)));
 		}
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), ic(b, m->tk), ic(b, BN), 0, tb));
+	if (pipe)	/* the next tile's copies overwrite this stage */
+		app(b, tb, tinyc_gs_barrier(k));
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
+	if (pipe)
+		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 
 	/* row sums over the 4 lanes of a row, then O = acc / l through the graph's ops */
 	int tmp2 = tinyc_gk_reg(k, "other", TINYC_FLOAT);
@@ -632,17 +982,20 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	tinyc_emit *em = tinyc_emit_alloc(ctx, k, s, ib, kernel);
 	if (!em)
 		return -1;
-	abuild b = {ctx, k, em, &ap->m, ix, NULL, NULL, 0};
+	abuild b = {ctx, k, em, &ap->m, ix, NULL, NULL, 0, 1, 0, 0, 0};
 	em->leaf = attn_leaf;
 	em->leaf_user = &b;
 	const tinyc_uop *su = &s->g->nodes[ap->m.score];
 	double batch = 1;
 	for (int d = 0; d < ap->m.rank - 2; d++)
 		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
-	k->block[0] = ap->mma ? 128 : ap->bm, k->block[1] = k->block[2] = 1;
+	k->block[0] = ap->mma ? 2 * ap->bm : ap->bm, k->block[1] = k->block[2] = 1;
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
 	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
+	b.causal = tinyc_attn_causal_offset(em, &ap->m, &b.coff) == 1;
+	if (ap->mma)	/* 2 blocks per SM by default: at most 128 registers a thread */
+		k->min_blocks_per_sm = ap->min_blocks;
 	if (ap->mma)
 		build_body_mma(&b, s, sk, ap);
 	else
@@ -656,8 +1009,9 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	}
 	char comment[256];
 	snprintf(comment, sizeof(comment), "%s: flash attention (%s, fp32 statistics), %d query "
-		 "rows per block, %d keys per shared tile, Tq=%lld Tk=%lld d=%lld dv=%lld", sk->name,
-		 ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
+		 "rows per block, %d keys per shared tile, %d stage%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
+		 sk->name, ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, b.stages,
+		 b.stages > 1 ? "s (cp.async)" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
 		 (long long)ap->m.dv);
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	tinyc_gk_sort_params(k);

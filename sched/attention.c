@@ -355,6 +355,15 @@ int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 		 * them) is the kernel's own: not materialised, whatever decided otherwise */
 		if (unclaim_interior(g, &m, mat) < 0)
 			mat[m.qk] = mat[m.rmax] = mat[m.rsum] = 0;
+		/* Q, K and V are read through their views: the movement ops between a MUL
+		 * operand and what is stored (a buffer, a contraction's output) stay inline
+		 * where nothing else reads them, instead of being copied into their own layout */
+		const int side[3] = {m.q_side, m.k_side, m.v_side};
+		for (int s = 0; s < 3; s++)
+			for (int n = side[s]; tinyc_op_info(g->nodes[n].op)->kind == TINYC_KIND_MOVEMENT &&
+					     g->nodes[n].op != TINYC_OP_PAD && nusers[n] <= 1;
+			     n = g->nodes[n].src[0])
+				mat[n] = 0;
 		/* O stays inline only under a chain of same-shaped elementwise ops to an OUTPUT */
 		int cur = i, keep = 0;
 		while (nusers[cur] == 1) {
@@ -401,6 +410,16 @@ static int kernel_is_attention(const tinyc_schedule *s, const tinyc_skernel *k,
 	return 1;
 }
 
+/* The mma tile forced by TINYC_ATTN_TILE=BMxBN[xMINBLOCKS] (experiments; the one place
+ * the knob is read): 1 with t[0..3) filled (t[2]: blocks per SM for __launch_bounds__,
+ * default 2), else 0. */
+static int forced_tile(int t[3])
+{
+	const char *v = getenv("TINYC_ATTN_TILE");
+	t[2] = 2;
+	return v && sscanf(v, "%dx%dx%d", &t[0], &t[1], &t[2]) >= 2 && t[2] >= 0 && t[2] <= 8;
+}
+
 /* Free a tinyc_attn_plan. */
 static void attn_plan_free(void *p)
 {
@@ -436,19 +455,28 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 	/* the tensor-core variant: 16-bit inputs, d and dv multiples of 16 up to 128, sm_80+ */
 	if ((m.in_dtype == TINYC_HALF || m.in_dtype == TINYC_BFLOAT16) && m.d % 16 == 0 &&
 	    m.dv % 16 == 0 && m.d <= 128 && m.dv <= 128 && s->dev.arch.major >= 8) {
-		int bm = 64, bn = m.d <= 64 && m.dv <= 64 ? 64 : 32;
-		if ((bm * (m.d + 8) + bn * (m.d + 8) + bn * (m.dv + 8)) * 2 + 16 <= 48 * 1024) {
+		/* 8 warps of 16 rows where the tiles fit, K and V through 2-stage cp.async
+		 * rings (the Q tile passes through the K ring) */
+		int small = m.d <= 64 && m.dv <= 64;
+		int bm = small && m.tq >= 256 ? 128 : 64, bn = small ? 64 : 32, minb = 2, f[3];
+		if (forced_tile(f) && (f[0] == 64 || f[0] == 128) && (f[1] == 32 || f[1] == 64 ||
+								      f[1] == 128))
+			bm = f[0], bn = f[1], minb = f[2];
+		int64_t kring = 2 * bn * (m.d + 8) > bm * (m.d + 8) ? 2 * bn * (m.d + 8) : bm * (m.d + 8);
+		/* above 48 KiB the rings go to dynamic shared memory */
+		if ((kring + 2 * bn * (m.dv + 8)) * 2 + 16 <= 100 * 1024) {
 			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
 			if (!ap)
 				return tinyc_error(ctx, "OutOfMemory", "attention plan");
-			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 1, ap->mma = 1;
+			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 2, ap->mma = 1;
+			ap->min_blocks = minb;
 			double qtiles = ceil((double)m.tq / bm);
 			double bytes = batch * esz * ((double)m.tq * (m.d + m.dv) +
 						     qtiles * (double)m.tk * (m.d + m.dv));
 			tinyc_plan p = {0};
 			p.kind = TINYC_PLAN_ATTENTION;
 			p.ntile = 1;
-			p.block[0] = 128, p.block[1] = p.block[2] = 1;
+			p.block[0] = 2 * bm, p.block[1] = p.block[2] = 1;
 			p.index_dtype = TINYC_INT;
 			/* tensor-core work at a fifth of the peak (synchronous tile loads, scores
 			 * through the emitter), or the traffic, whichever is longer */
@@ -477,7 +505,7 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
 			if (!ap)
 				return tinyc_error(ctx, "OutOfMemory", "attention plan");
-			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 1;
+			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 2;	/* fp32 on sm_80+ */
 			double qtiles = ceil((double)m.tq / bm);
 			double flops = 2.0 * batch * (double)m.tq * (double)m.tk * (double)(m.d + m.dv);
 			double bytes = batch * esz * ((double)m.tq * (m.d + m.dv) +

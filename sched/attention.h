@@ -46,8 +46,10 @@ typedef struct tinyc_attn_plan {
 	tinyc_attn_match m;	/* the attention */
 	int bm;			/* query rows per block (one thread each) */
 	int bn;			/* keys per shared-memory tile */
-	int stages;		/* K/V tiles in flight (cp.async ring depth, 1 = synchronous) */
-	int mma;		/* 1: tensor cores (mma.sync, 4 warps of 16 rows, bm = 64) */
+	int stages;		/* K/V tiles in flight (cp.async ring depth, 1 = synchronous;
+				 * the kernel falls back to 1 where a view is not 16-byte copyable) */
+	int mma;		/* 1: tensor cores (mma.sync, bm / 16 warps of 16 rows) */
+	int min_blocks;		/* mma: blocks per SM the registers are capped for (0: none) */
 } tinyc_attn_plan;
 
 /* Whether REDUCE node pv is the P*V reduction of an attention; fills *m.  b: bindings
