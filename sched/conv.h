@@ -44,6 +44,11 @@ int tinyc_conv_gather(struct isl_pw_multi_aff *acc, struct isl_set *dom, const i
 		      int nrow, const int *cols, int ncol, const int64_t *ext,
 		      const int64_t *stride, tinyc_mm_gather *g, char *why, size_t wsize);
 
+/* 1 when the packing kernel of gathered operand g (an A: rows m, columns k) should write
+ * it M-major: its innermost row axis steps 1 or 2 elements (a convolution of stride 1 or
+ * 2 along the output's innermost spatial axis), so that reads along m are coalesced. */
+int tinyc_conv_pack_m_major(const tinyc_mm_gather *g);
+
 /* " gathered (im2col): rows (2:8 8:1) cols (8:64 3:8 3:1) guards 3": the axes of each
  * coordinate as extent:stride, outer first (nothing when g is off). */
 struct tinyc_buf;
