@@ -65,6 +65,9 @@ typedef struct tinyc_conv_direct {
 	tinyc_mm_gather y;		/* the output (column strides 0, no guards) */
 	int64_t xoff, woff;		/* element offsets of x (the padding) and w */
 	int64_t outputs, taps;		/* output elements, taps per output */
+	int vaxis;			/* the innermost output axis of extent > 1 */
+	int per_thread;			/* consecutive outputs along it per thread (4, 2, 1:
+					 * the largest that divides its extent) */
 	int x_buf, w_buf, y_buf;	/* schedule buffers */
 	int acc;			/* the accumulator's tinyc_dtype */
 	int ncast;			/* the stored value: acc cast to cast[0] (the REDUCE's

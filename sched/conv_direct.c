@@ -157,13 +157,17 @@ static int direct_match(const tinyc_schedule *s, const tinyc_polyview *pv, const
 		return 0;
 	}
 	d->outputs = outputs, d->taps = taps;
+	d->vaxis = nout - 1;
+	while (d->vaxis > 0 && d->x.ext[0][d->vaxis] == 1)
+		d->vaxis--;
+	d->per_thread = d->x.ext[0][d->vaxis] % 4 == 0 ? 4 : d->x.ext[0][d->vaxis] % 2 == 0 ? 2 : 1;
 	d->x_buf = s->node_buf[c->lhs], d->w_buf = s->node_buf[c->rhs], d->y_buf = k->out_buf;
 	d->acc = c->acc;
 	return 1;
 }
 
 /* The provider: a kernel that stores a direct convolution gets one DIRECT_CONV candidate
- * (one thread per output, 256 per block) and loses the generic ones. */
+ * (up to 4 outputs per thread, 256 threads per block) and loses the generic ones. */
 static int direct_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 {
 	for (int i = 0; i < k->ncand; i++)
@@ -204,7 +208,7 @@ static int direct_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	p.eff = 0.5;
 	p.est_us = tinyc_plan_estimate_us(s, k->flops, k->bytes, p.eff);
 	snprintf(p.desc, sizeof(p.desc), "conv direct: %" PRId64 " outputs x %" PRId64
-		 " taps, a thread per output", d.outputs, d.taps);
+		 " taps, %d per thread", d.outputs, d.taps, d.per_thread);
 	p.ext = ext;
 	p.ext_free = direct_free;
 	for (int i = 0; i < k->ncand; i++)
