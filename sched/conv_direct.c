@@ -1,6 +1,7 @@
-/* Direct convolutions (issue 15): a windowed contraction without an n axis (a depthwise
- * conv: every output channel reads its own input channel) as one thread per output
- * element summing its window, instead of a GEMM with N = 1 (see sched/conv.h). */
+/* Direct convolutions (issue 15): a windowed contraction that no matmul plan takes (a
+ * depthwise conv: no n axis, every output channel reads its own input channel; a grouped
+ * conv with fewer than 16 input channels per group) as threads that each sum the windows
+ * of a few outputs, instead of a GEMM with N = 1 or tiny K (see sched/conv.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,9 +76,10 @@ static int access_strides(const tinyc_schedule *s, isl_pw_multi_aff *acc, isl_se
 }
 
 /* Fill d for kernel k when it stores a direct convolution: its one inline REDUCE is a
- * contraction of pv without n axes whose right operand (the weight) is read unpadded, and
- * the stored value is the REDUCE through RESHAPEs and CASTs into a row-major buffer.
- * 1 when it fits, 0 (why filled) when not. */
+ * contraction of pv that reads its left operand through a window and its right operand
+ * (the weight) unpadded, without n axes (depthwise) or with fewer than 16 input channels
+ * per group, and the stored value is the REDUCE through RESHAPEs and CASTs into a
+ * row-major buffer.  1 when it fits, 0 (why filled) when not. */
 static int direct_match(const tinyc_schedule *s, const tinyc_polyview *pv, const tinyc_skernel *k,
 			tinyc_conv_direct *d, char *why, size_t wsize)
 {
@@ -88,19 +90,31 @@ static int direct_match(const tinyc_schedule *s, const tinyc_polyview *pv, const
 		return 0;
 	}
 	const tinyc_contraction *c = contraction_of(pv, k->reds[0]);
-	if (!c || c->nn || !c->nk || c->rhs_padded || c->lhs < 0 || c->rhs < 0 ||
+	if (!c || !c->nk || c->rhs_padded || c->lhs < 0 || c->rhs < 0 ||
 	    s->node_buf[c->lhs] < 0 || s->node_buf[c->rhs] < 0) {
-		snprintf(why, wsize, "not a windowed contraction without n axes over buffers");
+		snprintf(why, wsize, "not a windowed contraction over buffers");
 		return 0;
 	}
 	/* a window: a k axis and an output axis index the same input dim (oh + kh) */
 	int window = 0;
-	for (int a = 0; a < c->naxes; a++)
+	int64_t channels = 1;	/* the k extent outside the window: input channels per group */
+	for (int a = 0; a < c->naxes; a++) {
+		int in_window = 0;
 		for (int b = 0; b < c->naxes; b++)
-			window |= c->role[a] == TINYC_ROLE_K && c->role[b] != TINYC_ROLE_K &&
-				  c->lhs_dim[a] >= 0 && c->lhs_dim[a] == c->lhs_dim[b];
+			in_window |= c->role[a] == TINYC_ROLE_K && c->role[b] != TINYC_ROLE_K &&
+				     c->lhs_dim[a] >= 0 && c->lhs_dim[a] == c->lhs_dim[b];
+		window |= in_window;
+		if (c->role[a] == TINYC_ROLE_K && !in_window)
+			channels *= tinyc_sched_dim(s, &pv->ib->val[pv->stmt[c->reduce_stmt].node].axes[a].size);
+	}
 	if (!window) {
 		snprintf(why, wsize, "no window (a matrix-vector product)");
+		return 0;
+	}
+	/* a grouped conv (n axes: the output channels of a group) with few input channels per
+	 * group; more channels are a GEMM per group's business */
+	if (c->nn && (channels < 1 || channels >= 16)) {
+		snprintf(why, wsize, "a grouped conv of %" PRId64 " input channels per group", channels);
 		return 0;
 	}
 	const tinyc_sbuf *yb = &s->bufs[k->out_buf];
@@ -173,8 +187,9 @@ static int direct_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	for (int i = 0; i < k->ncand; i++)
 		if (k->cands[i].kind != TINYC_PLAN_MAP && k->cands[i].kind != TINYC_PLAN_ROWRED)
 			return 0;
-	if (k->nred != 1 || s->g->nodes[k->reds[0]].redop != TINYC_RED_ADD)
-		return 0;
+	if (k->nred != 1 || s->g->nodes[k->reds[0]].redop != TINYC_RED_ADD ||
+	    tinyc_contraction_mul(s->g, k->reds[0]) < 0)
+		return 0;	/* not a contraction: no Poly-View needed */
 	tinyc_indexbook *ib = NULL;
 	tinyc_polyview *own = NULL;
 	const tinyc_polyview *pv = s->pv;
