@@ -37,17 +37,6 @@ static tinyc_gexpr *madd(direct_b *b, tinyc_gexpr *a, int64_t c, tinyc_gexpr *x)
 	return tinyc_gx_binary(b->k, TINYC_GX_ADD, a, t);
 }
 
-/* The axes of coordinate x with extents ext[0..n) (outer first) into ax[]. */
-static void split(direct_b *b, tinyc_gexpr *x, const int64_t *ext, int n, tinyc_gexpr **ax)
-{
-	int64_t inner = 1;
-	for (int i = n - 1; i >= 0; i--) {
-		tinyc_gexpr *q = inner == 1 ? x : tinyc_gx_binary(b->k, TINYC_GX_DIV, x, cint(b, inner));
-		ax[i] = i ? tinyc_gx_binary(b->k, TINYC_GX_MOD, q, cint(b, ext[i])) : q;
-		inner *= ext[i];
-	}
-}
-
 /* The element offset under addressing g (offset off) of output v of the thread at the
  * current tap: off + sum axis * stride, the output axis vi advanced by v. */
 static tinyc_gexpr *address(direct_b *b, const tinyc_mm_gather *g, int64_t off, int v)
@@ -132,8 +121,8 @@ int tinyc_conv_direct_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sc
 	tinyc_gexpr *bid = tinyc_gx_cast(k, b.it, tinyc_gx_special(k, TINYC_GSP_BID_X));
 	tinyc_gexpr *tid = tinyc_gx_cast(k, b.it, tinyc_gx_special(k, TINYC_GSP_TID_X));
 	tinyc_gexpr *th = madd(&b, tid, 256, bid);	/* the thread's index */
-	split(&b, tinyc_gx_binary(k, TINYC_GX_MUL, th, cint(&b, V)), d->x.ext[0], no, b.out);
-	split(&b, tinyc_gx_var(k, tv), d->x.ext[1], d->x.nax[1], b.tap);
+	tinyc_conv_split(k, b.it, tinyc_gx_binary(k, TINYC_GX_MUL, th, cint(&b, V)), d->x.ext[0], no, b.out);
+	tinyc_conv_split(k, b.it, tinyc_gx_var(k, tv), d->x.ext[1], d->x.nax[1], b.tap);
 	/* a tap: acc[v] += x[o + v, t] (0 outside the image) * w[o, t] (w's stride along the
 	 * innermost axis is 0 for a depthwise conv, but kept general) */
 	tinyc_gstmt *tap = tinyc_gs_block(k);

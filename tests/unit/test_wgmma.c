@@ -101,6 +101,19 @@ static int has_wgmma(const compiled *c)
 	return 0;
 }
 
+/* Run the first n kernels of c's GPU IR module gm on the interpreter with io. */
+static void run_first_kernels(compiled *c, tinyc_gpu_module *gm, int n, tinyc_io *io)
+{
+	const tinyc_schedule *s = tinyc_module_schedule(c->m);
+	int saved = gm->nkernel;
+	gm->nkernel = n;
+	int rc = tinyc_gpu_run_interp(c->ctx, gm, s->bind ? s->bind->val : NULL, io);
+	gm->nkernel = saved;
+	if (rc < 0)
+		tinyc_ctx_print_diags(c->ctx, stderr);
+	cr_assert_eq(rc, 0);
+}
+
 /* The text dump of a stage. */
 static char *dump(compiled *c, const char *stage)
 {
@@ -291,13 +304,7 @@ Test(wgmma_plan, packing_kernels_on_the_interpreter)
 		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
 			tinyc_tensor_set(in[t], i, (double)(t * 200 + i + 1));	/* exact in half */
 	tinyc_io io = {3, in, 0, NULL};
-	int saved = gm->nkernel;
-	gm->nkernel = 2;	/* the packing kernels only */
-	int rc = tinyc_gpu_run_interp(c.ctx, gm, tinyc_module_schedule(c.m)->bind->val, &io);
-	gm->nkernel = saved;
-	if (rc < 0)
-		tinyc_ctx_print_diags(c.ctx, stderr);
-	cr_assert_eq(rc, 0);
+	run_first_kernels(&c, gm, 2, &io);	/* the packing kernels only */
 	cr_assert_eq(io.nout, 3);
 	for (int64_t r = 0; r < 13; r++)
 		for (int64_t k = 0; k < 16; k++)
@@ -342,14 +349,7 @@ Test(wgmma_plan, conv_im2col_packed_m_major_on_the_interpreter)
 	for (int64_t i = 0; i < tinyc_tensor_numel(in[0]); i++)
 		tinyc_tensor_set(in[0], i, (double)(i + 1));	/* exact in half */
 	tinyc_io io = {3, in, 0, NULL};
-	int saved = gm->nkernel;
-	gm->nkernel = 1;	/* the packing kernel of A only */
-	const tinyc_schedule *s = tinyc_module_schedule(c.m);
-	int rc = tinyc_gpu_run_interp(c.ctx, gm, s->bind ? s->bind->val : NULL, &io);
-	gm->nkernel = saved;
-	if (rc < 0)
-		tinyc_ctx_print_diags(c.ctx, stderr);
-	cr_assert_eq(rc, 0);
+	run_first_kernels(&c, gm, 1, &io);	/* the packing kernel of A only */
 	cr_assert_eq(io.nout, 2);
 	for (int64_t k = 0; k < 75; k++)
 		for (int64_t m = 0; m < 32; m++) {
