@@ -42,6 +42,11 @@ void tinyc_rearrange_launch_dims(const tinyc_rearrange_plan *plan, unsigned grid
 int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
 			  const tinyc_indexbook *ib, int kernel);
 
+/* The GPU IR builder of TINYC_PLAN_CONV_DIRECT plans (codegen/conv_direct.c, listed in
+ * gpuir_pass.c): a thread per output of a depthwise convolution. */
+int tinyc_conv_direct_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
+			    const tinyc_indexbook *ib, int kernel);
+
 /* The GPU IR builder of TINYC_PLAN_REARRANGE plans (listed in gpuir_pass.c): kernel
  * `kernel` of s, whose plan ext is a tinyc_rearrange_kplan, as a GPU IR kernel of gm with
  * two pointer parameters (the source buffer, const, and the destination buffer, typed as

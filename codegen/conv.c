@@ -8,14 +8,13 @@ static tinyc_gexpr *cint(tinyc_mmk *b, int64_t v)
 	return tinyc_gx_int(b->k, b->it, v);
 }
 
-/* The axes of coordinate x (extents ext[0..n), outer first): axis i is
- * x / (ext[i+1] * .. * ext[n-1]) % ext[i] (no remainder for the outermost). */
-static void split(tinyc_mmk *b, tinyc_gexpr *x, const int64_t *ext, int n, tinyc_gexpr **out)
+void tinyc_conv_split(tinyc_gkernel *k, tinyc_dtype it, tinyc_gexpr *x, const int64_t *ext, int n,
+		      tinyc_gexpr **out)
 {
 	int64_t inner = 1;
 	for (int i = n - 1; i >= 0; i--) {
-		tinyc_gexpr *q = inner == 1 ? x : tinyc_gx_binary(b->k, TINYC_GX_DIV, x, cint(b, inner));
-		out[i] = i ? tinyc_gx_binary(b->k, TINYC_GX_MOD, q, cint(b, ext[i])) : q;
+		tinyc_gexpr *q = inner == 1 ? x : tinyc_gx_binary(k, TINYC_GX_DIV, x, tinyc_gx_int(k, it, inner));
+		out[i] = i ? tinyc_gx_binary(k, TINYC_GX_MOD, q, tinyc_gx_int(k, it, ext[i])) : q;
 		inner *= ext[i];
 	}
 }
@@ -25,8 +24,8 @@ tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gex
 {
 	const tinyc_mm_gather *g = &op->gather;
 	tinyc_gexpr *ax[2][TINYC_GATHER_AXES];
-	split(b, row, g->ext[0], g->nax[0], ax[0]);
-	split(b, col, g->ext[1], g->nax[1], ax[1]);
+	tinyc_conv_split(b->k, b->it, row, g->ext[0], g->nax[0], ax[0]);
+	tinyc_conv_split(b->k, b->it, col, g->ext[1], g->nax[1], ax[1]);
 	tinyc_gexpr *e = tinyc_mmk_poly(b, &op->offset);
 	for (int r = 0; r < 2; r++)
 		for (int i = 0; i < g->nax[r]; i++)

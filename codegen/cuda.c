@@ -625,6 +625,8 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 	case TINYC_GS_DECL: {
 		const tinyc_gvar *v = &p->k->vars[s->dst.var];
 		if (v->kind == TINYC_GV_REG_ARRAY) {
+			if (v->align > 0)	/* read as a vector (16-byte copies) */
+				tinyc_buf_printf(o, "__align__(%d) ", v->align);
 			tinyc_buf_printf(o, "%s %s[%" PRId64 "];\n", ctype(v->dtype), v->name, v->count);
 			if (s->value) {
 				cindent(p, depth);

@@ -20,6 +20,7 @@ static const tinyc_gpu_builder builders[] = {
 	{TINYC_PLAN_MATMUL, tinyc_matmul_build},
 	{TINYC_PLAN_ROWFUSE, tinyc_rowfuse_build},	/* row groups (codegen/rowfuse.c) */
 	{TINYC_PLAN_ATTENTION, tinyc_attention_build},
+	{TINYC_PLAN_CONV_DIRECT, tinyc_conv_direct_build},	/* codegen/conv_direct.c */
 };
 
 tinyc_gpu_module *tinyc_gpuir_build(tinyc_ctx *ctx, const tinyc_schedule *s,

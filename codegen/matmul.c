@@ -1111,9 +1111,10 @@ static int64_t bound_poly(const tinyc_gpu_module *gm, const tinyc_evt_poly *p)
  * in the packed layout (sched/matmul.h: the tile layout's contiguous axis c, rows along
  * the other axis o padded to 8 elements, then the batch), and the kernel "NAME_packA" (B),
  * appended to gm before the matmul kernel, that fills it: each of 256 threads writes 4
- * words (column pairs) of a row, consecutive threads consecutive words (128-byte stores
- * per warp), from two 2-byte loads each (consecutive threads consecutive elements); the
- * pad is written as zeros.  *out is the packed operand (buf: the workspace).  0, or -1
+ * words (8 elements along the contiguous axis) of a row with one 16-byte store,
+ * consecutive threads consecutive 16 bytes (512-byte stores per warp), from 2-byte loads
+ * (for an M-major im2col operand: along the output's innermost spatial axis); the pad is
+ * written as zeros.  *out is the packed operand (buf: the workspace).  0, or -1
  * with a diagnostic. */
 static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 			const tinyc_mm_tiles *t, int is_b, const char *name, tinyc_mm_operand *out)
@@ -1160,8 +1161,14 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	if (!k)
 		return -1;
 	int64_t W = padded / 2, chunks = (W + 1023) / 1024, blocks = chunks * O * L;
-	int64_t reach = off + (O - 1) * so + (C - 1) * sc + (L - 1) * sl;
-	tinyc_dtype it = !gathered && reach < INT32_MAX && elems < INT32_MAX && blocks < INT32_MAX / 1024
+	int64_t reach = (off < 0 ? -off : off) + (O - 1) * so + (C - 1) * sc + (L - 1) * sl;
+	if (gathered) {	/* the window's axes instead of the row and column strides */
+		reach = (off < 0 ? -off : off) + (L - 1) * sl;
+		for (int r = 0; r < 2; r++)
+			for (int i = 0; i < op->gather.nax[r]; i++)
+				reach += (op->gather.ext[r][i] - 1) * op->gather.stride[r][i];
+	}
+	tinyc_dtype it = reach < INT32_MAX && elems < INT32_MAX && blocks < INT32_MAX / 1024
 			 ? TINYC_INT : TINYC_LONG;
 	k->index_dtype = it;
 	k->block[0] = 256, k->block[1] = k->block[2] = 1;
@@ -1188,9 +1195,16 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	tinyc_gexpr *r = PK_B(TINYC_GX_MOD, row, PK_I(O)), *l = PK_B(TINYC_GX_DIV, row, PK_I(O));
 	tinyc_gexpr *base = PK_B(TINYC_GX_ADD, PK_I(off), PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, r, PK_I(so)),
 								  PK_B(TINYC_GX_MUL, l, PK_I(sl))));
+	/* thread t of chunk q: the 4 words (8 elements) from word w0 = 1024 q + 4 t of the row,
+	 * gathered into pk[0..4) (unrolled j loop), then one 16-byte store (W is a multiple
+	 * of 4: rows are padded to 8 elements) */
+	int pk = tinyc_gk_reg_array(k, "pk", TINYC_UINT, 4);
+	if (pk < 0)
+		return -1;
+	k->vars[pk].align = 16;
 	tinyc_gstmt *body = tinyc_gs_block(k);
-	tinyc_gexpr *wd = PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, q, PK_I(1024)),
-			       PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, tinyc_gx_var(k, jv), PK_I(256)), tid));
+	tinyc_gexpr *w0 = PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, q, PK_I(1024)), PK_B(TINYC_GX_MUL, tid, PK_I(4)));
+	tinyc_gexpr *wd = PK_B(TINYC_GX_ADD, w0, tinyc_gx_var(k, jv));
 	tinyc_gexpr *half[2];
 	/* a gathered operand: the im2col element of (r, col) of image l, 0 outside the window */
 	tinyc_mmk gb;
@@ -1200,8 +1214,8 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 		tinyc_gexpr *col = PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, wd, PK_I(2)), PK_I(h));
 		tinyc_gexpr *addr, *in = PK_B(TINYC_GX_LT, col, PK_I(C)), *guard = NULL;
 		if (gathered) {
-			addr = is_b ? tinyc_conv_addr(&gb, op, col, r, &guard)
-				    : tinyc_conv_addr(&gb, op, r, col, &guard);
+			addr = c == 0 ? tinyc_conv_addr(&gb, op, col, r, &guard)
+				      : tinyc_conv_addr(&gb, op, r, col, &guard);
 			if (guard)
 				in = PK_B(TINYC_GX_LAND, in, guard);
 		} else {
@@ -1213,9 +1227,13 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	if (gb.error)
 		return -1;
 	tinyc_gexpr *word = PK_B(TINYC_GX_OR, half[0], PK_B(TINYC_GX_SHL, half[1], tinyc_gx_int(k, TINYC_UINT, 16)));
-	tinyc_gs_append(k, body, tinyc_gs_store(k, dst, PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, row, PK_I(W)), wd),
-						word, PK_B(TINYC_GX_LT, wd, PK_I(W))));
-	if (tinyc_gs_append(k, k->body, tinyc_gs_for_range(k, jv, PK_I(0), PK_I(4), PK_I(1), 4, body)) < 0)
+	tinyc_gs_append(k, body, tinyc_gs_store(k, pk, tinyc_gx_var(k, jv), word, NULL));
+	tinyc_gstmt *st = tinyc_gs_block(k);
+	tinyc_gs_append(k, st, tinyc_gs_copy(k, dst, PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, row, PK_I(W)), w0),
+					      pk, PK_I(0), 4, NULL, 0));
+	if (tinyc_gs_append(k, k->body, tinyc_gs_decl(k, pk, NULL)) < 0 ||
+	    tinyc_gs_append(k, k->body, tinyc_gs_for_range(k, jv, PK_I(0), PK_I(4), PK_I(1), 4, body)) < 0 ||
+	    tinyc_gs_append(k, k->body, tinyc_gs_if(k, PK_B(TINYC_GX_LT, w0, PK_I(W)), st, NULL)) < 0)
 		return -1;
 #undef PK_I
 #undef PK_B

@@ -121,6 +121,10 @@ int tinyc_mmk_param(tinyc_mmk *b, int buf, int written);
 /* Append s to block (records a failure in b->error). */
 void tinyc_mmk_append(tinyc_mmk *b, tinyc_gstmt *block, tinyc_gstmt *s);
 
+/* codegen/conv.c: the axes of coordinate x (extents ext[0..n), outer first) into out[]:
+ * axis i is x / (ext[i+1] * .. * ext[n-1]) % ext[i] (no remainder for the outermost). */
+void tinyc_conv_split(tinyc_gkernel *k, tinyc_dtype it, tinyc_gexpr *x, const int64_t *ext, int n,
+		      tinyc_gexpr **out);
 /* codegen/conv.c: the element offset of (row, col) of gathered operand op (im2col, see
  * sched/conv.h); *guard: the window's predicate (NULL: none). */
 tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,

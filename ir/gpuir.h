@@ -66,7 +66,8 @@ typedef struct tinyc_gvar {
 	tinyc_dtype dtype;	/* element / value type (TINYC_DTYPE_NONE for TMAP) */
 	int is_const;		/* PARAM_PTR: the kernel only reads through it */
 	int64_t count;		/* SHARED, REG_ARRAY: number of elements */
-	int align;		/* SHARED: byte alignment (power of two, >= element size) */
+	int align;		/* SHARED, REG_ARRAY: byte alignment (power of two, >= element
+				 * size; 0 for a REG_ARRAY: its element's) */
 	int dynamic;		/* SHARED: placed in the dynamic segment at `offset` */
 	int64_t offset;		/* SHARED dynamic: byte offset in the dynamic segment */
 	int sym;		/* PARAM_INT: graph symbol it carries, else -1 */

@@ -138,6 +138,14 @@ int tinyc_conv_gather(struct isl_pw_multi_aff *acc, struct isl_set *dom, const i
 	return rc;
 }
 
+int tinyc_conv_pack_m_major(const tinyc_mm_gather *g)
+{
+	if (!g->on || g->nax[0] < 1)
+		return 0;
+	int64_t st = g->stride[0][g->nax[0] - 1];
+	return st == 1 || st == 2;
+}
+
 void tinyc_conv_print_gather(const tinyc_mm_gather *g, struct tinyc_buf *out)
 {
 	if (!g->on)

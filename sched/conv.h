@@ -44,9 +44,45 @@ int tinyc_conv_gather(struct isl_pw_multi_aff *acc, struct isl_set *dom, const i
 		      int nrow, const int *cols, int ncol, const int64_t *ext,
 		      const int64_t *stride, tinyc_mm_gather *g, char *why, size_t wsize);
 
+/* 1 when the packing kernel of gathered operand g (an A: rows m, columns k) should write
+ * it M-major: its innermost row axis steps 1 or 2 elements (a convolution of stride 1 or
+ * 2 along the output's innermost spatial axis), so that reads along m are coalesced. */
+int tinyc_conv_pack_m_major(const tinyc_mm_gather *g);
+
 /* " gathered (im2col): rows (2:8 8:1) cols (8:64 3:8 3:1) guards 3": the axes of each
  * coordinate as extent:stride, outer first (nothing when g is off). */
 struct tinyc_buf;
 void tinyc_conv_print_gather(const tinyc_mm_gather *g, struct tinyc_buf *out);
+
+/* A direct convolution (sched/conv_direct.c, plan kind TINYC_PLAN_CONV_DIRECT): a
+ * windowed contraction without n axes (depthwise), one thread per output element o
+ * summing x[o, t] * w[o, t] over the window's taps t.  The output axes (outer first, in
+ * the output's order) are the row axes and the window's axes the column axes of three
+ * im2col addressings: x with its strides and padding guards, w and y with theirs. */
+typedef struct tinyc_conv_direct {
+	tinyc_mm_gather x;		/* the input: rows = output axes, cols = taps */
+	tinyc_mm_gather w;		/* the weight (no guards) */
+	tinyc_mm_gather y;		/* the output (column strides 0, no guards) */
+	int64_t xoff, woff;		/* element offsets of x (the padding) and w */
+	int64_t outputs, taps;		/* output elements, taps per output */
+	int vaxis;			/* the innermost output axis of extent > 1 */
+	int per_thread;			/* consecutive outputs along it per thread (4, 2, 1:
+					 * the largest that divides its extent) */
+	int x_buf, w_buf, y_buf;	/* schedule buffers */
+	int acc;			/* the accumulator's tinyc_dtype */
+	int ncast;			/* the stored value: acc cast to cast[0] (the REDUCE's
+					 * dtype), then to cast[1..ncast) (its CASTs) */
+	int cast[8];			/* tinyc_dtype each */
+} tinyc_conv_direct;
+
+/* The direct convolution provider (listed in sched/plan.c after the matmul provider). */
+struct tinyc_plan_provider;
+extern const struct tinyc_plan_provider tinyc_plan_conv_direct;
+
+/* The schedule dump's lines of a DIRECT_CONV plan (each starts with two spaces). */
+struct tinyc_schedule;
+struct tinyc_plan;
+void tinyc_conv_direct_plan_print(const struct tinyc_schedule *s, const struct tinyc_plan *p,
+				  struct tinyc_buf *out);
 
 #endif

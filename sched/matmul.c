@@ -286,6 +286,11 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	if (pack) {
 		if (t->a_tma && t->b_tma)
 			return -1;
+		/* a gathered A whose consecutive rows are (nearly) consecutive elements (the
+		 * output's innermost spatial axis, stride 1 or 2): packed M-major, so that the
+		 * packing kernel reads and writes along m, coalesced */
+		if (prob->a.gather.on && tinyc_conv_pack_m_major(&prob->a.gather))
+			t->a_kmajor = 0;
 		t->pack_a = !t->a_tma, t->pack_b = !t->b_tma;
 		t->a_tma = t->b_tma = 1;
 	}
@@ -1114,8 +1119,12 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 			if (!(i ? t->pack_b : t->pack_a) ||
 			    tinyc_matmul_packed_operand(pr, t, s->bind ? s->bind->val : NULL, i, &po) < 0)
 				continue;
-			tinyc_buf_printf(out, "  pack: %s (rows not 16-byte aligned) copied first by a "
-					 "packing kernel into a workspace of strides (", i ? "B" : "A");
+			const tinyc_mm_operand *op = i ? &pr->b : &pr->a;
+			int mmaj = !i && op->gather.on && !t->a_kmajor;
+			tinyc_buf_printf(out, "  pack: %s (%s) copied first by a packing kernel into a "
+					 "workspace of strides (", i ? "B" : "A",
+					 mmaj ? "im2col, m-major: read and written along m"
+					 : op->gather.on ? "im2col" : "rows not 16-byte aligned");
 			for (int a = 0; a < 3; a++) {
 				if (a)
 					tinyc_buf_puts(out, ", ");

@@ -44,6 +44,7 @@
 static const tinyc_plan_provider *const providers[] = {
 	&tinyc_plan_generic,
 	&tinyc_plan_matmul,	/* contractions: replaces generic candidates (sched/matmul.c) */
+	&tinyc_plan_conv_direct,	/* depthwise convs: replaces generic candidates */
 	&tinyc_plan_rearrange,	/* after the others: replaces generic candidates */
 	&tinyc_plan_rowfuse,	/* row groups: replaces every other candidate (sched/rowfuse.c) */
 	&tinyc_plan_attention,	/* attention outputs: replaces every other candidate */
@@ -52,7 +53,7 @@ static const tinyc_plan_provider *const providers[] = {
 const char *tinyc_plan_kind_name(tinyc_plan_kind k)
 {
 	static const char *const n[] = {"map", "rowred", "matmul", "rearrange", "rowfuse",
-					 "attention"};
+					 "attention", "conv_direct"};
 	return k >= 0 && k < TINYC_PLAN_KIND_COUNT ? n[k] : "?";
 }
 
@@ -555,6 +556,8 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 			tinyc_buf_putc(out, '\n');
 			if (p->kind == TINYC_PLAN_MATMUL)
 				tinyc_matmul_plan_print(s, p, out);	/* tiles, binding, epilogue */
+			if (p->kind == TINYC_PLAN_CONV_DIRECT)
+				tinyc_conv_direct_plan_print(s, p, out);
 		}
 		tinyc_rearrange_schedule_print(s, k, out);	/* rearrange plan, or why not */
 		if (k->mm_why[0] && (!p || p->kind != TINYC_PLAN_MATMUL))

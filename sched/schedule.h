@@ -62,6 +62,8 @@ typedef enum tinyc_plan_kind {
 	TINYC_PLAN_ROWFUSE,	/* a row group: its row reductions and the ops between them as
 				 * one kernel, a warp or block per row (sched/rowfuse.c) */
 	TINYC_PLAN_ATTENTION,	/* flash-style attention (sched/attention.c, codegen/attention.c) */
+	TINYC_PLAN_CONV_DIRECT,	/* a depthwise conv, a thread per output (sched/conv_direct.c,
+				 * codegen/conv_direct.c) */
 	TINYC_PLAN_KIND_COUNT,
 } tinyc_plan_kind;
 

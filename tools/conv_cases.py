@@ -32,6 +32,13 @@ CASES = {
     "c1d_k4_s2_d2": ((2, 3, 17), 5, (4,), 2, 0, 2, 1, ""),
     "c3d_k3_p1": ((1, 2, 5, 4, 6), 3, (3, 3, 3), 1, 1, 1, 1, "bias"),
     "c3d_k2_s2": ((2, 2, 6, 6, 4), 3, (2, 2, 2), 2, 0, 1, 1, ""),
+    # depthwise without an epilogue: the direct conv kernel (sched/conv_direct.c); these
+    # are named after the others so that the others' seeds stay
+    "dw_k3_s2_odd": ((3, 5, 9, 7), 5, (3, 3), 2, 1, 1, 5, ""),
+    "dw_k5_d2_p3": ((2, 3, 8, 11), 3, (5, 5), 1, 3, 2, 3, ""),
+    # grouped: 2 input channels per group (the direct kernel), 16 (not: a GEMM's size)
+    "grp_k3_s2_g3": ((2, 6, 7, 5), 9, (3, 3), 2, 1, 1, 3, ""),
+    "grp_c16_g2": ((1, 32, 5, 6), 4, (3, 3), 1, 1, 1, 2, ""),
 }
 
 

@@ -37,6 +37,8 @@
 
 #define EPI_DIR TINYC_SOURCE_DIR "/tests/gpu/epilogue"
 #define BIAS_RELU TINYC_SOURCE_DIR "/examples/matmul_bias_relu.uop"
+#define CONV_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/c2d_k5_s2_p2_fp16.uop"
+#define BLOCK_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/resnet_block_fp16.uop"
 
 /* A compiled module and what it needs. */
 typedef struct compiled {
@@ -97,6 +99,19 @@ static int has_wgmma(const compiled *c)
 			return 1;
 	}
 	return 0;
+}
+
+/* Run the first n kernels of c's GPU IR module gm on the interpreter with io. */
+static void run_first_kernels(compiled *c, tinyc_gpu_module *gm, int n, tinyc_io *io)
+{
+	const tinyc_schedule *s = tinyc_module_schedule(c->m);
+	int saved = gm->nkernel;
+	gm->nkernel = n;
+	int rc = tinyc_gpu_run_interp(c->ctx, gm, s->bind ? s->bind->val : NULL, io);
+	gm->nkernel = saved;
+	if (rc < 0)
+		tinyc_ctx_print_diags(c->ctx, stderr);
+	cr_assert_eq(rc, 0);
 }
 
 /* The text dump of a stage. */
@@ -289,13 +304,7 @@ Test(wgmma_plan, packing_kernels_on_the_interpreter)
 		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
 			tinyc_tensor_set(in[t], i, (double)(t * 200 + i + 1));	/* exact in half */
 	tinyc_io io = {3, in, 0, NULL};
-	int saved = gm->nkernel;
-	gm->nkernel = 2;	/* the packing kernels only */
-	int rc = tinyc_gpu_run_interp(c.ctx, gm, tinyc_module_schedule(c.m)->bind->val, &io);
-	gm->nkernel = saved;
-	if (rc < 0)
-		tinyc_ctx_print_diags(c.ctx, stderr);
-	cr_assert_eq(rc, 0);
+	run_first_kernels(&c, gm, 2, &io);	/* the packing kernels only */
 	cr_assert_eq(io.nout, 3);
 	for (int64_t r = 0; r < 13; r++)
 		for (int64_t k = 0; k < 16; k++)
@@ -305,6 +314,52 @@ Test(wgmma_plan, packing_kernels_on_the_interpreter)
 		for (int64_t n = 0; n < 16; n++)
 			cr_assert_eq(tinyc_tensor_get(io.out[2], k * 16 + n),
 				     n < 11 ? (double)(200 + k * 11 + n + 1) : 0.0, "B packed (%d, %d)", (int)k, (int)n);
+	tinyc_io_clear_outputs(&io);
+	for (int t = 0; t < 3; t++)
+		tinyc_tensor_free(in[t]);
+	compiled_free(&c);
+}
+
+/* The im2col packing kernel of a convolution (sched/conv.h), run alone on the GPU IR
+ * interpreter: conv2d x[1,3,11,9], 5x5, stride 2, padding 2 in half (OH = 6, OW = 5: M = 30,
+ * K = 75) packs A M-major (m contiguous, rows of 32), each element the input pixel of the
+ * window worked out here from the conv's parameters, 0 in the padding and in the pad. */
+Test(wgmma_plan, conv_im2col_packed_m_major_on_the_interpreter)
+{
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	setenv("TINYC_WGMMA_PACK", "1", 1);
+	compiled c;
+	cr_assert_eq(compile_to(&c, CONV_FP16, NULL, "sm_90a", NULL, "gpuir"), 0, "%s", first_kind(c.ctx));
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_WGMMA_PACK");
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert(mp->prob.a.gather.on && mp->t.pack_a && !mp->t.a_kmajor, "A gathered, packed m-major");
+	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
+	int ws = -1;
+	for (int i = 0; i < gm->nbuf; i++)
+		if (!strcmp(gm->bufs[i].name, "pkA_k0_y"))
+			ws = i;
+	cr_assert(ws >= 0 && gm->nkernel == 3);
+	gm->bufs[ws].role = TINYC_GB_OUTPUT;
+	gm->bufs[ws].index = 1;
+	int64_t xs[4] = {1, 3, 11, 9}, wsh[4] = {4, 3, 5, 5}, bs[1] = {4};
+	tinyc_tensor *in[3] = {tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, xs),
+			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, wsh),
+			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 1, bs)};
+	for (int64_t i = 0; i < tinyc_tensor_numel(in[0]); i++)
+		tinyc_tensor_set(in[0], i, (double)(i + 1));	/* exact in half */
+	tinyc_io io = {3, in, 0, NULL};
+	run_first_kernels(&c, gm, 1, &io);	/* the packing kernel of A only */
+	cr_assert_eq(io.nout, 2);
+	for (int64_t k = 0; k < 75; k++)
+		for (int64_t m = 0; m < 32; m++) {
+			int64_t ci = k / 25, kh = k / 5 % 5, kw = k % 5, oh = m / 5, ow = m % 5;
+			int64_t ih = oh * 2 + kh - 2, iw = ow * 2 + kw - 2;
+			double want = m < 30 && ih >= 0 && ih < 11 && iw >= 0 && iw < 9
+					      ? (double)(ci * 99 + ih * 9 + iw + 1) : 0.0;
+			cr_assert_eq(tinyc_tensor_get(io.out[1], k * 32 + m), want, "A packed (k %d, m %d)",
+				     (int)k, (int)m);
+		}
 	tinyc_io_clear_outputs(&io);
 	for (int t = 0; t < 3; t++)
 		tinyc_tensor_free(in[t]);
@@ -530,6 +585,16 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	cr_assert(strstr(cu, "Y_x2[") && strstr(cu, "= stage["), "the staged rows as words");
 	free(cu);
 	nvrtc_ok(&c, "sm_90a", "bias_relu 509x506x121 staged words");
+	compiled_free(&c);
+	/* convolutions: the fp16 BasicBlock (A packed m-major by the im2col kernel) and an odd
+	 * strided conv (M = 30, K = 75: both operands packed) */
+	cr_assert_eq(compile_to(&c, BLOCK_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
+	cr_assert(chosen(&c)->t.pack_a && !chosen(&c)->t.a_kmajor);
+	nvrtc_ok(&c, "sm_90a", "resnet_block_fp16");
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, CONV_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
+	cr_assert(chosen(&c)->t.pack_a && chosen(&c)->t.pack_b);
+	nvrtc_ok(&c, "sm_90a", "c2d_k5_s2_p2_fp16");
 	compiled_free(&c);
 }
 
