@@ -22,7 +22,7 @@
 #define TINYC_CODEGEN_GPU_H
 
 #include "ir/gpuir.h"
-#include "ir/pass.h"
+#include "ir/uop.h"
 #include "ir/tensor.h"
 #include "lower/lower.h"
 #include "runtime/runtime.h"
@@ -126,12 +126,6 @@ typedef struct tinyc_gpu_builder {
 /* The GPU IR module of a planned schedule: buffers (as in s) and kernels in launch order. */
 __tinyc_give tinyc_gpu_module *tinyc_gpuir_build(tinyc_ctx *ctx, const tinyc_schedule *s,
 						 const tinyc_indexbook *ib);
-/* The "gpuir" pass (needs the "indexbook" and "schedule" stages). */
-int tinyc_gpuir_pass_run(tinyc_module *m);
-int tinyc_gpuir_pass_verify(tinyc_module *m);
-int tinyc_gpuir_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_gpuir_pass_free(void *ir);
-tinyc_gpu_module *tinyc_module_gpuir(const tinyc_module *m);
 
 /* ---- cuda.c ---- */
 
@@ -150,11 +144,11 @@ typedef struct tinyc_cuda_text {
 	size_t len;		/* its length */
 } tinyc_cuda_text;
 
-int tinyc_cuda_pass_run(tinyc_module *m);
-int tinyc_cuda_pass_verify(tinyc_module *m);
-int tinyc_cuda_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_cuda_pass_free(void *ir);
-tinyc_cuda_text *tinyc_module_cuda(const tinyc_module *m);
+/* The whole module's CUDA text, or NULL (diagnostics). */
+__tinyc_give tinyc_cuda_text *tinyc_cuda_text_build(tinyc_ctx *ctx, const tinyc_gpu_module *gm);
+/* Every kernel of gm appears in t with its launch comment, and braces balance.  0 or -1. */
+int tinyc_cuda_text_verify(tinyc_ctx *ctx, const tinyc_cuda_text *t, const tinyc_gpu_module *gm);
+void tinyc_cuda_text_free(__tinyc_take tinyc_cuda_text *t);
 
 /* ---- gpu_run.c ---- */
 

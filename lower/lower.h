@@ -27,7 +27,6 @@
 #include <stdint.h>
 
 #include "ir/ctx.h"
-#include "ir/pass.h"
 #include "ir/uop.h"
 
 /* ---- index expressions ------------------------------------------------------------------ */
@@ -148,14 +147,6 @@ const tinyc_ix *tinyc_ix_substitute(tinyc_indexbook *ib, __tinyc_keep const tiny
 int tinyc_ix_range(__tinyc_keep const tinyc_indexbook *ib, __tinyc_keep const tinyc_ix *e,
 		   const int64_t *ext, int64_t *lo, int64_t *hi);
 
-/* The "indexbook" pass: m->stage[tinyc_pass_find("indexbook")] holds a tinyc_indexbook. */
-int tinyc_indexbook_pass_run(tinyc_module *m);
-int tinyc_indexbook_pass_verify(tinyc_module *m);
-int tinyc_indexbook_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_indexbook_pass_free(void *ir);
-/* The IndexBook of a module, or NULL when the pass has not run. */
-tinyc_indexbook *tinyc_module_indexbook(const tinyc_module *m);
-
 /* ==== RB-SSA: builder, IndexBook cross-check, pass (lower/rbssa_build.c) and CPU
  * interpreter (lower/rbssa_interp.c).  The IR itself is ir/rbssa.h. ======================== */
 
@@ -181,14 +172,6 @@ int tinyc_rbssa_check_indexbook(tinyc_ctx *ctx, __tinyc_keep const struct tinyc_
  * 0, or -1 with diagnostics (MissingInput, InputMismatch, UnboundSymbol, ...). */
 int tinyc_rbssa_run(tinyc_ctx *ctx, __tinyc_keep const struct tinyc_rbssa *f,
 		    __tinyc_keep const tinyc_bindings *b, struct tinyc_io *io);
-
-/* The "rbssa" pass: m->stage[tinyc_pass_find("rbssa")] holds a struct tinyc_rbssa. */
-int tinyc_rbssa_pass_run(tinyc_module *m);
-int tinyc_rbssa_pass_verify(tinyc_module *m);
-int tinyc_rbssa_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_rbssa_pass_free(void *ir);
-/* The RB-SSA function of a module, or NULL when the pass has not run. */
-struct tinyc_rbssa *tinyc_module_rbssa(const tinyc_module *m);
 
 /* ---- epilogue graphs (lower/evt_extract.c, lower/evt_passes.c) --------------------------
  *
@@ -235,13 +218,7 @@ int tinyc_evt_pass_cse(tinyc_ctx *ctx, tinyc_evt *g);
 int tinyc_evt_pass_dce(tinyc_ctx *ctx, tinyc_evt *g);
 int tinyc_evt_pass_sort(tinyc_ctx *ctx, tinyc_evt *g);
 int tinyc_evt_run_passes(tinyc_ctx *ctx, tinyc_evt *g);
-
-/* The "evt" pass: m->stage[tinyc_pass_find("evt")] holds a tinyc_evt_set. */
-int tinyc_evt_pass_run(tinyc_module *m);
-int tinyc_evt_pass_verify(tinyc_module *m);
-int tinyc_evt_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_evt_pass_free(void *ir);
-/* The epilogue graphs of a module, or NULL when the pass has not run. */
-tinyc_evt_set *tinyc_module_evt(const tinyc_module *m);
+/* Verify every graph of an extracted set (dtypes included).  0 or -1. */
+int tinyc_evt_set_verify(tinyc_ctx *ctx, __tinyc_keep const tinyc_evt_set *s);
 
 #endif

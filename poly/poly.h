@@ -27,7 +27,7 @@
 #include <isl/union_set.h>
 
 #include "ir/ctx.h"
-#include "ir/pass.h"
+#include "ir/uop.h"
 #include "lower/lower.h"
 
 /* ---- isl helpers (poly/isl_util.c) ------------------------------------------------------- */
@@ -177,13 +177,6 @@ __tinyc_give isl_union_set *tinyc_polyview_domains(__tinyc_keep const tinyc_poly
 __tinyc_give isl_union_map *tinyc_polyview_reads(__tinyc_keep const tinyc_polyview *pv);
 __tinyc_give isl_union_map *tinyc_polyview_writes(__tinyc_keep const tinyc_polyview *pv);
 
-/* The "polyview" pass. */
-int tinyc_polyview_pass_run(tinyc_module *m);
-int tinyc_polyview_pass_verify(tinyc_module *m);
-int tinyc_polyview_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_polyview_pass_free(void *ir);
-tinyc_polyview *tinyc_module_polyview(const tinyc_module *m);
-
 /* ==== Poly-Core (poly/polycore.c): the pre-schedule analysis of seed 002 §4 ===============
  *
  * Per Poly-View statement: which axes are parallel, which are carried by the statement's own
@@ -266,12 +259,5 @@ int tinyc_polycore_verify(tinyc_ctx *ctx, __tinyc_keep const tinyc_polycore *pc)
 /* The stable text dump (format documented in poly/polycore.c). */
 void tinyc_polycore_print(__tinyc_keep const tinyc_polycore *pc, tinyc_buf *out);
 void tinyc_polycore_free(__tinyc_take tinyc_polycore *pc);
-
-/* The "polycore" pass (after "rbssa"; reads the module's Poly-View). */
-int tinyc_polycore_pass_run(tinyc_module *m);
-int tinyc_polycore_pass_verify(tinyc_module *m);
-int tinyc_polycore_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_polycore_pass_free(void *ir);
-tinyc_polycore *tinyc_module_polycore(const tinyc_module *m);
 
 #endif

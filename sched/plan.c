@@ -1,5 +1,5 @@
 /* The schedule plan of the kernels that are not contractions (seed 002 §5, DESIGN.md §1):
- * candidates, estimates, the choice, the dump, and the "schedule" pass.
+ * candidates, estimates, the choice and the dump of the "schedule" stage.
  *
  * The cost model is the seed's, time = max(FLOPs / peak, bytes / bandwidth), divided by an
  * efficiency factor that says how much of the device a candidate keeps busy:
@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/pass.h"
 #include "lower/lower.h"
 #include "poly/poly.h"
 #include "sched/attention.h"
@@ -562,51 +561,3 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 	}
 }
 
-/* ------------------------------------------------------------------- pass ---- */
-
-/* The stage index of the "schedule" pass in m->stage. */
-static int schedule_stage(void)
-{
-	return tinyc_pass_find("schedule");
-}
-
-int tinyc_schedule_pass_run(tinyc_module *m)
-{
-	int st = schedule_stage();
-	if (st < 0 || !m->uop)
-		return tinyc_error(m->ctx, "PipelineError", "the schedule pass needs the uop stage");
-	/* partition, row groups (sched/rowfuse.c), plans; the earlier stages are only lent
-	 * to the providers (they may be freed before the schedule) */
-	tinyc_schedule *s = tinyc_schedule_build(m->ctx, m->uop, m->bind, m->opt.target,
-						 tinyc_module_polyview(m), tinyc_module_evt(m));
-	if (!s)
-		return -1;
-	m->stage[st] = s;
-	return 0;
-}
-
-int tinyc_schedule_pass_verify(tinyc_module *m)
-{
-	tinyc_schedule *s = tinyc_module_schedule(m);
-	return s ? tinyc_schedule_verify(m->ctx, s) : -1;
-}
-
-int tinyc_schedule_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
-{
-	tinyc_schedule *s = tinyc_module_schedule(m);
-	if (fmt != TINYC_FMT_TEXT || !s)
-		return -1;
-	tinyc_schedule_print(s, out);
-	return 0;
-}
-
-void tinyc_schedule_pass_free(void *ir)
-{
-	tinyc_schedule_free(ir);
-}
-
-tinyc_schedule *tinyc_module_schedule(const tinyc_module *m)
-{
-	int st = schedule_stage();
-	return st >= 0 ? m->stage[st] : NULL;
-}

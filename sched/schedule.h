@@ -29,7 +29,6 @@
 #include <stdint.h>
 
 #include "ir/ctx.h"
-#include "ir/pass.h"
 #include "ir/uop.h"
 #include "runtime/runtime.h"
 
@@ -195,14 +194,5 @@ const char *tinyc_plan_kind_name(tinyc_plan_kind k);
 
 /* The generic provider (MAP and ROWRED plans), defined in plan.c. */
 extern const tinyc_plan_provider tinyc_plan_generic;
-
-/* The "schedule" pass: m->stage[tinyc_pass_find("schedule")] holds a tinyc_schedule built
- * from the verified UOp graph and m->bind, for m->opt.target (or the driver's device). */
-int tinyc_schedule_pass_run(tinyc_module *m);
-int tinyc_schedule_pass_verify(tinyc_module *m);
-int tinyc_schedule_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_schedule_pass_free(void *ir);
-/* The schedule of a module, or NULL when the pass has not run. */
-tinyc_schedule *tinyc_module_schedule(const tinyc_module *m);
 
 #endif
