@@ -173,7 +173,7 @@ int tinyc_rbssa_check_indexbook(tinyc_ctx *ctx, __tinyc_keep const struct tinyc_
 int tinyc_rbssa_run(tinyc_ctx *ctx, __tinyc_keep const struct tinyc_rbssa *f,
 		    __tinyc_keep const tinyc_bindings *b, struct tinyc_io *io);
 
-/* ---- epilogue graphs (lower/evt_extract.c, lower/evt_passes.c) --------------------------
+/* ---- epilogue graphs (poly/evt_extract.c, lower/evt_passes.c) --------------------------
  *
  * The "evt" stage: for every contraction the Poly-View tagged, the region of the UOp DAG
  * that consumes its REDUCE becomes an epilogue graph (ir/evt.h) that runs on the
@@ -181,26 +181,10 @@ int tinyc_rbssa_run(tinyc_ctx *ctx, __tinyc_keep const struct tinyc_rbssa *f,
  * its strides along (m, n, l) (seed 001: (0,1,0) row vector, (1,0,0) column vector,
  * (0,0,0) scalar, otherwise AuxLoad), makes each OUTPUT an AuxStore and each REDUCE over
  * m and/or n a reduction node; a consumer that cannot run in the epilogue stays a separate
- * kernel, with the reason in the dump.  Then the graph passes run (types, cse, dce, sort).
+ * kernel, with the reason in the dump (poly/poly.h: tinyc_evt_extract).  Then the graph
+ * passes below run (types, cse, dce, sort).
  */
 #include "ir/evt.h"
-
-struct tinyc_polyview;
-
-/* The epilogue graphs of a Poly-View (one entry per contraction). */
-__tinyc_give tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx,
-					      __tinyc_keep const struct tinyc_polyview *pv);
-
-/* The strides and offset of an affine access acc (from an nin-dimensional space, restricted
- * to dom, may be NULL) into array node `array` (a BUFFER/OUTPUT, strided or row-major, or any
- * value stored row-major): strides[i] is the element stride along input dim i, *offset the
- * element offset of the origin.  -1 with *why (a new string) when the access is piecewise,
- * divides, or the polynomials overflow. */
-struct isl_pw_multi_aff;
-struct isl_set;
-int tinyc_evt_access_layout(const tinyc_graph *g, struct isl_pw_multi_aff *acc,
-			    struct isl_set *dom, const tinyc_uop *array, int nin,
-			    tinyc_evt_poly *strides, tinyc_evt_poly *offset, char **why);
 
 /* Passes on one graph; each logs its changes in g->log.  The graph must verify
  * structurally (tinyc_evt_verify with types = 0) first.
@@ -218,7 +202,19 @@ int tinyc_evt_pass_cse(tinyc_ctx *ctx, tinyc_evt *g);
 int tinyc_evt_pass_dce(tinyc_ctx *ctx, tinyc_evt *g);
 int tinyc_evt_pass_sort(tinyc_ctx *ctx, tinyc_evt *g);
 int tinyc_evt_run_passes(tinyc_ctx *ctx, tinyc_evt *g);
-/* Verify every graph of an extracted set (dtypes included).  0 or -1. */
-int tinyc_evt_set_verify(tinyc_ctx *ctx, __tinyc_keep const tinyc_evt_set *s);
+
+/* ---- producers.c: what a contraction reads (a UOp graph analysis) ---- */
+
+/* Whether operand `which` of node u is used without broadcasting (each element of u reads
+ * a distinct element of the operand). */
+int tinyc_operand_injective(const tinyc_graph *g, const tinyc_bindings *b, int u, int which);
+/* The MUL of contraction r (a REDUCE ADD over, through CASTs and movement, a MUL), or -1
+ * when r is not one. */
+int tinyc_contraction_mul(const tinyc_graph *g, int r);
+/* mark[i] = 1 for every computed value (not a BUFFER or CONST below movement and CASTs)
+ * that a contraction's MUL reads with broadcasting: it is materialised instead of being
+ * recomputed inside the contraction's k loop.  mark has g->n entries; b may be NULL. */
+void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
+				 unsigned char *mark);
 
 #endif

@@ -40,7 +40,6 @@
 #include <isl/space.h>
 
 #include "poly/poly.h"
-#include "sched/schedule.h"
 
 /* Is node u a movement op that Poly-View folds into accesses? */
 static int is_movement(const tinyc_uop *u)
@@ -254,7 +253,7 @@ static int view_divs(const view *v)
  * this keeps the divisions handed to isl few. */
 static int build_views(pvb *b)
 {
-	/* a view a contraction reads with broadcasting is stored (sched/producers.c) */
+	/* a view a contraction reads with broadcasting is stored (lower/producers.c) */
 	tinyc_contraction_producers(b->g, b->ib->bind, (unsigned char *)b->stored);
 	for (int u = 0; u < b->g->n; u++) {
 		if (!is_movement(&b->g->nodes[u]))

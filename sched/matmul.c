@@ -80,7 +80,7 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 	prob->m = prob->n = prob->k = prob->l = (tinyc_dim){1, -1};
 	/* the axes of each role (m, n, k, batch), outer first; several axes of one role merge
 	 * into one when every operand's strides compose (stride(outer) = size(inner) *
-	 * stride(inner)), as the epilogue's coordinates do (lower/evt_extract.c) */
+	 * stride(inner)), as the epilogue's coordinates do (poly/evt_extract.c) */
 	int ax[4][TINYC_MAX_RANK + 1], nax[4] = {0, 0, 0, 0};
 	for (int a = 0; a < c->naxes; a++) {
 		int r = c->role[a] == TINYC_ROLE_M   ? 0

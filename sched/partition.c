@@ -38,54 +38,6 @@ double tinyc_sched_dim_est(const tinyc_schedule *s, const tinyc_dim *d)
 	return v >= 0 ? (double)v : (double)s->assumed_sym;
 }
 
-/* Value of a dim under bindings b (may be NULL), -1 when unknown. */
-static int64_t dim_value(const tinyc_dim *d, const tinyc_bindings *b)
-{
-	if (d->sym < 0)
-		return d->val;
-	return b ? tinyc_dim_value(d, b) : -1;
-}
-
-/* Whether two dims are certainly equal. */
-static int dims_same(const tinyc_dim *a, const tinyc_dim *b, const tinyc_bindings *bind)
-{
-	if (a->sym >= 0 && a->sym == b->sym)
-		return 1;
-	int64_t va = dim_value(a, bind), vb = dim_value(b, bind);
-	return va >= 0 && va == vb;
-}
-
-int tinyc_operand_injective(const tinyc_graph *g, const tinyc_bindings *b, int u, int which)
-{
-	const tinyc_uop *n = &g->nodes[u];
-	const tinyc_uop *o = &g->nodes[n->src[which]];
-	switch (n->op) {
-	case TINYC_OP_EXPAND:
-		for (int d = 0; d < n->rank && d < o->rank; d++)
-			if (!dims_same(&o->shape[d], &n->shape[d], b))
-				return 0;
-		return o->rank == n->rank;
-	case TINYC_OP_REDUCE:
-	case TINYC_OP_RESHAPE:
-	case TINYC_OP_PERMUTE:
-	case TINYC_OP_PAD:
-	case TINYC_OP_SHRINK:
-	case TINYC_OP_FLIP:
-	case TINYC_OP_CONTIGUOUS:
-	case TINYC_OP_OUTPUT:
-		return 1;
-	default:
-		break;
-	}
-	/* elementwise: right-aligned broadcasting */
-	if (o->rank != n->rank)
-		return 0;
-	for (int d = 0; d < n->rank; d++)
-		if (!dims_same(&o->shape[d], &n->shape[d], b))
-			return 0;
-	return 1;
-}
-
 int tinyc_reduce_axes(const tinyc_graph *g, int node, int *axes)
 {
 	const tinyc_uop *u = &g->nodes[node];

@@ -67,32 +67,32 @@ static int fp32_lanes_per_sm(tinyc_arch a)
 	return 128;
 }
 
-int tinyc_schedule_set_device(tinyc_ctx *ctx, tinyc_schedule *s, const char *opt_target)
+int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sched_options *o)
 {
-	const tinyc_device_info *d = NULL;
-	if (opt_target) {
-		if (!(d = tinyc_target_info(ctx, opt_target)))
-			return -1;
-		s->dev = *d;
-		s->dev_origin = "--target";
-	} else if (tinyc_cuda_available()) {
-		tinyc_ctx *quiet = tinyc_ctx_alloc();	/* a failure here falls back, silently */
-		tinyc_cuda *cu = quiet ? tinyc_cuda_open(quiet, 0) : NULL;
-		if (cu) {
-			s->dev = *tinyc_cuda_device_info(cu);
-			s->dev_origin = "driver";
-			tinyc_cuda_close(cu);
-		}
-		tinyc_ctx_free(quiet);
-	}
-	if (!s->dev_origin) {
-		if (!(d = tinyc_target_info(ctx, "sm_80")))
-			return -1;
-		s->dev = *d;
-		s->dev_origin = "default target (no GPU found; give --target)";
-	}
+	const tinyc_device_info *d = tinyc_target_info(ctx, target ? target : "sm_80");
+	if (!d)
+		return -1;
+	memset(o, 0, sizeof(*o));
+	o->dev = *d;
+	o->dev_origin = target ? "--target" : "default target (no GPU found; give --target)";
+	return 0;
+}
+
+void tinyc_schedule_set_options(tinyc_schedule *s, const tinyc_sched_options *o)
+{
+	s->opt = *o;
+	s->dev = o->dev;
+	s->dev_origin = o->dev_origin;
 	s->fp32_tflops = 2.0 * fp32_lanes_per_sm(s->dev.arch) * s->dev.sm_count *
 			 (s->dev.clock_khz * 1e3) / 1e12;
+}
+
+int tinyc_schedule_set_device(tinyc_ctx *ctx, tinyc_schedule *s, const char *opt_target)
+{
+	tinyc_sched_options o;
+	if (tinyc_sched_options_for_target(ctx, opt_target, &o) < 0)
+		return -1;
+	tinyc_schedule_set_options(s, &o);
 	return 0;
 }
 

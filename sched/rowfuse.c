@@ -323,7 +323,7 @@ static tinyc_rowgroup *add_group(tinyc_ctx *ctx, tinyc_rowfuse *rf, int root, co
 /* Partition with the flags fuse (NULL: none), set the device and plan.  The schedule gets
  * a row-group record with a copy of fuse so that the provider sees it. */
 static tinyc_schedule *plan_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b,
-				      const unsigned char *fuse, const char *target,
+				      const unsigned char *fuse, const tinyc_sched_options *opts,
 				      const struct tinyc_polyview *pv, const struct tinyc_evt_set *evts,
 				      int plan)
 {
@@ -336,8 +336,7 @@ static tinyc_schedule *plan_partition(tinyc_ctx *ctx, const tinyc_graph *g, cons
 	s->rowfuse->nnode = g->n;
 	if (fuse)
 		memcpy(s->rowfuse->fused, fuse, (size_t)g->n);
-	if (tinyc_schedule_set_device(ctx, s, target) < 0)
-		goto fail;
+	tinyc_schedule_set_options(s, opts);
 	if (plan) {
 		s->pv = pv;
 		s->evts = evts;
@@ -476,10 +475,10 @@ static double split_estimate(const tinyc_schedule *s0, const tinyc_skernel *k, c
 }
 
 tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b,
-				     const char *opt_target, const struct tinyc_polyview *pv,
+				     const tinyc_sched_options *opts, const struct tinyc_polyview *pv,
 				     const struct tinyc_evt_set *evts)
 {
-	tinyc_schedule *s0 = plan_partition(ctx, g, b, NULL, opt_target, pv, evts, 1);
+	tinyc_schedule *s0 = plan_partition(ctx, g, b, NULL, opts, pv, evts, 1);
 	tinyc_schedule *s1 = NULL, *s2 = NULL;
 	unsigned char *fuse = NULL;
 	tinyc_rowfuse *rf = NULL;
@@ -512,7 +511,7 @@ tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const
 	}
 	/* partition with the candidates inline until every group is well formed */
 	for (;;) {
-		s1 = plan_partition(ctx, g, b, fuse, opt_target, pv, evts, 0);
+		s1 = plan_partition(ctx, g, b, fuse, opts, pv, evts, 0);
 		if (!s1)
 			goto fail;
 		int cleared = check_groups(ctx, s1, fuse, rf);
@@ -564,7 +563,7 @@ tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const
 			if (!rf->groups[i].fused)
 				for (int j = 0; j < rf->groups[i].nred; j++)
 					fuse[rf->groups[i].reds[j]] = 0;
-		if (!(s2 = plan_partition(ctx, g, b, fuse, opt_target, pv, evts, 1)))
+		if (!(s2 = plan_partition(ctx, g, b, fuse, opts, pv, evts, 1)))
 			goto fail;
 		final = s2, s2 = NULL;
 	}

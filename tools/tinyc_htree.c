@@ -23,7 +23,7 @@
 #include "ir/ctx.h"
 #include "ir/htree.h"
 #include "ir/tensor.h"
-#include "runtime/htree_run.h"
+#include "driver/htree_run.h"
 #include "runtime/runtime.h"
 
 #ifndef TINYC_VERSION

@@ -1,4 +1,4 @@
-/* Unit tests of the epilogue graph (ir/evt.h, lower/evt_passes.c, lower/evt_extract.c):
+/* Unit tests of the epilogue graph (ir/evt.h, lower/evt_passes.c, poly/evt_extract.c):
  *   - the C API: seed 000's D = C + X built from nodes and an edge tuple, its dump compared
  *     with hand-written text; polynomials; the visit order;
  *   - malformed graphs (children out of range or missing, cycles, type clashes, bad layouts,
@@ -14,7 +14,7 @@
 #include <criterion/criterion.h>
 
 #include "ir/evt.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "lower/lower.h"
 
 /* ------------------------------------------------------------------ helpers ---- */

@@ -13,11 +13,12 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/tensor.h"
 #include "lower/lower.h"
 #include "runtime/runtime.h"
 #include "sched/rearrange.h"
+#include "driver/run.h"
 
 /* ------------------------------------------------------------------ helpers ---- */
 

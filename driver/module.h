@@ -1,15 +1,16 @@
 /* The pass framework (QBE style): a typed module holds one field per stage, a pass builds
  * its stage's IR from the stages it requires, and the driver runs the pipeline up to the
  * stage asked for, verifying after each pass.  The pipeline itself is the plain list in
- * lower/pipeline.c; the stage code below it knows nothing of the module.
+ * driver/pipeline.c; the stage code (ir/ .. codegen/) knows nothing of the module.
  */
-#ifndef TINYC_IR_PASS_H
-#define TINYC_IR_PASS_H
+#ifndef TINYC_DRIVER_MODULE_H
+#define TINYC_DRIVER_MODULE_H
 
 #include <stddef.h>
 
 #include "ir/ctx.h"
 #include "ir/uop.h"
+#include "sched/options.h"
 
 /* Output formats of a stage dump. */
 typedef enum tinyc_format {
@@ -58,6 +59,9 @@ typedef struct tinyc_module {
 	struct tinyc_schedule *schedule;	/* stage "schedule" (owned) */
 	struct tinyc_gpu_module *gpuir;		/* stage "gpuir" (owned) */
 	struct tinyc_cuda_text *cuda;		/* stage "cuda" (owned) */
+	int resolved;				/* sched_opt is resolved (once per module) */
+	tinyc_sched_options sched_opt;		/* the options record the schedule pass gets */
+	tinyc_tune_entry *tune;			/* the entries sched_opt.tune points to (owned) */
 } tinyc_module;
 
 /* One pass of the pipeline.  The driver's glue (tinyc_module_run_pass) checks `requires`,
@@ -88,6 +92,9 @@ __tinyc_give tinyc_module *tinyc_module_alloc(tinyc_ctx *ctx, const tinyc_source
 void tinyc_module_free(__tinyc_take tinyc_module *m);
 /* Free every stage built so far (the module can run its pipeline again). */
 void tinyc_module_reset(tinyc_module *m);
+/* Resolve m->sched_opt from m->opt.target, the device and the tuning cache, once
+ * (driver/options.c).  0 or -1. */
+int tinyc_module_resolve_options(tinyc_module *m);
 /* Whether stage `st` is built. */
 int tinyc_module_has(const tinyc_module *m, tinyc_stage st);
 /* Run pass number `i` alone: its required stages must be built; its stage's old IR is

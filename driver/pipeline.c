@@ -4,13 +4,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/rbssa.h"
 #include "lower/lower.h"
 #include "poly/poly.h"
 #include "sched/schedule.h"
 #include "sched/rowfuse.h"
 #include "codegen/gpu.h"
+#include "driver/options.h"
 
 /* ---- stage "uop": the UOp DAG and its bindings ---- */
 
@@ -189,7 +190,9 @@ static void evt_free(void *ir)
  * providers (they may be freed before the schedule). */
 static void *schedule_build(tinyc_module *m)
 {
-	return tinyc_schedule_build(m->ctx, m->uop, m->bind, m->opt.target, m->polyview, m->evt);
+	if (tinyc_module_resolve_options(m) < 0)
+		return NULL;
+	return tinyc_schedule_build(m->ctx, m->uop, m->bind, &m->sched_opt, m->polyview, m->evt);
 }
 
 static int schedule_verify(const tinyc_module *m)
@@ -363,7 +366,18 @@ void tinyc_module_free(tinyc_module *m)
 	if (!m)
 		return;
 	tinyc_module_reset(m);
+	free(m->tune);
 	free(m);
+}
+
+int tinyc_module_resolve_options(tinyc_module *m)
+{
+	if (m->resolved)
+		return 0;
+	if (tinyc_options_resolve(m->ctx, m->opt.target, &m->sched_opt, &m->tune) < 0)
+		return -1;
+	m->resolved = 1;
+	return 0;
 }
 
 int tinyc_module_run_pass(tinyc_module *m, int i)

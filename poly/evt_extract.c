@@ -48,7 +48,6 @@
 
 #include "lower/lower.h"
 #include "poly/poly.h"
-#include "sched/schedule.h"
 
 /* What a node is with respect to the contraction being extracted. */
 enum {
