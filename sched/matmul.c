@@ -1000,7 +1000,26 @@ static int matmul_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	return 0;
 }
 
-const tinyc_plan_provider tinyc_plan_matmul = {"matmul", matmul_propose};
+/* The dump lines of a chosen matmul plan: tiles, binding, epilogue. */
+static void matmul_print_plan(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out)
+{
+	const tinyc_plan *p = tinyc_skernel_plan(k);
+	if (p && p->kind == TINYC_PLAN_MATMUL)
+		tinyc_matmul_plan_print(s, p, out);
+}
+
+/* Why a contraction kernel did not get a matmul plan. */
+static void matmul_print_notes(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out)
+{
+	const tinyc_plan *p = tinyc_skernel_plan(k);
+	(void)s;
+	if (k->mm_why[0] && (!p || p->kind != TINYC_PLAN_MATMUL))
+		tinyc_buf_printf(out, "  not a matmul: %s\n", k->mm_why);
+}
+
+const tinyc_plan_provider tinyc_plan_matmul = {
+	"matmul", matmul_propose, NULL, NULL, matmul_print_plan, matmul_print_notes,
+};
 
 /* ------------------------------------------------------------------- dump ---- */
 

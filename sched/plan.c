@@ -38,8 +38,9 @@
 #define SERIAL_CONTIG_PENALTY 2.0	/* a thread walking its own contiguous row: each warp load
 					 * touches 32 sectors, later iterations hit them in L1 */
 
-/* Plan providers, tried in order for every kernel.  A new plan kind (the contraction
- * template, the rearrange kernel) adds its provider here. */
+/* Plan providers, tried in order for every kernel, their dump hooks called in the same
+ * order.  A new plan kind (the contraction template, the rearrange kernel) adds its
+ * provider record here. */
 static const tinyc_plan_provider *const providers[] = {
 	&tinyc_plan_generic,
 	&tinyc_plan_matmul,	/* contractions: replaces generic candidates (sched/matmul.c) */
@@ -47,6 +48,7 @@ static const tinyc_plan_provider *const providers[] = {
 	&tinyc_plan_rowfuse,	/* row groups: replaces every other candidate (sched/rowfuse.c) */
 	&tinyc_plan_attention,	/* attention outputs: replaces every other candidate */
 };
+#define NPROVIDERS (sizeof(providers) / sizeof(*providers))
 
 const char *tinyc_plan_kind_name(tinyc_plan_kind k)
 {
@@ -409,7 +411,7 @@ int tinyc_schedule_plan(tinyc_ctx *ctx, tinyc_schedule *s)
 {
 	for (int i = 0; i < s->nkern; i++) {
 		tinyc_skernel *k = &s->kerns[i];
-		for (size_t p = 0; p < sizeof(providers) / sizeof(*providers); p++)
+		for (size_t p = 0; p < NPROVIDERS; p++)
 			if (providers[p]->propose(ctx, s, k) < 0)
 				return -1;
 		k->choice = -1;
@@ -518,7 +520,9 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 		}
 		tinyc_buf_printf(out, " (%%%s)\n", g->nodes[b->node].id);
 	}
-	tinyc_rowfuse_print(s, out);	/* row groups and their decisions */
+	for (size_t j = 0; j < NPROVIDERS; j++)	/* row groups and their decisions */
+		if (providers[j]->print_schedule)
+			providers[j]->print_schedule(s, out);
 	for (int i = 0; i < s->nkern; i++) {
 		const tinyc_skernel *k = &s->kerns[i];
 		tinyc_buf_printf(out, "kernel %s: stores %%%s into %s, reads", k->name,
@@ -537,7 +541,9 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 		tinyc_buf_printf(out, "\n  work: %.4g elements, reduce extent %.4g, %.4g flop, %.4g bytes%s\n",
 				 k->out_elems, k->red_elems, k->flops, k->bytes,
 				 k->contig_red ? ", reduces along the contiguous axis" : "");
-		tinyc_rowfuse_print_kernel(s, k, out);
+		for (size_t j = 0; j < NPROVIDERS; j++)
+			if (providers[j]->print_kernel)
+				providers[j]->print_kernel(s, k, out);
 		for (int c = 0; c < k->ncand; c++) {
 			const tinyc_plan *p = &k->cands[c];
 			tinyc_buf_printf(out, "  candidate %d: %s; eff %.3f, est %.2f us\n", c, p->desc,
@@ -552,12 +558,13 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 				if (p->grid_mod[j])
 					tinyc_buf_printf(out, ", grid %c loops", "xyz"[j]);
 			tinyc_buf_putc(out, '\n');
-			if (p->kind == TINYC_PLAN_MATMUL)
-				tinyc_matmul_plan_print(s, p, out);	/* tiles, binding, epilogue */
 		}
-		tinyc_rearrange_schedule_print(s, k, out);	/* rearrange plan, or why not */
-		if (k->mm_why[0] && (!p || p->kind != TINYC_PLAN_MATMUL))
-			tinyc_buf_printf(out, "  not a matmul: %s\n", k->mm_why);
+		for (size_t j = 0; j < NPROVIDERS; j++)	/* matmul tiles, rearrange plan, ... */
+			if (providers[j]->print_plan)
+				providers[j]->print_plan(s, k, out);
+		for (size_t j = 0; j < NPROVIDERS; j++)	/* "not a matmul: ..." */
+			if (providers[j]->print_notes)
+				providers[j]->print_notes(s, k, out);
 	}
 }
 

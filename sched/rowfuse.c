@@ -297,7 +297,9 @@ static int rowfuse_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	return 0;
 }
 
-const tinyc_plan_provider tinyc_plan_rowfuse = {"rowfuse", rowfuse_propose};
+const tinyc_plan_provider tinyc_plan_rowfuse = {
+	"rowfuse", rowfuse_propose, tinyc_rowfuse_print, tinyc_rowfuse_print_kernel, NULL, NULL,
+};
 
 /* ------------------------------------------------------------ the decision ---- */
 

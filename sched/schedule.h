@@ -130,12 +130,23 @@ typedef struct tinyc_schedule {
 					 * or NULL (owned) */
 } tinyc_schedule;
 
-/* A source of candidate plans for a kernel. */
+/* A source of candidate plans for a kernel: a plan kind's whole record in the schedule
+ * pass (its GPU IR builder is registered by kind in codegen/gpuir_pass.c).  The dump
+ * (tinyc_schedule_print) calls each provider's print hooks in provider order; NULL hooks
+ * print nothing. */
 typedef struct tinyc_plan_provider {
 	const char *name;	/* "generic", "matmul", ... */
 	/* Append zero or more candidates for kernel k of s to k->cands (tinyc_plan_add).
 	 * Returns 0, or -1 with a diagnostic. */
 	int (*propose)(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k);
+	/* schedule-wide lines, after the buffers (row groups) */
+	void (*print_schedule)(const tinyc_schedule *s, tinyc_buf *out);
+	/* lines of kernel k after its work line, before the candidates */
+	void (*print_kernel)(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out);
+	/* lines after k's choice: the chosen plan's details (or why the kind does not apply) */
+	void (*print_plan)(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out);
+	/* k's last lines (notes such as why a contraction is not this kind) */
+	void (*print_notes)(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out);
 } tinyc_plan_provider;
 
 /* ---- partition.c ---- */
