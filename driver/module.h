@@ -42,7 +42,7 @@ typedef enum tinyc_stage {
 	TINYC_NSTAGE
 } tinyc_stage;
 
-#define TINYC_BIT(st) (1u << (st))	/* a stage as a member of a requires/produces set */
+#define TINYC_BIT(st) (1u << (st))	/* a stage as a member of a requires/uses set */
 
 /* Everything one compilation produces, one field per stage (NULL until built). */
 typedef struct tinyc_module {
@@ -95,8 +95,6 @@ void tinyc_module_reset(tinyc_module *m);
 /* Resolve m->sched_opt from m->opt.target, the device and the tuning cache, once
  * (driver/options.c).  0 or -1. */
 int tinyc_module_resolve_options(tinyc_module *m);
-/* Whether stage `st` is built. */
-int tinyc_module_has(const tinyc_module *m, tinyc_stage st);
 /* Run pass number `i` alone: its required stages must be built; its stage's old IR is
  * replaced.  Returns 0 or -1 (diagnostics on m->ctx). */
 int tinyc_module_run_pass(tinyc_module *m, int i);

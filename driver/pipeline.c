@@ -336,16 +336,6 @@ tinyc_module *tinyc_module_alloc(tinyc_ctx *ctx, const tinyc_source *src,
 	return m;
 }
 
-int tinyc_module_has(const tinyc_module *m, tinyc_stage st)
-{
-	int n;
-	const tinyc_pass *p = tinyc_pipeline(&n);
-	for (int i = 0; i < n; i++)
-		if (p[i].produces == st)
-			return *stage_slot((tinyc_module *)m, &p[i]) != NULL;
-	return 0;
-}
-
 /* Free every stage's IR, latest first: the module is as tinyc_module_alloc made it. */
 void tinyc_module_reset(tinyc_module *m)
 {

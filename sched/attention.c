@@ -333,9 +333,6 @@ static int unclaim_interior(const tinyc_graph *g, const tinyc_attn_match *m, uns
 int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 			  const unsigned char *live, unsigned char *mat)
 {
-	const char *env = getenv("TINYC_ATTENTION");	/* "0": leave attention to the generic path */
-	if (env && strcmp(env, "0") == 0)
-		return 0;
 	int *nusers = calloc((size_t)g->n + 1, sizeof(int));
 	int *user = calloc((size_t)g->n + 1, sizeof(int));
 	int count = 0;

@@ -115,6 +115,8 @@ typedef struct tinyc_mm_tiles {
 					 * workspace with rows padded to 16 bytes, then TMA */
 	int grid;			/* persistent CTAs (<= SMs) */
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
+	int no_stage;			/* 16-bit outputs not staged (options record: TINYC_NO_STAGE) */
+	int no_pair;			/* no paired epilogue stores (options record: TINYC_NO_PAIR) */
 } tinyc_mm_tiles;
 
 /* A MATMUL plan's ext. */

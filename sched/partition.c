@@ -337,11 +337,12 @@ static void part_free(part *p)
 
 tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b)
 {
-	return tinyc_partition_fused(ctx, g, b, NULL);
+	return tinyc_partition_fused(ctx, g, b, NULL, NULL);
 }
 
 tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
-				      const tinyc_bindings *b, const unsigned char *fuse)
+				      const tinyc_bindings *b, const unsigned char *fuse,
+				      const tinyc_sched_options *opts)
 {
 	tinyc_schedule *s = tinyc_calloc(ctx, 1, sizeof(*s));
 	if (!s)
@@ -425,8 +426,10 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 			p.mat[i] = (unsigned char)(reduce_needs_buffer(&p, i) && !(fuse && fuse[i]));
 	}
 
-	/* attention (sched/attention.c): one kernel computes softmax(Q K^T) V */
-	tinyc_attention_claim(g, b, p.live, p.mat);
+	/* attention (sched/attention.c): one kernel computes softmax(Q K^T) V, unless the
+	 * options record leaves it to the generic path */
+	if (!opts || !opts->no_attention)
+		tinyc_attention_claim(g, b, p.live, p.mat);
 
 	/* outputs and temporaries, in graph order */
 	int nout = 0, ntemp = 0;

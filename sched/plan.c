@@ -77,7 +77,39 @@ int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sch
 	memset(o, 0, sizeof(*o));
 	o->dev = *d;
 	o->dev_origin = target ? "--target" : "default target (no GPU found; give --target)";
+	o->wgmma_pp = o->wgmma_pack = -1;
 	return 0;
+}
+
+/* "auto" for a knob at its default (0, or -1 for the pins), else its value. */
+static void print_knob(tinyc_buf *out, const char *name, int v, int dflt)
+{
+	if (v == dflt)
+		tinyc_buf_printf(out, " %s auto,", name);
+	else
+		tinyc_buf_printf(out, " %s %d,", name, v);
+}
+
+void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
+{
+	tinyc_buf_printf(out, "# options: matmul %s, tile ", o->matmul ? o->matmul : "auto");
+	if (o->tile[0])
+		tinyc_buf_printf(out, "%dx%dx%dx%d,", o->tile[0], o->tile[1], o->tile[2], o->tile[3]);
+	else
+		tinyc_buf_puts(out, "auto,");
+	print_knob(out, "wgmma_n", o->wgmma_n, 0);
+	print_knob(out, "wgmma_raster", o->wgmma_raster, 0);
+	print_knob(out, "wgmma_pp", o->wgmma_pp, -1);
+	print_knob(out, "wgmma_pack", o->wgmma_pack, -1);
+	tinyc_buf_printf(out, " stage %s, pair %s\n", o->no_stage ? "off" : "on",
+			 o->no_pair ? "off" : "on");
+	tinyc_buf_printf(out, "# options: rowfuse %s,", o->no_rowfuse ? "off" : "on");
+	print_knob(out, "rowfuse_threads", o->rowfuse_threads, 0);
+	tinyc_buf_printf(out, " attention %s, tune ", o->no_attention ? "off" : "on");
+	if (o->tune_off)
+		tinyc_buf_puts(out, "off\n");
+	else
+		tinyc_buf_printf(out, "%d entries\n", o->ntune);
 }
 
 void tinyc_schedule_set_options(tinyc_schedule *s, const tinyc_sched_options *o)
@@ -491,6 +523,7 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 			 d->sm_count, d->max_threads_per_sm, d->max_threads_per_block, d->smem_per_block,
 			 d->smem_per_block_optin, d->peak_bandwidth_gbs, s->fp32_tflops,
 			 d->peak_fp16_tflops);
+	tinyc_sched_options_print(&s->opt, out);	/* the rest of the options record */
 	int unbound = 0;
 	for (int i = 0; i < g->nsym; i++)
 		if (!s->bind || i >= s->bind->n || s->bind->val[i] < 0)

@@ -266,9 +266,8 @@ static int rowfuse_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	k->ncand = 0;
 	int maxthr = s->dev.max_threads_per_block > 0 ? s->dev.max_threads_per_block : 1024;
 	static const int shapes[][2] = {{32, 4}, {128, 1}, {256, 1}, {512, 1}, {1024, 1}};
-	/* TINYC_ROWFUSE_THREADS=TX keeps only that row width (tests, measurements) */
-	const char *only = getenv("TINYC_ROWFUSE_THREADS");
-	int pin = only ? atoi(only) : 0;
+	/* the options record may keep only one row width (tests, measurements) */
+	int pin = s->opt.rowfuse_threads;
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(*shapes); i++) {
 		tinyc_plan p = {0};
 		p.kind = TINYC_PLAN_ROWFUSE;
@@ -329,7 +328,7 @@ static tinyc_schedule *plan_partition(tinyc_ctx *ctx, const tinyc_graph *g, cons
 				      const struct tinyc_polyview *pv, const struct tinyc_evt_set *evts,
 				      int plan)
 {
-	tinyc_schedule *s = tinyc_partition_fused(ctx, g, b, fuse);
+	tinyc_schedule *s = tinyc_partition_fused(ctx, g, b, fuse, opts);
 	if (!s)
 		return NULL;
 	if (!(s->rowfuse = tinyc_calloc(ctx, 1, sizeof(*s->rowfuse))) ||
@@ -492,8 +491,8 @@ tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const
 	if (!(fuse = tinyc_calloc(ctx, (size_t)g->n + 1, 1)) ||
 	    !(rf = tinyc_calloc(ctx, 1, sizeof(*rf))))
 		goto fail;
-	const char *off = getenv("TINYC_ROWFUSE");	/* 0: the plain partition (comparisons) */
-	for (int i = 0; i < s0->nkern && !(off && !strcmp(off, "0")); i++) {
+	/* no_rowfuse: the plain partition (comparisons) */
+	for (int i = 0; i < s0->nkern && !opts->no_rowfuse; i++) {
 		const tinyc_skernel *k = &s0->kerns[i];
 		const tinyc_plan *p = tinyc_skernel_plan(k);
 		int ro, a;

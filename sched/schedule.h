@@ -156,11 +156,13 @@ typedef struct tinyc_plan_provider {
 __tinyc_give tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, __tinyc_keep const tinyc_graph *g,
 					     __tinyc_keep const tinyc_bindings *b);
 /* The same, except that the live REDUCEs with fuse[node] set (fuse may be NULL) are not
- * materialised: their consumer computes them inline (the row groups of sched/rowfuse.c). */
+ * materialised: their consumer computes them inline (the row groups of sched/rowfuse.c);
+ * opts (may be NULL: the defaults) may leave attention to the generic path. */
 __tinyc_give tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx,
 						   __tinyc_keep const tinyc_graph *g,
 						   __tinyc_keep const tinyc_bindings *b,
-						   __tinyc_keep const unsigned char *fuse);
+						   __tinyc_keep const unsigned char *fuse,
+						   const tinyc_sched_options *opts);
 void tinyc_schedule_free(__tinyc_take tinyc_schedule *s);
 /* The value of dim d (a bound symbol or a constant), or -1 when it is an unbound symbol. */
 int64_t tinyc_sched_dim(const tinyc_schedule *s, const tinyc_dim *d);
