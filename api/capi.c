@@ -14,10 +14,11 @@
 
 #include "codegen/gpu.h"
 #include "ir/ctx.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/tensor.h"
 #include "lower/lower.h"
 #include "runtime/runtime.h"
+#include "driver/run.h"
 
 #ifndef TINYC_VERSION
 #define TINYC_VERSION "0.0.0"

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "codegen/gpu.h"
-#include "ir/pass.h"
 
 /* The CUDA spelling of a dtype. */
 static const char *ctype(tinyc_dtype t)
@@ -1027,49 +1026,32 @@ int tinyc_cuda_print_kernel(tinyc_ctx *ctx, const tinyc_gpu_module *m, int i, ti
 	return 0;
 }
 
-/* ------------------------------------------------------------------- pass ---- */
+/* ------------------------------------------------------------------- stage ---- */
 
-static int cuda_stage(void)
+/* The "cuda" stage: the whole module's CUDA text. */
+tinyc_cuda_text *tinyc_cuda_text_build(tinyc_ctx *ctx, const tinyc_gpu_module *gm)
 {
-	return tinyc_pass_find("cuda");
-}
-
-tinyc_cuda_text *tinyc_module_cuda(const tinyc_module *m)
-{
-	int st = cuda_stage();
-	return st >= 0 ? m->stage[st] : NULL;
-}
-
-int tinyc_cuda_pass_run(tinyc_module *m)
-{
-	tinyc_gpu_module *gm = tinyc_module_gpuir(m);
-	int st = cuda_stage();
-	if (!gm || st < 0)
-		return tinyc_error(m->ctx, "PipelineError", "the cuda pass needs the gpuir stage");
 	tinyc_buf b = {0};
-	if (tinyc_cuda_print(m->ctx, gm, &b) < 0) {
+	if (tinyc_cuda_print(ctx, gm, &b) < 0) {
 		tinyc_buf_free(&b);
-		return -1;
+		return NULL;
 	}
-	tinyc_cuda_text *t = tinyc_calloc(m->ctx, 1, sizeof(*t));
+	tinyc_cuda_text *t = tinyc_calloc(ctx, 1, sizeof(*t));
 	if (!t) {
 		tinyc_buf_free(&b);
-		return -1;
+		return NULL;
 	}
 	t->text = b.data;
 	t->len = b.len;
-	m->stage[st] = t;
-	return 0;
+	return t;
 }
 
 /* The cuda stage's check: every kernel appears with its launch comment, braces balance.
  * (nvrtc itself is the real check; tests compile the text for sm_80 and sm_90.) */
-int tinyc_cuda_pass_verify(tinyc_module *m)
+int tinyc_cuda_text_verify(tinyc_ctx *ctx, const tinyc_cuda_text *t, const tinyc_gpu_module *gm)
 {
-	tinyc_cuda_text *t = tinyc_module_cuda(m);
-	tinyc_gpu_module *gm = tinyc_module_gpuir(m);
 	if (!t || !t->text || !gm)
-		return tinyc_error(m->ctx, "CudaTextInvalid", "no CUDA text");
+		return tinyc_error(ctx, "CudaTextInvalid", "no CUDA text");
 	long depth = 0;
 	for (const char *c = t->text; *c; c++) {
 		if (c[0] == '/' && c[1] == '/') {	/* comments quote user names: skip them */
@@ -1080,29 +1062,19 @@ int tinyc_cuda_pass_verify(tinyc_module *m)
 		depth += *c == '{' ? 1 : *c == '}' ? -1 : 0;
 	}
 	if (depth)
-		return tinyc_error(m->ctx, "CudaTextInvalid", "unbalanced braces in the CUDA text");
+		return tinyc_error(ctx, "CudaTextInvalid", "unbalanced braces in the CUDA text");
 	for (int i = 0; i < gm->nkernel; i++) {
 		char want[160];
 		snprintf(want, sizeof(want), "// kernel %s: grid", gm->kernels[i]->name);
 		if (!strstr(t->text, want))
-			return tinyc_error(m->ctx, "CudaTextInvalid", "kernel %s missing from the CUDA text",
+			return tinyc_error(ctx, "CudaTextInvalid", "kernel %s missing from the CUDA text",
 					   gm->kernels[i]->name);
 	}
 	return 0;
 }
 
-int tinyc_cuda_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
+void tinyc_cuda_text_free(tinyc_cuda_text *t)
 {
-	tinyc_cuda_text *t = tinyc_module_cuda(m);
-	if (fmt != TINYC_FMT_TEXT || !t)
-		return -1;
-	tinyc_buf_puts(out, t->text);
-	return 0;
-}
-
-void tinyc_cuda_pass_free(void *ir)
-{
-	tinyc_cuda_text *t = ir;
 	if (!t)
 		return;
 	free(t->text);

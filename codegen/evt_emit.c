@@ -742,7 +742,7 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 		return tinyc_error(b->ctx, "OutOfMemory", "epilogue emission");
 	}
 	for (int i = 0; i < g->n; i++) {
-		E.pair[i] = f->pair_stores && !getenv("TINYC_NO_PAIR") && pairable(b, f, &g->nodes[i]);
+		E.pair[i] = f->pair_stores && !b->t->no_pair && pairable(b, f, &g->nodes[i]);
 		E.pair_param[i] = E.pair_lo[i] = -1;
 	}
 	E.outer = body;
@@ -819,7 +819,7 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 	 * row by row in words or halves */
 	for (int i = 0; i < g->n && E.stage_node < 0; i++)
 		if (f->stage && f->tc % 16 == 0 && f->tr % 2 == 0 && f->pair_stores &&
-		    !getenv("TINYC_NO_PAIR") && pair_layout(f, &g->nodes[i])) {
+		    !b->t->no_pair && pair_layout(f, &g->nodes[i])) {
 			E.stage_node = i;
 			E.stage_unit = E.pair[i] ? 4 : 2;
 			E.pair[i] = 1;	/* the staging buffer holds column pairs */

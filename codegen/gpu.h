@@ -22,10 +22,10 @@
 #define TINYC_CODEGEN_GPU_H
 
 #include "ir/gpuir.h"
-#include "ir/pass.h"
+#include "ir/uop.h"
 #include "ir/tensor.h"
 #include "lower/lower.h"
-#include "runtime/runtime.h"
+#include "ir/target.h"
 #include "sched/schedule.h"
 
 /* ---- emit.c ---- */
@@ -126,12 +126,6 @@ typedef struct tinyc_gpu_builder {
 /* The GPU IR module of a planned schedule: buffers (as in s) and kernels in launch order. */
 __tinyc_give tinyc_gpu_module *tinyc_gpuir_build(tinyc_ctx *ctx, const tinyc_schedule *s,
 						 const tinyc_indexbook *ib);
-/* The "gpuir" pass (needs the "indexbook" and "schedule" stages). */
-int tinyc_gpuir_pass_run(tinyc_module *m);
-int tinyc_gpuir_pass_verify(tinyc_module *m);
-int tinyc_gpuir_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_gpuir_pass_free(void *ir);
-tinyc_gpu_module *tinyc_module_gpuir(const tinyc_module *m);
 
 /* ---- cuda.c ---- */
 
@@ -150,113 +144,10 @@ typedef struct tinyc_cuda_text {
 	size_t len;		/* its length */
 } tinyc_cuda_text;
 
-int tinyc_cuda_pass_run(tinyc_module *m);
-int tinyc_cuda_pass_verify(tinyc_module *m);
-int tinyc_cuda_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_cuda_pass_free(void *ir);
-tinyc_cuda_text *tinyc_module_cuda(const tinyc_module *m);
-
-/* ---- gpu_run.c ---- */
-
-/* How tinyc_gpu_run_cuda runs. */
-typedef struct tinyc_gpu_run_opts {
-	int warmup;		/* untimed launches of each kernel before timing */
-	int iters;		/* timed launches of each kernel (0: launch once, wall-timed) */
-	int no_cache;		/* bypass the kernel cache */
-	const tinyc_blob *images;	/* NULL, or per kernel its CUBIN (a cached module):
-					   no CUDA text, no compile */
-	tinyc_blob *keep;	/* NULL, or per kernel (caller's array, zeroed) a copy of
-				   the image that ran, for the module cache (owned by the caller) */
-} tinyc_gpu_run_opts;
-
-/* What happened to one kernel. */
-typedef struct tinyc_gpu_kernel_stat {
-	char name[128];		/* kernel name */
-	double nvrtc_ms;	/* nvrtc compile time (0 on a cache hit) */
-	int cache_hit;		/* the image came from the cache */
-	double median_ms;	/* median event time of the timed launches (or one launch) */
-	unsigned grid[3];	/* the launch grid */
-	unsigned block[3];	/* the block */
-	int regs;		/* registers per thread (driver) */
-	int local_bytes;	/* local memory per thread: spills (driver) */
-	int smem_bytes;		/* shared memory per block, static + dynamic */
-	double compile_ms;	/* the whole cached compile: key, lookup, nvrtc on a miss */
-	double load_ms;		/* loading the image into the context (cuModuleLoadData) */
-	double graph_ms;	/* timed runs: CUDA-graph replay time per launch (0: no graphs) */
-	double wall_ms;		/* timed runs: host wall time per launch of back-to-back launches
-				 * (launch overhead included), 0 when not timed */
-} tinyc_gpu_kernel_stat;
-
-/* Per-kernel results of a CUDA run. */
-typedef struct tinyc_gpu_run_stats {
-	int nkernel;			/* kernels */
-	tinyc_gpu_kernel_stat *k;	/* per kernel, launch order (owned) */
-	double plan_graph_ms;		/* timed runs: the whole plan (every kernel in order) per
-					   CUDA-graph replayed execution (0: no graphs) */
-	double plan_run_ms;		/* timed runs: the whole plan per execution of iters
-					   back-to-back executions between two events */
-	double print_ms;		/* printing every kernel's CUDA text */
-	double compile_wall_ms;		/* compiling every kernel (in parallel): elapsed */
-} tinyc_gpu_run_stats;
-
-void tinyc_gpu_run_stats_clear(tinyc_gpu_run_stats *st);
-
-/* ---- gpu_cache.c: the compiled-module cache (see there) ---- */
-
-/* A module rebuilt from the cache: what tinyc_gpu_run_cuda launches, with the images. */
-typedef struct tinyc_gpu_cached {
-	tinyc_gpu_module *gm;	/* buffers and kernels (parameters, grids; no bodies) */
-	tinyc_blob *images;	/* per kernel its CUBIN */
-	char **plans;		/* per kernel its plan line, or NULL */
-	int nkernel;		/* kernels */
-} tinyc_gpu_cached;
-
-/* The key of a compilation: the graph text, the --bind text (every symbol bound), the
- * target, the device, driver and nvrtc, the TINYC_* settings, the tuning records and the
- * compiler binary itself. */
-void tinyc_gpu_cache_key(const char *graph_text, const char *bind, const char *target,
-			 const tinyc_device_info *dev, unsigned char key[32]);
-/* Store gm (launch description evaluated under sym), images[] and plans[] (may be NULL)
- * under key; 0, or -1 when it was not stored (not an error). */
-int tinyc_gpu_cache_store(const unsigned char key[32], const tinyc_gpu_module *gm,
-			  const int64_t *sym, const tinyc_blob *images, const char *const *plans);
-/* Look key up: 1 and *out filled (its module reports to ctx), 0 on a miss or a bad entry. */
-int tinyc_gpu_cache_load(tinyc_ctx *ctx, const unsigned char key[32], const tinyc_graph *g,
-			 const tinyc_bindings *bind, __tinyc_give tinyc_gpu_cached *out);
-void tinyc_gpu_cached_clear(tinyc_gpu_cached *c);
-/* Run every kernel of gm with the GPU IR interpreter on io->in (by BUFFER slot), with
- * sym[] the value of every graph symbol; allocates io->out (by OUTPUT order).  0 or -1. */
-int tinyc_gpu_run_interp(tinyc_ctx *ctx, const tinyc_gpu_module *gm, const int64_t *sym,
-			 tinyc_io *io);
-/* The same on a CUDA device: nvrtc (through the cache) per kernel, device buffers, launches
- * in order (timed when opt->iters > 0), outputs downloaded into io->out.  stats may be NULL. */
-int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
-		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
-		       tinyc_gpu_run_stats *stats);
-
-/* Elements of storage of buffer b under sym[] (strided: the span), -1 when a size is unbound. */
-int64_t tinyc_gpu_buf_storage(const tinyc_gbuf *b, const int64_t *sym);
-/* Build the CUtensorMap of parameter v of kernel k (a PARAM_TMAP) into map (128 bytes,
- * 64-byte aligned) for buffers at dptr[] and symbol values sym[].  0 or -1. */
-int tinyc_gpu_tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
-		       const tinyc_gkernel *k, const tinyc_gvar *v, const int64_t *sym,
-		       const tinyc_devptr *dptr, void *map);
-
-/* ---- gpu_launch.c ---- */
-
-/* The kernels of a module compiled (through the cache) and loaded on cu's device, for
- * launching many times on the caller's device pointers (the C API's tinyc_program_launch). */
-typedef struct tinyc_gpu_loaded tinyc_gpu_loaded;
-__tinyc_give tinyc_gpu_loaded *tinyc_gpu_load(tinyc_ctx *ctx, tinyc_cuda *cu,
-					      const tinyc_gpu_module *gm,
-					      const tinyc_gpu_run_opts *opt);
-void tinyc_gpu_loaded_free(__tinyc_take tinyc_gpu_loaded *l);
-/* Enqueue gm on `stream` (a CUstream; NULL: the default stream): every non-input buffer
- * zeroed, then every kernel in order.  dptr[b] is the device address of buffer b (inputs,
- * outputs and temporaries alike, storage elements each), sym[] every symbol's value.
- * Asynchronous; 0 or -1. */
-int tinyc_gpu_launch_async(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
-			   const tinyc_gpu_loaded *l, const int64_t *sym, const tinyc_devptr *dptr,
-			   void *stream);
+/* The whole module's CUDA text, or NULL (diagnostics). */
+__tinyc_give tinyc_cuda_text *tinyc_cuda_text_build(tinyc_ctx *ctx, const tinyc_gpu_module *gm);
+/* Every kernel of gm appears in t with its launch comment, and braces balance.  0 or -1. */
+int tinyc_cuda_text_verify(tinyc_ctx *ctx, const tinyc_cuda_text *t, const tinyc_gpu_module *gm);
+void tinyc_cuda_text_free(__tinyc_take tinyc_cuda_text *t);
 
 #endif

@@ -981,7 +981,7 @@ static int wgmma_epilogue(wgmma_ring *w, tinyc_gstmt *ctile)
 	f.groups_n = 1, f.group_n = I(b, 0);
 	f.pair_stores = 1;
 	/* a 16-bit output goes out through per-warp staging buffers as 16-byte stores */
-	f.stage = !getenv("TINYC_NO_STAGE");
+	f.stage = !b->t->no_stage;
 	f.lane_row = g;
 	f.warp_row0 = PP ? mul(b, bin(b, TINYC_GX_MOD, b->warp, I(b, 4)), I(b, 16))
 			 : add(b, mul(b, cw, I(b, 64)), mul(b, bin(b, TINYC_GX_MOD, b->warp, I(b, 4)), I(b, 16)));

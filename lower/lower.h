@@ -27,7 +27,6 @@
 #include <stdint.h>
 
 #include "ir/ctx.h"
-#include "ir/pass.h"
 #include "ir/uop.h"
 
 /* ---- index expressions ------------------------------------------------------------------ */
@@ -146,14 +145,6 @@ const tinyc_ix *tinyc_ix_substitute(tinyc_indexbook *ib, __tinyc_keep const tiny
 int tinyc_ix_range(__tinyc_keep const tinyc_indexbook *ib, __tinyc_keep const tinyc_ix *e,
 		   const int64_t *ext, int64_t *lo, int64_t *hi);
 
-/* The "indexbook" pass: m->stage[tinyc_pass_find("indexbook")] holds a tinyc_indexbook. */
-int tinyc_indexbook_pass_run(tinyc_module *m);
-int tinyc_indexbook_pass_verify(tinyc_module *m);
-int tinyc_indexbook_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_indexbook_pass_free(void *ir);
-/* The IndexBook of a module, or NULL when the pass has not run. */
-tinyc_indexbook *tinyc_module_indexbook(const tinyc_module *m);
-
 /* ==== RB-SSA: builder, IndexBook cross-check, pass (lower/rbssa_build.c) and CPU
  * interpreter (lower/rbssa_interp.c).  The IR itself is ir/rbssa.h. ======================== */
 
@@ -180,15 +171,7 @@ int tinyc_rbssa_check_indexbook(tinyc_ctx *ctx, __tinyc_keep const struct tinyc_
 int tinyc_rbssa_run(tinyc_ctx *ctx, __tinyc_keep const struct tinyc_rbssa *f,
 		    __tinyc_keep const tinyc_bindings *b, struct tinyc_io *io);
 
-/* The "rbssa" pass: m->stage[tinyc_pass_find("rbssa")] holds a struct tinyc_rbssa. */
-int tinyc_rbssa_pass_run(tinyc_module *m);
-int tinyc_rbssa_pass_verify(tinyc_module *m);
-int tinyc_rbssa_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_rbssa_pass_free(void *ir);
-/* The RB-SSA function of a module, or NULL when the pass has not run. */
-struct tinyc_rbssa *tinyc_module_rbssa(const tinyc_module *m);
-
-/* ---- epilogue graphs (lower/evt_extract.c, lower/evt_passes.c) --------------------------
+/* ---- epilogue graphs (poly/evt_extract.c, lower/evt_passes.c) --------------------------
  *
  * The "evt" stage: for every contraction the Poly-View tagged, the region of the UOp DAG
  * that consumes its REDUCE becomes an epilogue graph (ir/evt.h) that runs on the
@@ -196,26 +179,10 @@ struct tinyc_rbssa *tinyc_module_rbssa(const tinyc_module *m);
  * its strides along (m, n, l) (seed 001: (0,1,0) row vector, (1,0,0) column vector,
  * (0,0,0) scalar, otherwise AuxLoad), makes each OUTPUT an AuxStore and each REDUCE over
  * m and/or n a reduction node; a consumer that cannot run in the epilogue stays a separate
- * kernel, with the reason in the dump.  Then the graph passes run (types, cse, dce, sort).
+ * kernel, with the reason in the dump (poly/poly.h: tinyc_evt_extract).  Then the graph
+ * passes below run (types, cse, dce, sort).
  */
 #include "ir/evt.h"
-
-struct tinyc_polyview;
-
-/* The epilogue graphs of a Poly-View (one entry per contraction). */
-__tinyc_give tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx,
-					      __tinyc_keep const struct tinyc_polyview *pv);
-
-/* The strides and offset of an affine access acc (from an nin-dimensional space, restricted
- * to dom, may be NULL) into array node `array` (a BUFFER/OUTPUT, strided or row-major, or any
- * value stored row-major): strides[i] is the element stride along input dim i, *offset the
- * element offset of the origin.  -1 with *why (a new string) when the access is piecewise,
- * divides, or the polynomials overflow. */
-struct isl_pw_multi_aff;
-struct isl_set;
-int tinyc_evt_access_layout(const tinyc_graph *g, struct isl_pw_multi_aff *acc,
-			    struct isl_set *dom, const tinyc_uop *array, int nin,
-			    tinyc_evt_poly *strides, tinyc_evt_poly *offset, char **why);
 
 /* Passes on one graph; each logs its changes in g->log.  The graph must verify
  * structurally (tinyc_evt_verify with types = 0) first.
@@ -234,12 +201,18 @@ int tinyc_evt_pass_dce(tinyc_ctx *ctx, tinyc_evt *g);
 int tinyc_evt_pass_sort(tinyc_ctx *ctx, tinyc_evt *g);
 int tinyc_evt_run_passes(tinyc_ctx *ctx, tinyc_evt *g);
 
-/* The "evt" pass: m->stage[tinyc_pass_find("evt")] holds a tinyc_evt_set. */
-int tinyc_evt_pass_run(tinyc_module *m);
-int tinyc_evt_pass_verify(tinyc_module *m);
-int tinyc_evt_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_evt_pass_free(void *ir);
-/* The epilogue graphs of a module, or NULL when the pass has not run. */
-tinyc_evt_set *tinyc_module_evt(const tinyc_module *m);
+/* ---- producers.c: what a contraction reads (a UOp graph analysis) ---- */
+
+/* Whether operand `which` of node u is used without broadcasting (each element of u reads
+ * a distinct element of the operand). */
+int tinyc_operand_injective(const tinyc_graph *g, const tinyc_bindings *b, int u, int which);
+/* The MUL of contraction r (a REDUCE ADD over, through CASTs and movement, a MUL), or -1
+ * when r is not one. */
+int tinyc_contraction_mul(const tinyc_graph *g, int r);
+/* mark[i] = 1 for every computed value (not a BUFFER or CONST below movement and CASTs)
+ * that a contraction's MUL reads with broadcasting: it is materialised instead of being
+ * recomputed inside the contraction's k loop.  mark has g->n entries; b may be NULL. */
+void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
+				 unsigned char *mark);
 
 #endif

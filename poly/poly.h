@@ -27,7 +27,7 @@
 #include <isl/union_set.h>
 
 #include "ir/ctx.h"
-#include "ir/pass.h"
+#include "ir/uop.h"
 #include "lower/lower.h"
 
 /* ---- isl helpers (poly/isl_util.c) ------------------------------------------------------- */
@@ -177,13 +177,6 @@ __tinyc_give isl_union_set *tinyc_polyview_domains(__tinyc_keep const tinyc_poly
 __tinyc_give isl_union_map *tinyc_polyview_reads(__tinyc_keep const tinyc_polyview *pv);
 __tinyc_give isl_union_map *tinyc_polyview_writes(__tinyc_keep const tinyc_polyview *pv);
 
-/* The "polyview" pass. */
-int tinyc_polyview_pass_run(tinyc_module *m);
-int tinyc_polyview_pass_verify(tinyc_module *m);
-int tinyc_polyview_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_polyview_pass_free(void *ir);
-tinyc_polyview *tinyc_module_polyview(const tinyc_module *m);
-
 /* ==== Poly-Core (poly/polycore.c): the pre-schedule analysis of seed 002 §4 ===============
  *
  * Per Poly-View statement: which axes are parallel, which are carried by the statement's own
@@ -267,11 +260,24 @@ int tinyc_polycore_verify(tinyc_ctx *ctx, __tinyc_keep const tinyc_polycore *pc)
 void tinyc_polycore_print(__tinyc_keep const tinyc_polycore *pc, tinyc_buf *out);
 void tinyc_polycore_free(__tinyc_take tinyc_polycore *pc);
 
-/* The "polycore" pass (after "rbssa"; reads the module's Poly-View). */
-int tinyc_polycore_pass_run(tinyc_module *m);
-int tinyc_polycore_pass_verify(tinyc_module *m);
-int tinyc_polycore_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_polycore_pass_free(void *ir);
-tinyc_polycore *tinyc_module_polycore(const tinyc_module *m);
+/* ---- evt_extract.c: the "evt" stage (see lower/lower.h) ---- */
+
+/* The epilogue graphs of a Poly-View (one entry per contraction). */
+__tinyc_give tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx,
+					      __tinyc_keep const tinyc_polyview *pv);
+
+/* The strides and offset of an affine access acc (from an nin-dimensional space, restricted
+ * to dom, may be NULL) into array node `array` (a BUFFER/OUTPUT, strided or row-major, or any
+ * value stored row-major): strides[i] is the element stride along input dim i, *offset the
+ * element offset of the origin.  -1 with *why (a new string) when the access is piecewise,
+ * divides, or the polynomials overflow. */
+struct isl_pw_multi_aff;
+struct isl_set;
+int tinyc_evt_access_layout(const tinyc_graph *g, struct isl_pw_multi_aff *acc,
+			    struct isl_set *dom, const tinyc_uop *array, int nin,
+			    tinyc_evt_poly *strides, tinyc_evt_poly *offset, char **why);
+
+/* Verify every graph of an extracted set (dtypes included).  0 or -1. */
+int tinyc_evt_set_verify(tinyc_ctx *ctx, __tinyc_keep const tinyc_evt_set *s);
 
 #endif

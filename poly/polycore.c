@@ -854,39 +854,3 @@ void tinyc_polycore_print(const tinyc_polycore *pc, tinyc_buf *out)
 	}
 }
 
-/* ---- the pass ------------------------------------------------------------------------------ */
-
-tinyc_polycore *tinyc_module_polycore(const tinyc_module *m)
-{
-	int i = tinyc_pass_find("polycore");
-	return i >= 0 ? m->stage[i] : NULL;
-}
-
-int tinyc_polycore_pass_run(tinyc_module *m)
-{
-	int i = tinyc_pass_find("polycore");
-	const tinyc_polyview *pv = tinyc_module_polyview(m);
-	if (i < 0 || !pv)
-		return tinyc_error(m->ctx, "UnknownStage", "polycore needs the polyview stage");
-	tinyc_polycore_free(m->stage[i]);
-	m->stage[i] = tinyc_polycore_build(m->ctx, pv);
-	return m->stage[i] ? 0 : -1;
-}
-
-int tinyc_polycore_pass_verify(tinyc_module *m)
-{
-	return tinyc_polycore_verify(m->ctx, tinyc_module_polycore(m));
-}
-
-int tinyc_polycore_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
-{
-	if (fmt != TINYC_FMT_TEXT)
-		return -1;
-	tinyc_polycore_print(tinyc_module_polycore(m), out);
-	return 0;
-}
-
-void tinyc_polycore_pass_free(void *ir)
-{
-	tinyc_polycore_free(ir);
-}

@@ -40,7 +40,6 @@
 #include <isl/space.h>
 
 #include "poly/poly.h"
-#include "sched/schedule.h"
 
 /* Is node u a movement op that Poly-View folds into accesses? */
 static int is_movement(const tinyc_uop *u)
@@ -254,7 +253,7 @@ static int view_divs(const view *v)
  * this keeps the divisions handed to isl few. */
 static int build_views(pvb *b)
 {
-	/* a view a contraction reads with broadcasting is stored (sched/producers.c) */
+	/* a view a contraction reads with broadcasting is stored (lower/producers.c) */
 	tinyc_contraction_producers(b->g, b->ib->bind, (unsigned char *)b->stored);
 	for (int u = 0; u < b->g->n; u++) {
 		if (!is_movement(&b->g->nodes[u]))
@@ -1019,41 +1018,3 @@ isl_union_map *tinyc_polyview_writes(const tinyc_polyview *pv)
 	return u;
 }
 
-/* ---- the pass ------------------------------------------------------------------------------ */
-
-tinyc_polyview *tinyc_module_polyview(const tinyc_module *m)
-{
-	int i = tinyc_pass_find("polyview");
-	return i >= 0 ? m->stage[i] : NULL;
-}
-
-int tinyc_polyview_pass_run(tinyc_module *m)
-{
-	int i = tinyc_pass_find("polyview");
-	const tinyc_indexbook *ib = tinyc_module_indexbook(m);
-	if (i < 0 || !ib)
-		return tinyc_error(m->ctx, "UnknownStage", "polyview needs the indexbook stage");
-	if (m->stage[i])
-		tinyc_polyview_free(m->stage[i]);
-	m->stage[i] = tinyc_polyview_build(m->ctx, ib, NULL);
-	return m->stage[i] ? 0 : -1;
-}
-
-int tinyc_polyview_pass_verify(tinyc_module *m)
-{
-	return tinyc_polyview_verify(m->ctx, tinyc_module_polyview(m));
-}
-
-int tinyc_polyview_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
-{
-	const tinyc_polyview *pv = tinyc_module_polyview(m);
-	if (fmt != TINYC_FMT_TEXT || !pv)
-		return -1;
-	tinyc_polyview_print(pv, out);
-	return 0;
-}
-
-void tinyc_polyview_pass_free(void *ir)
-{
-	tinyc_polyview_free(ir);
-}

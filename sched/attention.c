@@ -333,9 +333,6 @@ static int unclaim_interior(const tinyc_graph *g, const tinyc_attn_match *m, uns
 int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 			  const unsigned char *live, unsigned char *mat)
 {
-	const char *env = getenv("TINYC_ATTENTION");	/* "0": leave attention to the generic path */
-	if (env && strcmp(env, "0") == 0)
-		return 0;
 	int *nusers = calloc((size_t)g->n + 1, sizeof(int));
 	int *user = calloc((size_t)g->n + 1, sizeof(int));
 	int count = 0;
@@ -410,16 +407,6 @@ static int kernel_is_attention(const tinyc_schedule *s, const tinyc_skernel *k,
 	return 1;
 }
 
-/* The mma tile forced by TINYC_ATTN_TILE=BMxBN[xMINBLOCKS] (experiments; the one place
- * the knob is read): 1 with t[0..3) filled (t[2]: blocks per SM for __launch_bounds__,
- * default 2), else 0. */
-static int forced_tile(int t[3])
-{
-	const char *v = getenv("TINYC_ATTN_TILE");
-	t[2] = 2;
-	return v && sscanf(v, "%dx%dx%d", &t[0], &t[1], &t[2]) >= 2 && t[2] >= 0 && t[2] <= 8;
-}
-
 /* Free a tinyc_attn_plan. */
 static void attn_plan_free(void *p)
 {
@@ -458,9 +445,9 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 		/* 8 warps of 16 rows where the tiles fit, K and V through 2-stage cp.async
 		 * rings (the Q tile passes through the K ring) */
 		int small = m.d <= 64 && m.dv <= 64;
-		int bm = small && m.tq >= 256 ? 128 : 64, bn = small ? 64 : 32, minb = 2, f[3];
-		if (forced_tile(f) && (f[0] == 64 || f[0] == 128) && (f[1] == 32 || f[1] == 64 ||
-								      f[1] == 128))
+		int bm = small && m.tq >= 256 ? 128 : 64, bn = small ? 64 : 32, minb = 2;
+		const int *f = s->opt.attn_tile;	/* TINYC_ATTN_TILE (experiments) */
+		if ((f[0] == 64 || f[0] == 128) && (f[1] == 32 || f[1] == 64 || f[1] == 128))
 			bm = f[0], bn = f[1], minb = f[2];
 		int64_t kring = 2 * bn * (m.d + 8) > bm * (m.d + 8) ? 2 * bn * (m.d + 8) : bm * (m.d + 8);
 		/* above 48 KiB the rings go to dynamic shared memory */

@@ -79,10 +79,4 @@ typedef struct tinyc_conv_direct {
 struct tinyc_plan_provider;
 extern const struct tinyc_plan_provider tinyc_plan_conv_direct;
 
-/* The schedule dump's lines of a DIRECT_CONV plan (each starts with two spaces). */
-struct tinyc_schedule;
-struct tinyc_plan;
-void tinyc_conv_direct_plan_print(const struct tinyc_schedule *s, const struct tinyc_plan *p,
-				  struct tinyc_buf *out);
-
 #endif

@@ -237,10 +237,12 @@ static int direct_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	return 0;
 }
 
-const tinyc_plan_provider tinyc_plan_conv_direct = {"conv_direct", direct_propose};
-
-void tinyc_conv_direct_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc_buf *out)
+/* The dump line of a chosen direct conv plan: the gather of x, the strides of w and y. */
+static void direct_print_plan(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out)
 {
+	const tinyc_plan *p = tinyc_skernel_plan(k);
+	if (!p || p->kind != TINYC_PLAN_CONV_DIRECT)
+		return;
 	const tinyc_conv_direct *d = p->ext;
 	tinyc_buf_printf(out, "  conv direct: y[o] = sum_t x[o, t] * w[o, t], %" PRId64 " outputs, %"
 			 PRId64 " taps; x = %s offset %" PRId64, d->outputs, d->taps,
@@ -255,3 +257,7 @@ void tinyc_conv_direct_plan_print(const tinyc_schedule *s, const tinyc_plan *p, 
 		tinyc_buf_printf(out, "%s%" PRId64, i ? " " : "", d->y.stride[0][i]);
 	tinyc_buf_puts(out, ")\n");
 }
+
+const tinyc_plan_provider tinyc_plan_conv_direct = {
+	"conv_direct", direct_propose, NULL, NULL, direct_print_plan, NULL,
+};

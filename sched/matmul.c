@@ -80,7 +80,7 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 	prob->m = prob->n = prob->k = prob->l = (tinyc_dim){1, -1};
 	/* the axes of each role (m, n, k, batch), outer first; several axes of one role merge
 	 * into one when every operand's strides compose (stride(outer) = size(inner) *
-	 * stride(inner)), as the epilogue's coordinates do (lower/evt_extract.c) */
+	 * stride(inner)), as the epilogue's coordinates do (poly/evt_extract.c) */
 	int ax[4][TINYC_MAX_RANK + 1], nax[4] = {0, 0, 0, 0};
 	for (int a = 0; a < c->naxes; a++) {
 		int r = c->role[a] == TINYC_ROLE_M   ? 0
@@ -239,13 +239,15 @@ static double optin_limit(const tinyc_device_info *dev)
 							       : dev->smem_per_block;
 }
 
-/* The wgmma instruction N: the tile's bn, or TINYC_WGMMA_N (a divisor of bn that is a
- * multiple of 64; diagnostics and tuning). */
-static int wgmma_instr_n(int bn)
+/* The options record's wgmma knobs on t (diagnostics and tuning): the instruction N
+ * (a divisor of bn that is a multiple of 64) and the raster group (1..64). */
+static void wgmma_knobs(const tinyc_sched_options *o, tinyc_mm_tiles *t)
 {
-	const char *e = getenv("TINYC_WGMMA_N");
-	int n = e ? atoi(e) : 0;
-	return n >= 64 && n <= bn && bn % n == 0 && n % 64 == 0 ? n : bn;
+	int n = o->wgmma_n;
+	if (n >= 64 && n <= t->bn && t->bn % n == 0 && n % 64 == 0)
+		t->wgn = n;
+	if (o->wgmma_raster >= 1 && o->wgmma_raster <= 64)
+		t->raster = o->wgmma_raster;
 }
 
 /* The tiles of the Hopper template (see tinyc_matmul_tiles); pingpong: the consumers
@@ -300,7 +302,7 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	if (pingpong && (bm / 64) * (bn / 2) > 128)
 		return -1;
 	t->consumers = pingpong ? 2 : bm / 64;
-	t->wgn = wgmma_instr_n(bn);
+	t->wgn = bn;	/* the options record may narrow it (wgmma_knobs) */
 	t->threads = 128 * (1 + t->consumers);
 	/* the ring, its barriers, the epilogue's staging buffers (16 rows of 64 halves + 16
 	 * bytes per consumer warp) */
@@ -329,13 +331,11 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	/* rasterisation: groups of 8 m tiles keep the k panels of the tiles in flight (8 m
 	 * tiles by grid / 8 n tiles) in L2; where they cannot (long K), groups of 32 measured
 	 * faster (8192^3 on an H100: 1481 -> 1453 us at 4 stages, 1460 -> 1411 at 3; flat at
-	 * 4096^3).  TINYC_WGMMA_RASTER sets it (diagnostics). */
+	 * 4096^3).  The options record may set it (wgmma_knobs). */
 	int64_t kv = prob->k.sym < 0 ? prob->k.val : sym ? sym[prob->k.sym] : -1;
 	double panels = (double)kv * (8.0 * bm + t->grid / 8.0 * bn) *
 			tinyc_dtype_size(prob->a.dtype);
-	const char *re = getenv("TINYC_WGMMA_RASTER");
-	t->raster = re && atoi(re) >= 1 && atoi(re) <= 64 ? atoi(re)
-		    : dev->l2_bytes > 0 && panels > dev->l2_bytes ? 32 : 8;
+	t->raster = dev->l2_bytes > 0 && panels > dev->l2_bytes ? 32 : 8;
 	t->pred_m = !dim_multiple(&prob->m, sym, bm);
 	t->pred_n = !dim_multiple(&prob->n, sym, bn);
 	t->pred_k = !dim_multiple(&prob->k, sym, bk);
@@ -663,10 +663,10 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	}
 }
 
-/* The variant forced by TINYC_MATMUL, or -1. */
-static int forced_variant(void)
+/* The variant the options record forces (TINYC_MATMUL), or -1. */
+static int forced_variant(const tinyc_sched_options *o)
 {
-	const char *v = getenv("TINYC_MATMUL");
+	const char *v = o->matmul;
 	if (!v)
 		return -1;
 	if (!strcmp(v, "simt"))
@@ -678,12 +678,11 @@ static int forced_variant(void)
 	return -1;
 }
 
-/* The tile forced by TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES]: 1 and t[4] filled, else 0. */
-static int forced_tile(int t[4])
+/* The tile the options record forces (TINYC_MATMUL_TILE): 1 and t[4] filled, else 0. */
+static int forced_tile(const tinyc_sched_options *o, int t[4])
 {
-	const char *v = getenv("TINYC_MATMUL_TILE");
-	t[3] = 0;
-	return v && sscanf(v, "%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3]) >= 3;
+	memcpy(t, o->tile, sizeof(o->tile));
+	return o->tile[0] != 0;
 }
 
 /* The TINYC_MM_TMA_* bits of prob on s: every size bound; per operand, TMA can load it
@@ -732,12 +731,16 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 		return 0;
 	if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] || (ft[3] && t.stages != ft[3])))
 		return 0;
-	const char *pe = getenv("TINYC_WGMMA_PP");	/* pins the wgmma schedule (tests) */
-	if (have_ft && pe && t.variant == TINYC_MM_WGMMA && t.pingpong != atoi(pe))
+	const tinyc_sched_options *o = &s->opt;	/* pins of the wgmma schedule (tests) */
+	if (have_ft && o->wgmma_pp >= 0 && t.variant == TINYC_MM_WGMMA && t.pingpong != o->wgmma_pp)
 		return 0;
-	const char *pk = getenv("TINYC_WGMMA_PACK");	/* pins packing or copying (tests) */
-	if (have_ft && pk && t.variant == TINYC_MM_WGMMA && (t.pack_a || t.pack_b) != atoi(pk))
+	if (have_ft && o->wgmma_pack >= 0 && t.variant == TINYC_MM_WGMMA &&
+	    (t.pack_a || t.pack_b) != o->wgmma_pack)
 		return 0;
+	if (t.variant == TINYC_MM_WGMMA)
+		wgmma_knobs(o, &t);
+	t.no_stage = o->no_stage;
+	t.no_pair = o->no_pair;
 	t.index_dtype = idx;
 	tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
 	if (!mp)
@@ -787,11 +790,11 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	return 1;
 }
 
-/* The candidates of prob (see tinyc_matmul_candidates); use_tile: honour TINYC_MATMUL_TILE. */
+/* The candidates of prob (see tinyc_matmul_candidates); use_tile: honour the forced tile. */
 static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		      const tinyc_mm_problem *prob0, int force, int use_tile)
 {
-	int ft[4], have_ft = use_tile && forced_tile(ft);
+	int ft[4], have_ft = use_tile && forced_tile(&s->opt, ft);
 	static const int bms[] = {64, 128}, bks[] = {16, 32, 64}, stg[] = {1, 2, 3};
 	tinyc_dtype idx = index_dtype(s, prob0);
 	tinyc_mm_problem prob = *prob0;	/* shallow: the evt stays prob0's */
@@ -927,8 +930,8 @@ int tinyc_matmul_fuse(tinyc_ctx *ctx, tinyc_schedule *s, const tinyc_polyview *p
 		return pr == -2 ? -1 : 0;
 	}
 	tinyc_skernel *k = &s->kerns[first];
-	int rc = candidates(ctx, s, k, &prob, forced_variant(), 1);
-	if (rc == 0)	/* nothing valid matches what the environment forces */
+	int rc = candidates(ctx, s, k, &prob, forced_variant(&s->opt), 1);
+	if (rc == 0)	/* nothing valid matches what the options record forces */
 		rc = candidates(ctx, s, k, &prob, -1, 0);
 	if (rc > 0) {
 		rc = add_input(ctx, k, prob.a.buf) < 0 || add_input(ctx, k, prob.b.buf) < 0 ? -1 : 0;
@@ -1029,7 +1032,26 @@ static int matmul_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	return 0;
 }
 
-const tinyc_plan_provider tinyc_plan_matmul = {"matmul", matmul_propose};
+/* The dump lines of a chosen matmul plan: tiles, binding, epilogue. */
+static void matmul_print_plan(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out)
+{
+	const tinyc_plan *p = tinyc_skernel_plan(k);
+	if (p && p->kind == TINYC_PLAN_MATMUL)
+		tinyc_matmul_plan_print(s, p, out);
+}
+
+/* Why a contraction kernel did not get a matmul plan. */
+static void matmul_print_notes(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out)
+{
+	const tinyc_plan *p = tinyc_skernel_plan(k);
+	(void)s;
+	if (k->mm_why[0] && (!p || p->kind != TINYC_PLAN_MATMUL))
+		tinyc_buf_printf(out, "  not a matmul: %s\n", k->mm_why);
+}
+
+const tinyc_plan_provider tinyc_plan_matmul = {
+	"matmul", matmul_propose, NULL, NULL, matmul_print_plan, matmul_print_notes,
+};
 
 /* ------------------------------------------------------------------- dump ---- */
 

@@ -41,7 +41,7 @@
  * pins the cooperative or the pingpong wgmma schedule); mma is only proposed
  * where the target and the dtypes allow it, and a forced choice that matches no valid
  * candidate is ignored.  A configuration measured by `tinyc tune` for this device, shape
- * class and dtypes (sched/tune.c) is chosen over the model's estimate.
+ * class and dtypes (driver/tune.c, sched/tuned.c) is chosen over the model's estimate.
  */
 #ifndef TINYC_SCHED_MATMUL_H
 #define TINYC_SCHED_MATMUL_H
@@ -124,6 +124,8 @@ typedef struct tinyc_mm_tiles {
 					 * workspace with rows padded to 16 bytes, then TMA */
 	int grid;			/* persistent CTAs (<= SMs) */
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
+	int no_stage;			/* 16-bit outputs not staged (options record: TINYC_NO_STAGE) */
+	int no_pair;			/* no paired epilogue stores (options record: TINYC_NO_PAIR) */
 } tinyc_mm_tiles;
 
 /* A MATMUL plan's ext. */
@@ -179,27 +181,20 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size);
  * determinism), the estimate.  Each line starts with two spaces. */
 void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc_buf *out);
 
-/* ---- tune.c: the tuning cache (configurations measured by `tinyc tune`) ---- */
+/* ---- tuned.c: tuned configurations (the options record's tuning entries) ---- */
 
 /* The shape class of prob on s: per size round(log2) and alignment (multiple of 128, of 8,
  * other), and the operand layouts, e.g. "M12a.N12a.K12a.L0a.kn".  -1 when a size is
  * unbound. */
 int tinyc_tune_class(const tinyc_schedule *s, const tinyc_mm_problem *prob, char *buf,
 		     size_t size);
-/* The tuning file of a device: <cache dir>/tune/<name>_<target>.txt, or in $TINYC_TUNE_DIR
- * when set (NULL: no cache dir). */
-__tinyc_give char *tinyc_tune_path(const tinyc_device_info *dev);
-/* The configuration stored for (s's device, prob's class, dtypes): 1 with config and *us
- * filled, 0 when there is none. */
-int tinyc_tune_lookup(const tinyc_schedule *s, const tinyc_mm_problem *prob, char *config,
-		      size_t size, double *us);
-/* Store config (measured us) as the best of prob's class on s's device (replacing the
- * previous one).  0, or -1 with a TuneError. */
-int tinyc_tune_store(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_mm_problem *prob,
-		     const char *config, double us);
-/* Among k's candidates from index `first`, mark the stored configuration as tuned (its
- * tuned_us, an estimate below every other so that the choice takes it).  Real devices only;
- * TINYC_TUNE=0 disables it.  0 (also when nothing is stored) or -1. */
+/* The dtypes key of prob, "half.half.float" (A, B, accumulator). */
+void tinyc_tune_dtypes(const tinyc_mm_problem *prob, char *buf, size_t size);
+/* The entry of s->opt's tuning entries for prob's class and dtypes (the last one), or NULL. */
+const tinyc_tune_entry *tinyc_tune_find(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+/* Among k's candidates from index `first`, mark the configuration the tuning entries name
+ * as tuned (its tuned_us, an estimate below every other so that the choice takes it).
+ * 0 (also when there is no entry) or -1. */
 int tinyc_tune_apply(const tinyc_schedule *s, tinyc_skernel *k, int first);
 
 /* Copy / free a problem (deep: the evt graph). */

@@ -38,54 +38,6 @@ double tinyc_sched_dim_est(const tinyc_schedule *s, const tinyc_dim *d)
 	return v >= 0 ? (double)v : (double)s->assumed_sym;
 }
 
-/* Value of a dim under bindings b (may be NULL), -1 when unknown. */
-static int64_t dim_value(const tinyc_dim *d, const tinyc_bindings *b)
-{
-	if (d->sym < 0)
-		return d->val;
-	return b ? tinyc_dim_value(d, b) : -1;
-}
-
-/* Whether two dims are certainly equal. */
-static int dims_same(const tinyc_dim *a, const tinyc_dim *b, const tinyc_bindings *bind)
-{
-	if (a->sym >= 0 && a->sym == b->sym)
-		return 1;
-	int64_t va = dim_value(a, bind), vb = dim_value(b, bind);
-	return va >= 0 && va == vb;
-}
-
-int tinyc_operand_injective(const tinyc_graph *g, const tinyc_bindings *b, int u, int which)
-{
-	const tinyc_uop *n = &g->nodes[u];
-	const tinyc_uop *o = &g->nodes[n->src[which]];
-	switch (n->op) {
-	case TINYC_OP_EXPAND:
-		for (int d = 0; d < n->rank && d < o->rank; d++)
-			if (!dims_same(&o->shape[d], &n->shape[d], b))
-				return 0;
-		return o->rank == n->rank;
-	case TINYC_OP_REDUCE:
-	case TINYC_OP_RESHAPE:
-	case TINYC_OP_PERMUTE:
-	case TINYC_OP_PAD:
-	case TINYC_OP_SHRINK:
-	case TINYC_OP_FLIP:
-	case TINYC_OP_CONTIGUOUS:
-	case TINYC_OP_OUTPUT:
-		return 1;
-	default:
-		break;
-	}
-	/* elementwise: right-aligned broadcasting */
-	if (o->rank != n->rank)
-		return 0;
-	for (int d = 0; d < n->rank; d++)
-		if (!dims_same(&o->shape[d], &n->shape[d], b))
-			return 0;
-	return 1;
-}
-
 int tinyc_reduce_axes(const tinyc_graph *g, int node, int *axes)
 {
 	const tinyc_uop *u = &g->nodes[node];
@@ -385,11 +337,12 @@ static void part_free(part *p)
 
 tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b)
 {
-	return tinyc_partition_fused(ctx, g, b, NULL);
+	return tinyc_partition_fused(ctx, g, b, NULL, NULL);
 }
 
 tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
-				      const tinyc_bindings *b, const unsigned char *fuse)
+				      const tinyc_bindings *b, const unsigned char *fuse,
+				      const tinyc_sched_options *opts)
 {
 	tinyc_schedule *s = tinyc_calloc(ctx, 1, sizeof(*s));
 	if (!s)
@@ -473,8 +426,10 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 			p.mat[i] = (unsigned char)(reduce_needs_buffer(&p, i) && !(fuse && fuse[i]));
 	}
 
-	/* attention (sched/attention.c): one kernel computes softmax(Q K^T) V */
-	tinyc_attention_claim(g, b, p.live, p.mat);
+	/* attention (sched/attention.c): one kernel computes softmax(Q K^T) V, unless the
+	 * options record leaves it to the generic path */
+	if (!opts || !opts->no_attention)
+		tinyc_attention_claim(g, b, p.live, p.mat);
 
 	/* outputs and temporaries, in graph order */
 	int nout = 0, ntemp = 0;

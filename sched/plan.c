@@ -1,5 +1,5 @@
 /* The schedule plan of the kernels that are not contractions (seed 002 §5, DESIGN.md §1):
- * candidates, estimates, the choice, the dump, and the "schedule" pass.
+ * candidates, estimates, the choice and the dump of the "schedule" stage.
  *
  * The cost model is the seed's, time = max(FLOPs / peak, bytes / bandwidth), divided by an
  * efficiency factor that says how much of the device a candidate keeps busy:
@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/pass.h"
 #include "lower/lower.h"
 #include "poly/poly.h"
 #include "sched/attention.h"
@@ -39,8 +38,9 @@
 #define SERIAL_CONTIG_PENALTY 2.0	/* a thread walking its own contiguous row: each warp load
 					 * touches 32 sectors, later iterations hit them in L1 */
 
-/* Plan providers, tried in order for every kernel.  A new plan kind (the contraction
- * template, the rearrange kernel) adds its provider here. */
+/* Plan providers, tried in order for every kernel, their dump hooks called in the same
+ * order.  A new plan kind (the contraction template, the rearrange kernel) adds its
+ * provider record here. */
 static const tinyc_plan_provider *const providers[] = {
 	&tinyc_plan_generic,
 	&tinyc_plan_matmul,	/* contractions: replaces generic candidates (sched/matmul.c) */
@@ -49,6 +49,7 @@ static const tinyc_plan_provider *const providers[] = {
 	&tinyc_plan_rowfuse,	/* row groups: replaces every other candidate (sched/rowfuse.c) */
 	&tinyc_plan_attention,	/* attention outputs: replaces every other candidate */
 };
+#define NPROVIDERS (sizeof(providers) / sizeof(*providers))
 
 const char *tinyc_plan_kind_name(tinyc_plan_kind k)
 {
@@ -69,32 +70,68 @@ static int fp32_lanes_per_sm(tinyc_arch a)
 	return 128;
 }
 
-int tinyc_schedule_set_device(tinyc_ctx *ctx, tinyc_schedule *s, const char *opt_target)
+int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sched_options *o)
 {
-	const tinyc_device_info *d = NULL;
-	if (opt_target) {
-		if (!(d = tinyc_target_info(ctx, opt_target)))
-			return -1;
-		s->dev = *d;
-		s->dev_origin = "--target";
-	} else if (tinyc_cuda_available()) {
-		tinyc_ctx *quiet = tinyc_ctx_alloc();	/* a failure here falls back, silently */
-		tinyc_cuda *cu = quiet ? tinyc_cuda_open(quiet, 0) : NULL;
-		if (cu) {
-			s->dev = *tinyc_cuda_device_info(cu);
-			s->dev_origin = "driver";
-			tinyc_cuda_close(cu);
-		}
-		tinyc_ctx_free(quiet);
-	}
-	if (!s->dev_origin) {
-		if (!(d = tinyc_target_info(ctx, "sm_80")))
-			return -1;
-		s->dev = *d;
-		s->dev_origin = "default target (no GPU found; give --target)";
-	}
+	const tinyc_device_info *d = tinyc_target_info(ctx, target ? target : "sm_80");
+	if (!d)
+		return -1;
+	memset(o, 0, sizeof(*o));
+	o->dev = *d;
+	o->dev_origin = target ? "--target" : "default target (no GPU found; give --target)";
+	o->wgmma_pp = o->wgmma_pack = -1;
+	return 0;
+}
+
+/* "auto" for a knob at its default (0, or -1 for the pins), else its value. */
+static void print_knob(tinyc_buf *out, const char *name, int v, int dflt)
+{
+	if (v == dflt)
+		tinyc_buf_printf(out, " %s auto,", name);
+	else
+		tinyc_buf_printf(out, " %s %d,", name, v);
+}
+
+void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
+{
+	tinyc_buf_printf(out, "# options: matmul %s, tile ", o->matmul ? o->matmul : "auto");
+	if (o->tile[0])
+		tinyc_buf_printf(out, "%dx%dx%dx%d,", o->tile[0], o->tile[1], o->tile[2], o->tile[3]);
+	else
+		tinyc_buf_puts(out, "auto,");
+	print_knob(out, "wgmma_n", o->wgmma_n, 0);
+	print_knob(out, "wgmma_raster", o->wgmma_raster, 0);
+	print_knob(out, "wgmma_pp", o->wgmma_pp, -1);
+	print_knob(out, "wgmma_pack", o->wgmma_pack, -1);
+	tinyc_buf_printf(out, " stage %s, pair %s\n", o->no_stage ? "off" : "on",
+			 o->no_pair ? "off" : "on");
+	tinyc_buf_printf(out, "# options: rowfuse %s,", o->no_rowfuse ? "off" : "on");
+	print_knob(out, "rowfuse_threads", o->rowfuse_threads, 0);
+	tinyc_buf_printf(out, " attention %s,", o->no_attention ? "off" : "on");
+	if (o->attn_tile[0])	/* printed only when forced */
+		tinyc_buf_printf(out, " attn_tile %dx%dx%d,", o->attn_tile[0], o->attn_tile[1],
+				 o->attn_tile[2]);
+	tinyc_buf_puts(out, " tune ");
+	if (o->tune_off)
+		tinyc_buf_puts(out, "off\n");
+	else
+		tinyc_buf_printf(out, "%d entries\n", o->ntune);
+}
+
+void tinyc_schedule_set_options(tinyc_schedule *s, const tinyc_sched_options *o)
+{
+	s->opt = *o;
+	s->dev = o->dev;
+	s->dev_origin = o->dev_origin;
 	s->fp32_tflops = 2.0 * fp32_lanes_per_sm(s->dev.arch) * s->dev.sm_count *
 			 (s->dev.clock_khz * 1e3) / 1e12;
+}
+
+int tinyc_schedule_set_device(tinyc_ctx *ctx, tinyc_schedule *s, const char *opt_target)
+{
+	tinyc_sched_options o;
+	if (tinyc_sched_options_for_target(ctx, opt_target, &o) < 0)
+		return -1;
+	tinyc_schedule_set_options(s, &o);
 	return 0;
 }
 
@@ -411,7 +448,7 @@ int tinyc_schedule_plan(tinyc_ctx *ctx, tinyc_schedule *s)
 {
 	for (int i = 0; i < s->nkern; i++) {
 		tinyc_skernel *k = &s->kerns[i];
-		for (size_t p = 0; p < sizeof(providers) / sizeof(*providers); p++)
+		for (size_t p = 0; p < NPROVIDERS; p++)
 			if (providers[p]->propose(ctx, s, k) < 0)
 				return -1;
 		k->choice = -1;
@@ -491,6 +528,7 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 			 d->sm_count, d->max_threads_per_sm, d->max_threads_per_block, d->smem_per_block,
 			 d->smem_per_block_optin, d->peak_bandwidth_gbs, s->fp32_tflops,
 			 d->peak_fp16_tflops);
+	tinyc_sched_options_print(&s->opt, out);	/* the rest of the options record */
 	int unbound = 0;
 	for (int i = 0; i < g->nsym; i++)
 		if (!s->bind || i >= s->bind->n || s->bind->val[i] < 0)
@@ -520,7 +558,9 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 		}
 		tinyc_buf_printf(out, " (%%%s)\n", g->nodes[b->node].id);
 	}
-	tinyc_rowfuse_print(s, out);	/* row groups and their decisions */
+	for (size_t j = 0; j < NPROVIDERS; j++)	/* row groups and their decisions */
+		if (providers[j]->print_schedule)
+			providers[j]->print_schedule(s, out);
 	for (int i = 0; i < s->nkern; i++) {
 		const tinyc_skernel *k = &s->kerns[i];
 		tinyc_buf_printf(out, "kernel %s: stores %%%s into %s, reads", k->name,
@@ -539,7 +579,9 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 		tinyc_buf_printf(out, "\n  work: %.4g elements, reduce extent %.4g, %.4g flop, %.4g bytes%s\n",
 				 k->out_elems, k->red_elems, k->flops, k->bytes,
 				 k->contig_red ? ", reduces along the contiguous axis" : "");
-		tinyc_rowfuse_print_kernel(s, k, out);
+		for (size_t j = 0; j < NPROVIDERS; j++)
+			if (providers[j]->print_kernel)
+				providers[j]->print_kernel(s, k, out);
 		for (int c = 0; c < k->ncand; c++) {
 			const tinyc_plan *p = &k->cands[c];
 			tinyc_buf_printf(out, "  candidate %d: %s; eff %.3f, est %.2f us\n", c, p->desc,
@@ -554,62 +596,13 @@ void tinyc_schedule_print(const tinyc_schedule *s, tinyc_buf *out)
 				if (p->grid_mod[j])
 					tinyc_buf_printf(out, ", grid %c loops", "xyz"[j]);
 			tinyc_buf_putc(out, '\n');
-			if (p->kind == TINYC_PLAN_MATMUL)
-				tinyc_matmul_plan_print(s, p, out);	/* tiles, binding, epilogue */
-			if (p->kind == TINYC_PLAN_CONV_DIRECT)
-				tinyc_conv_direct_plan_print(s, p, out);
 		}
-		tinyc_rearrange_schedule_print(s, k, out);	/* rearrange plan, or why not */
-		if (k->mm_why[0] && (!p || p->kind != TINYC_PLAN_MATMUL))
-			tinyc_buf_printf(out, "  not a matmul: %s\n", k->mm_why);
+		for (size_t j = 0; j < NPROVIDERS; j++)	/* matmul tiles, rearrange plan, ... */
+			if (providers[j]->print_plan)
+				providers[j]->print_plan(s, k, out);
+		for (size_t j = 0; j < NPROVIDERS; j++)	/* "not a matmul: ..." */
+			if (providers[j]->print_notes)
+				providers[j]->print_notes(s, k, out);
 	}
 }
 
-/* ------------------------------------------------------------------- pass ---- */
-
-/* The stage index of the "schedule" pass in m->stage. */
-static int schedule_stage(void)
-{
-	return tinyc_pass_find("schedule");
-}
-
-int tinyc_schedule_pass_run(tinyc_module *m)
-{
-	int st = schedule_stage();
-	if (st < 0 || !m->uop)
-		return tinyc_error(m->ctx, "PipelineError", "the schedule pass needs the uop stage");
-	/* partition, row groups (sched/rowfuse.c), plans; the earlier stages are only lent
-	 * to the providers (they may be freed before the schedule) */
-	tinyc_schedule *s = tinyc_schedule_build(m->ctx, m->uop, m->bind, m->opt.target,
-						 tinyc_module_polyview(m), tinyc_module_evt(m));
-	if (!s)
-		return -1;
-	m->stage[st] = s;
-	return 0;
-}
-
-int tinyc_schedule_pass_verify(tinyc_module *m)
-{
-	tinyc_schedule *s = tinyc_module_schedule(m);
-	return s ? tinyc_schedule_verify(m->ctx, s) : -1;
-}
-
-int tinyc_schedule_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
-{
-	tinyc_schedule *s = tinyc_module_schedule(m);
-	if (fmt != TINYC_FMT_TEXT || !s)
-		return -1;
-	tinyc_schedule_print(s, out);
-	return 0;
-}
-
-void tinyc_schedule_pass_free(void *ir)
-{
-	tinyc_schedule_free(ir);
-}
-
-tinyc_schedule *tinyc_module_schedule(const tinyc_module *m)
-{
-	int st = schedule_stage();
-	return st >= 0 ? m->stage[st] : NULL;
-}

@@ -449,7 +449,9 @@ static int rearrange_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 	return 0;
 }
 
-const tinyc_plan_provider tinyc_plan_rearrange = {"rearrange", rearrange_propose};
+const tinyc_plan_provider tinyc_plan_rearrange = {
+	"rearrange", rearrange_propose, NULL, NULL, tinyc_rearrange_schedule_print, NULL,
+};
 
 /* Append every line of text to out, indented by `indent` spaces. */
 static void put_indented(tinyc_buf *out, const char *text, int indent)

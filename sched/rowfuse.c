@@ -266,9 +266,8 @@ static int rowfuse_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	k->ncand = 0;
 	int maxthr = s->dev.max_threads_per_block > 0 ? s->dev.max_threads_per_block : 1024;
 	static const int shapes[][2] = {{32, 4}, {128, 1}, {256, 1}, {512, 1}, {1024, 1}};
-	/* TINYC_ROWFUSE_THREADS=TX keeps only that row width (tests, measurements) */
-	const char *only = getenv("TINYC_ROWFUSE_THREADS");
-	int pin = only ? atoi(only) : 0;
+	/* the options record may keep only one row width (tests, measurements) */
+	int pin = s->opt.rowfuse_threads;
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(*shapes); i++) {
 		tinyc_plan p = {0};
 		p.kind = TINYC_PLAN_ROWFUSE;
@@ -297,7 +296,9 @@ static int rowfuse_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	return 0;
 }
 
-const tinyc_plan_provider tinyc_plan_rowfuse = {"rowfuse", rowfuse_propose};
+const tinyc_plan_provider tinyc_plan_rowfuse = {
+	"rowfuse", rowfuse_propose, tinyc_rowfuse_print, tinyc_rowfuse_print_kernel, NULL, NULL,
+};
 
 /* ------------------------------------------------------------ the decision ---- */
 
@@ -323,11 +324,11 @@ static tinyc_rowgroup *add_group(tinyc_ctx *ctx, tinyc_rowfuse *rf, int root, co
 /* Partition with the flags fuse (NULL: none), set the device and plan.  The schedule gets
  * a row-group record with a copy of fuse so that the provider sees it. */
 static tinyc_schedule *plan_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b,
-				      const unsigned char *fuse, const char *target,
+				      const unsigned char *fuse, const tinyc_sched_options *opts,
 				      const struct tinyc_polyview *pv, const struct tinyc_evt_set *evts,
 				      int plan)
 {
-	tinyc_schedule *s = tinyc_partition_fused(ctx, g, b, fuse);
+	tinyc_schedule *s = tinyc_partition_fused(ctx, g, b, fuse, opts);
 	if (!s)
 		return NULL;
 	if (!(s->rowfuse = tinyc_calloc(ctx, 1, sizeof(*s->rowfuse))) ||
@@ -336,8 +337,7 @@ static tinyc_schedule *plan_partition(tinyc_ctx *ctx, const tinyc_graph *g, cons
 	s->rowfuse->nnode = g->n;
 	if (fuse)
 		memcpy(s->rowfuse->fused, fuse, (size_t)g->n);
-	if (tinyc_schedule_set_device(ctx, s, target) < 0)
-		goto fail;
+	tinyc_schedule_set_options(s, opts);
 	if (plan) {
 		s->pv = pv;
 		s->evts = evts;
@@ -476,10 +476,10 @@ static double split_estimate(const tinyc_schedule *s0, const tinyc_skernel *k, c
 }
 
 tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b,
-				     const char *opt_target, const struct tinyc_polyview *pv,
+				     const tinyc_sched_options *opts, const struct tinyc_polyview *pv,
 				     const struct tinyc_evt_set *evts)
 {
-	tinyc_schedule *s0 = plan_partition(ctx, g, b, NULL, opt_target, pv, evts, 1);
+	tinyc_schedule *s0 = plan_partition(ctx, g, b, NULL, opts, pv, evts, 1);
 	tinyc_schedule *s1 = NULL, *s2 = NULL;
 	unsigned char *fuse = NULL;
 	tinyc_rowfuse *rf = NULL;
@@ -491,8 +491,8 @@ tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const
 	if (!(fuse = tinyc_calloc(ctx, (size_t)g->n + 1, 1)) ||
 	    !(rf = tinyc_calloc(ctx, 1, sizeof(*rf))))
 		goto fail;
-	const char *off = getenv("TINYC_ROWFUSE");	/* 0: the plain partition (comparisons) */
-	for (int i = 0; i < s0->nkern && !(off && !strcmp(off, "0")); i++) {
+	/* no_rowfuse: the plain partition (comparisons) */
+	for (int i = 0; i < s0->nkern && !opts->no_rowfuse; i++) {
 		const tinyc_skernel *k = &s0->kerns[i];
 		const tinyc_plan *p = tinyc_skernel_plan(k);
 		int ro, a;
@@ -512,7 +512,7 @@ tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const
 	}
 	/* partition with the candidates inline until every group is well formed */
 	for (;;) {
-		s1 = plan_partition(ctx, g, b, fuse, opt_target, pv, evts, 0);
+		s1 = plan_partition(ctx, g, b, fuse, opts, pv, evts, 0);
 		if (!s1)
 			goto fail;
 		int cleared = check_groups(ctx, s1, fuse, rf);
@@ -564,7 +564,7 @@ tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx, const tinyc_graph *g, const
 			if (!rf->groups[i].fused)
 				for (int j = 0; j < rf->groups[i].nred; j++)
 					fuse[rf->groups[i].reds[j]] = 0;
-		if (!(s2 = plan_partition(ctx, g, b, fuse, opt_target, pv, evts, 1)))
+		if (!(s2 = plan_partition(ctx, g, b, fuse, opts, pv, evts, 1)))
 			goto fail;
 		final = s2, s2 = NULL;
 	}

@@ -42,14 +42,14 @@ typedef struct tinyc_rowfuse {
 
 void tinyc_rowfuse_free(__tinyc_take tinyc_rowfuse *rf);
 
-/* Partition g, choose the row groups and plan every kernel for opt_target (NULL: the
- * driver's device, else the default target); pv and evts (may be NULL) are the module's
- * earlier stages the providers may reuse.  Returns the planned schedule (not verified), or
+/* Partition g, choose the row groups and plan every kernel with the options record opts
+ * (sched/options.h); pv and evts (may be NULL) are the module's earlier stages the
+ * providers may reuse.  Returns the planned schedule (not verified), or
  * NULL with diagnostics. */
 __tinyc_give tinyc_schedule *tinyc_schedule_build(tinyc_ctx *ctx,
 						  __tinyc_keep const tinyc_graph *g,
 						  __tinyc_keep const tinyc_bindings *b,
-						  const char *opt_target,
+						  const tinyc_sched_options *opts,
 						  __tinyc_keep const struct tinyc_polyview *pv,
 						  __tinyc_keep const struct tinyc_evt_set *evts);
 

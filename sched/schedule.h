@@ -7,7 +7,7 @@
  *                inline.  Elementwise and movement chains are fused into their consumer.
  *   producers.c  the values a contraction reads with broadcasting that are not loads:
  *                stored once (partition.c), by the producing epilogue where it can
- *                (lower/evt_extract.c), never recomputed in a k loop.
+ *                (poly/evt_extract.c), never recomputed in a k loop.
  *   plan.c       per kernel: the candidate plans (block/thread tiling for elementwise
  *                kernels, block-per-row cooperative reductions), their cost estimates
  *                time = max(FLOPs/peak, bytes/bandwidth) / efficiency against the device
@@ -29,9 +29,10 @@
 #include <stdint.h>
 
 #include "ir/ctx.h"
-#include "ir/pass.h"
 #include "ir/uop.h"
-#include "runtime/runtime.h"
+#include "ir/target.h"
+#include "lower/lower.h"
+#include "sched/options.h"
 
 /* What a schedule buffer holds. */
 typedef enum tinyc_sbuf_role {
@@ -111,7 +112,9 @@ typedef struct tinyc_skernel {
 typedef struct tinyc_schedule {
 	const tinyc_graph *g;		/* the graph (kept) */
 	const tinyc_bindings *bind;	/* compile-time symbol values (kept) */
-	tinyc_device_info dev;		/* the device the plan is for */
+	tinyc_sched_options opt;	/* the options record it was planned with (its tune
+					 * entries kept: the driver's record outlives it) */
+	tinyc_device_info dev;		/* the device the plan is for (opt.dev) */
 	const char *dev_origin;		/* "driver", "--target", or "default target (no GPU)" */
 	double fp32_tflops;		/* CUDA-core fp32 peak used for elementwise work */
 	int64_t assumed_sym;		/* value assumed for unbound symbols in estimates */
@@ -129,12 +132,23 @@ typedef struct tinyc_schedule {
 					 * or NULL (owned) */
 } tinyc_schedule;
 
-/* A source of candidate plans for a kernel. */
+/* A source of candidate plans for a kernel: a plan kind's whole record in the schedule
+ * pass (its GPU IR builder is registered by kind in codegen/gpuir_pass.c).  The dump
+ * (tinyc_schedule_print) calls each provider's print hooks in provider order; NULL hooks
+ * print nothing. */
 typedef struct tinyc_plan_provider {
 	const char *name;	/* "generic", "matmul", ... */
 	/* Append zero or more candidates for kernel k of s to k->cands (tinyc_plan_add).
 	 * Returns 0, or -1 with a diagnostic. */
 	int (*propose)(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k);
+	/* schedule-wide lines, after the buffers (row groups) */
+	void (*print_schedule)(const tinyc_schedule *s, tinyc_buf *out);
+	/* lines of kernel k after its work line, before the candidates */
+	void (*print_kernel)(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out);
+	/* lines after k's choice: the chosen plan's details (or why the kind does not apply) */
+	void (*print_plan)(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out);
+	/* k's last lines (notes such as why a contraction is not this kind) */
+	void (*print_notes)(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out);
 } tinyc_plan_provider;
 
 /* ---- partition.c ---- */
@@ -144,15 +158,14 @@ typedef struct tinyc_plan_provider {
 __tinyc_give tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, __tinyc_keep const tinyc_graph *g,
 					     __tinyc_keep const tinyc_bindings *b);
 /* The same, except that the live REDUCEs with fuse[node] set (fuse may be NULL) are not
- * materialised: their consumer computes them inline (the row groups of sched/rowfuse.c). */
+ * materialised: their consumer computes them inline (the row groups of sched/rowfuse.c);
+ * opts (may be NULL: the defaults) may leave attention to the generic path. */
 __tinyc_give tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx,
 						   __tinyc_keep const tinyc_graph *g,
 						   __tinyc_keep const tinyc_bindings *b,
-						   __tinyc_keep const unsigned char *fuse);
+						   __tinyc_keep const unsigned char *fuse,
+						   const tinyc_sched_options *opts);
 void tinyc_schedule_free(__tinyc_take tinyc_schedule *s);
-/* Whether operand `which` of node u is used without broadcasting (each element of u reads
- * a distinct element of the operand). */
-int tinyc_operand_injective(const tinyc_graph *g, const tinyc_bindings *b, int u, int which);
 /* The value of dim d (a bound symbol or a constant), or -1 when it is an unbound symbol. */
 int64_t tinyc_sched_dim(const tinyc_schedule *s, const tinyc_dim *d);
 /* The value used for estimates: the dim's value, or s->assumed_sym when unbound. */
@@ -160,22 +173,12 @@ double tinyc_sched_dim_est(const tinyc_schedule *s, const tinyc_dim *d);
 /* The REDUCE node's axes, normalised to 0..rank-1 and sorted; returns their count. */
 int tinyc_reduce_axes(const tinyc_graph *g, int node, int *axes);
 
-/* ---- producers.c ---- */
-
-/* The MUL of contraction r (a REDUCE ADD over, through CASTs and movement, a MUL), or -1
- * when r is not one. */
-int tinyc_contraction_mul(const tinyc_graph *g, int r);
-/* mark[i] = 1 for every computed value (not a BUFFER or CONST below movement and CASTs)
- * that a contraction's MUL reads with broadcasting: it is materialised instead of being
- * recomputed inside the contraction's k loop.  mark has g->n entries; b may be NULL. */
-void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
-				 unsigned char *mark);
-
 /* ---- plan.c ---- */
 
-/* Device description: opt_target (a named target) if given, else the first CUDA device
- * if one is present, else the nominal default target (sm_80).  Fills s->dev and
- * s->dev_origin.  Returns 0 or -1 (UnknownTarget). */
+/* Plan s with the options record o (copied): fills s->opt, s->dev and s->dev_origin. */
+void tinyc_schedule_set_options(tinyc_schedule *s, const tinyc_sched_options *o);
+/* The same with the record of a named target (NULL: the default target, sm_80), for tests
+ * and tools that plan without the driver.  0 or -1 (UnknownTarget). */
 int tinyc_schedule_set_device(tinyc_ctx *ctx, tinyc_schedule *s, const char *opt_target);
 /* Propose candidates for every kernel (all providers), estimate and choose. */
 int tinyc_schedule_plan(tinyc_ctx *ctx, tinyc_schedule *s);
@@ -197,14 +200,5 @@ const char *tinyc_plan_kind_name(tinyc_plan_kind k);
 
 /* The generic provider (MAP and ROWRED plans), defined in plan.c. */
 extern const tinyc_plan_provider tinyc_plan_generic;
-
-/* The "schedule" pass: m->stage[tinyc_pass_find("schedule")] holds a tinyc_schedule built
- * from the verified UOp graph and m->bind, for m->opt.target (or the driver's device). */
-int tinyc_schedule_pass_run(tinyc_module *m);
-int tinyc_schedule_pass_verify(tinyc_module *m);
-int tinyc_schedule_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out);
-void tinyc_schedule_pass_free(void *ir);
-/* The schedule of a module, or NULL when the pass has not run. */
-tinyc_schedule *tinyc_module_schedule(const tinyc_module *m);
 
 #endif

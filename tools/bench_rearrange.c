@@ -25,10 +25,12 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/tensor.h"
 #include "runtime/runtime.h"
 #include "sched/rearrange.h"
+#include "driver/run.h"
+#include "driver/rearrange_desc.h"
 
 /* A case: y = x.permute(perm), both contiguous. */
 typedef struct bcase {

@@ -6,7 +6,7 @@
  *   tinyc htree --q .. --k .. --v .. --out ..  the htree forward (tools/tinyc_htree.c)
  *
  * Exit status: 0 success, 1 diagnostics (bad input, failed check), 2 usage error.
- * The driver only parses arguments, runs the pass pipeline (lower/pipeline.c) and prints;
+ * The driver only parses arguments, runs the pass pipeline (driver/pipeline.c) and prints;
  * every diagnostic comes from the library through the tinyc_ctx.
  */
 #include <errno.h>
@@ -17,13 +17,14 @@
 #include <string.h>
 
 #include "ir/ctx.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/tensor.h"
 #include "ir/uop.h"
 #include "lower/lower.h"
 #include "codegen/gpu.h"
 #include "runtime/runtime.h"
 #include "sched/schedule.h"
+#include "driver/run.h"
 #include "tinyc_args.h"
 
 enum { EXIT_OK = 0, EXIT_DIAG = 1, EXIT_USAGE = 2 };

@@ -24,7 +24,7 @@
 #include "ir/ctx.h"
 #include "ir/htree.h"
 #include "ir/tensor.h"
-#include "runtime/htree_run.h"
+#include "driver/htree_run.h"
 #include "runtime/runtime.h"
 #include "tinyc_args.h"
 

@@ -1,5 +1,5 @@
 /* tinyc tune: measure the candidate configurations of a graph's contraction on the GPU and
- * keep the fastest in the tuning cache (sched/tune.c), where later compilations of the same
+ * keep the fastest in the tuning cache (driver/tune.c), where later compilations of the same
  * shape class on the same device find it.
  *
  *   tinyc tune FILE --bind M=..,N=..,K=.. [--top N] [--warmup W] [--iters I] [--seed S]
@@ -22,12 +22,14 @@
 
 #include "codegen/gpu.h"
 #include "ir/ctx.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/tensor.h"
 #include "lower/lower.h"
 #include "runtime/runtime.h"
 #include "sched/matmul.h"
 #include "sched/schedule.h"
+#include "driver/run.h"
+#include "driver/tune.h"
 #include "tinyc_args.h"
 
 #define TUNE_MAX 64	/* candidates measured at most */

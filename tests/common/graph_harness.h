@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "codegen/gpu.h"
+#include "driver/options.h"
 #include "ir/gpuir.h"
 #include "lower/lower.h"
 #include "sched/rowfuse.h"
@@ -23,6 +24,8 @@ typedef struct compiled {
 	tinyc_indexbook *ib;	/* AxisMaps */
 	tinyc_schedule *s;	/* kernels and plans */
 	tinyc_gpu_module *gm;	/* the GPU IR */
+	tinyc_sched_options opt;	/* the options record the driver resolves */
+	tinyc_tune_entry *tune;	/* its tuning entries (owned) */
 } compiled;
 
 /* Free everything c holds (c may be partly filled). */
@@ -30,6 +33,7 @@ static inline void compiled_free(compiled *c)
 {
 	tinyc_gpu_module_free(c->gm);
 	tinyc_schedule_free(c->s);
+	free(c->tune);
 	tinyc_indexbook_free(c->ib);
 	tinyc_bindings_free(c->b);
 	tinyc_graph_free(c->g);
@@ -55,7 +59,9 @@ static inline int compile(tinyc_ctx *ctx, const char *path, const char *bind, co
 	if (!(c->ib = tinyc_indexbook_build(ctx, c->g, c->b)) || tinyc_indexbook_verify(ctx, c->ib) < 0)
 		return 1;
 	/* partition, row groups and plans, as the schedule pass does */
-	if (!(c->s = tinyc_schedule_build(ctx, c->g, c->b, target, NULL, NULL)) ||
+	if (tinyc_options_resolve(ctx, target, &c->opt, &c->tune) < 0)
+		return -1;
+	if (!(c->s = tinyc_schedule_build(ctx, c->g, c->b, &c->opt, NULL, NULL)) ||
 	    tinyc_schedule_verify(ctx, c->s) < 0 || !(c->gm = tinyc_gpuir_build(ctx, c->s, c->ib)) ||
 	    tinyc_gpu_verify(ctx, c->gm, c->s->dev.smem_per_block_optin) < 0)
 		return -1;

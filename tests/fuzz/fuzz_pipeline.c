@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "ir/pass.h"
+#include "driver/module.h"
 
 /* Compile one input for one target, through the last stage. */
 static void compile(const uint8_t *data, size_t size, const char *target)

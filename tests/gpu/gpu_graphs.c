@@ -28,6 +28,7 @@
 #include "sched/schedule.h"
 
 #include "../common/graph_harness.h"
+#include "driver/run.h"
 
 #ifndef TINYC_SOURCE_DIR
 #define TINYC_SOURCE_DIR "."

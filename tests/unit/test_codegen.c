@@ -26,6 +26,7 @@
 #include "sched/schedule.h"
 
 #include "../common/graph_harness.h"
+#include "driver/run.h"
 
 /* ------------------------------------------------------------- harness ---- */
 

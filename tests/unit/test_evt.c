@@ -1,4 +1,4 @@
-/* Unit tests of the epilogue graph (ir/evt.h, lower/evt_passes.c, lower/evt_extract.c):
+/* Unit tests of the epilogue graph (ir/evt.h, lower/evt_passes.c, poly/evt_extract.c):
  *   - the C API: seed 000's D = C + X built from nodes and an edge tuple, its dump compared
  *     with hand-written text; polynomials; the visit order;
  *   - malformed graphs (children out of range or missing, cycles, type clashes, bad layouts,
@@ -14,7 +14,7 @@
 #include <criterion/criterion.h>
 
 #include "ir/evt.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "lower/lower.h"
 
 /* ------------------------------------------------------------------ helpers ---- */
@@ -604,7 +604,7 @@ Test(evt_extract, bias_relu_kinds_and_dump)
 	cr_assert_eq(g->nodes[4].fn, TINYC_OP_RELU);
 	cr_assert_eq(g->nodes[6].t.dtype, TINYC_HALF);
 	tinyc_buf b = {0};
-	tinyc_evt_pass_print(m, TINYC_FMT_TEXT, &b);
+	tinyc_evt_set_print(m->evt, &b);
 	cr_assert(strstr(b.data, "  6: AuxStore Y:half strides (N, 1, 0) : half  seq<5>  = %y\n"), "%s",
 		  b.data);
 	cr_assert(strstr(b.data, "  1: RowBroadcast bias:half strides (0, 1, 0) : half  seq<>  = %b\n"));

@@ -1,4 +1,4 @@
-/* Unit tests of the htree GPU path (codegen/htree_cuda.c, runtime/htree_run.c).
+/* Unit tests of the htree GPU path (codegen/htree_cuda.c, driver/htree_run.c).
  *
  * Everywhere (no GPU needed):
  *  - htree_gpu_emit: the generated CUDA compiles with nvrtc to CUBIN for sm_80 and sm_90
@@ -24,13 +24,14 @@
 #include "codegen/gpu.h"
 #include "ir/ctx.h"
 #include "ir/htree.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/tensor.h"
-#include "runtime/htree_run.h"
+#include "driver/htree_run.h"
 #include "runtime/runtime.h"
 #include "sched/schedule.h"
 
 #include "../common/htree_golden.h"
+#include "driver/run.h"
 
 /* The kind of the first diagnostic on ctx ("" when there is none). */
 static const char *first_kind(tinyc_ctx *ctx)

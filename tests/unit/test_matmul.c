@@ -19,6 +19,7 @@
 
 #include "codegen/gpu.h"
 #include "codegen/matmul.h"
+#include "driver/options.h"
 #include "ir/tensor.h"
 #include "runtime/runtime.h"
 #include "sched/matmul.h"
@@ -72,12 +73,17 @@ static void case_free(graph_case *c)
 	tinyc_source_free(c->src);
 }
 
-/* The schedule of g: partition, device, the generic and matmul providers, the cheapest. */
+/* The schedule of g: partition, the options record as the driver resolves it (target and
+ * the TINYC_* knobs the tests set), the generic and matmul providers, the cheapest. */
 static tinyc_schedule *plan(tinyc_ctx *ctx, graph_case *c, const char *target)
 {
 	tinyc_schedule *s = tinyc_partition(ctx, c->g, c->ct);
 	cr_assert(s);
-	cr_assert(tinyc_schedule_set_device(ctx, s, target) == 0);
+	tinyc_sched_options o;
+	tinyc_tune_entry *tune;
+	cr_assert(tinyc_options_resolve(ctx, target, &o, &tune) == 0);
+	cr_assert(!tune, "a named target has no tuning entries");
+	tinyc_schedule_set_options(s, &o);
 	for (int i = 0; i < s->nkern; i++) {
 		tinyc_skernel *k = &s->kerns[i];
 		cr_assert(tinyc_plan_generic.propose(ctx, s, k) == 0);

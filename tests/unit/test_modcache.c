@@ -1,4 +1,4 @@
-/* The compiled-module cache (codegen/gpu_cache.c): a stored module reads back as the
+/* The compiled-module cache (driver/gpu_cache.c): a stored module reads back as the
  * launch description the pipeline built (buffers, grids, blocks, shared memory, every
  * parameter and tensor map evaluated under the bound sizes), with its images and plans;
  * the key separates what must not share an entry; a damaged entry is a miss.  No GPU
@@ -11,12 +11,13 @@
 
 #include "codegen/gpu.h"
 #include "ir/ctx.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "lower/lower.h"
 #include "runtime/runtime.h"
 #include "sched/schedule.h"
 
 #include "../common/graph_harness.h"
+#include "driver/run.h"
 
 #define BIAS_RELU TINYC_SOURCE_DIR "/examples/matmul_bias_relu.uop"
 

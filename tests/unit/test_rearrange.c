@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "runtime/runtime.h"
 #include "sched/rearrange.h"
+#include "driver/rearrange_desc.h"
 
 #define SENTINEL 0xA5
 #define GUARD 64		/* bytes of guard band on each side of a buffer */

@@ -13,11 +13,12 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/tensor.h"
 #include "lower/lower.h"
 #include "runtime/runtime.h"
 #include "sched/rearrange.h"
+#include "driver/run.h"
 
 /* ------------------------------------------------------------------ helpers ---- */
 
@@ -598,9 +599,8 @@ Test(rearrange_graph, interpreter_two_words_per_row, .timeout = 600)
 				   tinyc_ctx_diag_count(c.ctx) ? tinyc_ctx_diag(c.ctx, 0)->msg : "");
 		cr_assert_eq(tinyc_gpu_verify(c.ctx, gm, s->dev.smem_per_block_optin), 0);
 		/* run it in place of the module's own GPU IR */
-		int st = tinyc_pass_find("gpuir");
-		tinyc_gpu_module_free(c.m->stage[st]);
-		c.m->stage[st] = gm;
+		tinyc_gpu_module_free(c.m->gpuir);
+		c.m->gpuir = gm;
 		tinyc_buf text = {0};
 		tinyc_gpu_print(gm, &text);
 		cr_assert(strstr(text.data, "tile"), "%s", text.data);

@@ -1,5 +1,5 @@
 /* Unit tests of the Hopper matmul path and the larger Ampere tiles (sched/matmul.c,
- * codegen/matmul.c build_wgmma, the GPU IR warpgroup statements, sched/tune.c).  No GPU is
+ * codegen/matmul.c build_wgmma, the GPU IR warpgroup statements, sched/tuned.c, driver/tune.c).  No GPU is
  * needed: the plans are made for the named targets sm_90a and sm_80, the CUDA is compiled
  * with nvrtc to CUBIN, and GPU runs are the ctest entries gpu/epilogue/NAME (label gpu).
  *
@@ -28,12 +28,14 @@
 
 #include "codegen/gpu.h"
 #include "ir/ctx.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/tensor.h"
 #include "lower/lower.h"
 #include "runtime/runtime.h"
 #include "sched/matmul.h"
 #include "sched/schedule.h"
+#include "driver/run.h"
+#include "driver/tune.h"
 
 #define EPI_DIR TINYC_SOURCE_DIR "/tests/gpu/epilogue"
 #define BIAS_RELU TINYC_SOURCE_DIR "/examples/matmul_bias_relu.uop"
@@ -640,14 +642,22 @@ Test(tune, class_store_lookup_and_choice)
 	tinyc_matmul_config_key(&mp->t, key, sizeof(key));
 	cr_assert_str_eq(key, "wgmma 128x256x64 s4 c2 n256");
 	/* nothing stored yet; then a record for another configuration */
-	char got[160];
-	double us = 0;
-	cr_assert_eq(tinyc_tune_lookup(s, &mp->prob, got, sizeof(got), &us), 0);
+	tinyc_tune_entry *e = NULL;
+	int n = -1;
+	cr_assert_eq(tinyc_tune_load(&s->dev, &e, &n), 0);
+	cr_assert_eq(n, 0);
 	cr_assert_eq(tinyc_tune_store(c.ctx, s, &mp->prob, "wgmma 128x128x64 s5 c2 n128", 150.5), 0);
 	cr_assert_eq(tinyc_tune_store(c.ctx, s, &mp->prob, "wgmma 128x128x64 s6 c2 n128", 149.25), 0);
-	cr_assert_eq(tinyc_tune_lookup(s, &mp->prob, got, sizeof(got), &us), 1);
-	cr_assert_str_eq(got, "wgmma 128x128x64 s6 c2 n128", "the record is replaced");
-	cr_assert_float_eq(us, 149.25, 1e-6);
+	cr_assert_eq(tinyc_tune_load(&s->dev, &e, &n), 0);
+	cr_assert_eq(n, 1, "the record is replaced");
+	s->opt.tune = e;
+	s->opt.ntune = n;
+	const tinyc_tune_entry *got = tinyc_tune_find(s, &mp->prob);
+	cr_assert(got);
+	cr_assert_str_eq(got->config, "wgmma 128x128x64 s6 c2 n128");
+	cr_assert_float_eq(got->us, 149.25, 1e-6);
+	s->opt.tune = NULL;
+	s->opt.ntune = 0;
 	char *path = tinyc_tune_path(&s->dev);
 	FILE *f = fopen(path, "r");
 	cr_assert(f, "%s", path);
@@ -657,12 +667,14 @@ Test(tune, class_store_lookup_and_choice)
 		lines++;
 	fclose(f);
 	cr_assert_eq(lines, 1, "one line per class");
-	/* a named target never reads the tuning cache */
+	/* a named target's options record has no tuning entries */
+	cr_assert_eq(c.m->sched_opt.ntune, 0);
 	tinyc_skernel *k = &s->kerns[0];
 	cr_assert_eq(tinyc_tune_apply(s, k, 0), 0);
 	cr_assert_eq(((tinyc_mm_plan *)tinyc_skernel_plan(k)->ext)->tuned_us, 0);
-	/* a real device does: the stored configuration is chosen */
-	s->dev.is_real = 1;
+	/* a real device's record has them (driver/options.c): the stored configuration is chosen */
+	s->opt.tune = e;
+	s->opt.ntune = n;
 	cr_assert_eq(tinyc_tune_apply(s, k, 0), 0);
 	int tuned = -1;
 	for (int i = 0; i < k->ncand; i++)
@@ -675,7 +687,9 @@ Test(tune, class_store_lookup_and_choice)
 	cr_assert(strstr(k->cands[tuned].desc, "(tuned)"));
 	for (int i = 0; i < k->ncand; i++)
 		cr_assert(i == tuned || k->cands[i].est_us > k->cands[tuned].est_us);
-	s->dev.is_real = 0;
+	s->opt.tune = NULL;
+	s->opt.ntune = 0;
+	free(e);
 	unlink(path);
 	free(path);
 	char sub[512];

@@ -28,10 +28,12 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "ir/tensor.h"
 #include "runtime/runtime.h"
 #include "sched/rearrange.h"
+#include "driver/run.h"
+#include "driver/rearrange_desc.h"
 
 #ifndef TINYC_SOURCE_DIR
 #define TINYC_SOURCE_DIR "."

@@ -1,4 +1,4 @@
-/* htree forward on the GPU: the host side (runtime/htree_run.c).
+/* htree forward on the GPU: the host side (driver/htree_run.c).
  *
  * The semantics are those of the CPU reference (ir/htree.h), which is the oracle; the
  * configuration is the same tinyc_htree_config (tinyc_htree_config_default: r = 16,
@@ -22,8 +22,8 @@
  * HtreeUnsupportedDtype, HtreeUnsupportedConfig (beyond the GPU kernels' limits),
  * HtreeRopeTable, NoGpu (cu is NULL), and the runtime's CudaError / CudaCompileError.
  */
-#ifndef TINYC_RUNTIME_HTREE_RUN_H
-#define TINYC_RUNTIME_HTREE_RUN_H
+#ifndef TINYC_DRIVER_HTREE_RUN_H
+#define TINYC_DRIVER_HTREE_RUN_H
 
 #include <stdint.h>
 

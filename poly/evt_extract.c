@@ -48,7 +48,6 @@
 
 #include "lower/lower.h"
 #include "poly/poly.h"
-#include "sched/schedule.h"
 
 /* What a node is with respect to the contraction being extracted. */
 enum {
@@ -1209,53 +1208,13 @@ tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx, const tinyc_polyview *pv)
 	return set;
 }
 
-/* ------------------------------------------------------------------ pass ---- */
+/* ------------------------------------------------------------------ verify ---- */
 
-static int evt_stage(void)
+/* Verify every epilogue graph of the set, dtypes included. */
+int tinyc_evt_set_verify(tinyc_ctx *ctx, const tinyc_evt_set *s)
 {
-	return tinyc_pass_find("evt");
-}
-
-int tinyc_evt_pass_run(tinyc_module *m)
-{
-	int st = evt_stage();
-	tinyc_polyview *pv = tinyc_module_polyview(m);
-	if (st < 0 || !pv)
-		return tinyc_error(m->ctx, "PipelineError", "the evt pass needs the polyview stage");
-	tinyc_evt_set *s = tinyc_evt_extract(m->ctx, pv);
-	if (!s)
-		return -1;
-	m->stage[st] = s;
-	return 0;
-}
-
-int tinyc_evt_pass_verify(tinyc_module *m)
-{
-	tinyc_evt_set *s = tinyc_module_evt(m);
-	if (!s)
-		return tinyc_error(m->ctx, "PipelineError", "no evt stage");
 	for (int i = 0; i < s->n; i++)
-		if (s->e[i].g && tinyc_evt_verify(m->ctx, s->e[i].g, 1) < 0)
+		if (s->e[i].g && tinyc_evt_verify(ctx, s->e[i].g, 1) < 0)
 			return -1;
 	return 0;
-}
-
-int tinyc_evt_pass_print(tinyc_module *m, tinyc_format fmt, tinyc_buf *out)
-{
-	tinyc_evt_set *s = tinyc_module_evt(m);
-	if (fmt != TINYC_FMT_TEXT || !s)
-		return -1;
-	tinyc_evt_set_print(s, out);
-	return 0;
-}
-
-void tinyc_evt_pass_free(void *ir)
-{
-	tinyc_evt_set_free(ir);
-}
-
-tinyc_evt_set *tinyc_module_evt(const tinyc_module *m)
-{
-	int st = evt_stage();
-	return st >= 0 ? m->stage[st] : NULL;
 }

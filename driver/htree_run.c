@@ -5,7 +5,7 @@
  * table and the query positions; tinyc_htree_gpu_run only enqueues the tree build and one
  * htree_forward launch (one block per query group), so it is what a benchmark times.
  */
-#include "runtime/htree_run.h"
+#include "driver/htree_run.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
-#include "ir/pass.h"
+#include "driver/module.h"
 #include "sched/schedule.h"
 
 #define POOL_THREADS 256	/* block size of the pooling kernels */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "codegen/gpu.h"
+#include "driver/run.h"
 #include "ir/tensor.h"
 
 /* The value of a dim under the symbol values. */

@@ -1,6 +1,6 @@
 /* Architectures and named targets: parse "sm_90a", print it back, and the table of nominal
  * device descriptions the scheduler uses when no GPU is present. */
-#include "runtime/runtime.h"
+#include "ir/target.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
-#include "sched/rearrange.h"
+#include "driver/rearrange_desc.h"
 
 #define ALIGN_BUCKETS 6		/* plans for base alignment 1, 2, 4, 8, 16, >= 32 bytes */
 #define KERNEL_NAME "tinyc_rearrange"

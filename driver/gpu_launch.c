@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/gpu.h"
+#include "driver/run.h"
 
 /* The kernels of one GPU IR module, loaded on one device. */
 struct tinyc_gpu_loaded {

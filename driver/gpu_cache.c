@@ -23,8 +23,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "codegen/gpu.h"
-#include "sched/matmul.h"
+#include "driver/run.h"
+#include "driver/tune.h"
 
 extern char **environ;
 

@@ -1,4 +1,4 @@
-/* The producers a contraction must not recompute (see sched/schedule.h).
+/* The producers a contraction must not recompute (see lower/lower.h).
  *
  * A contraction is a REDUCE ADD whose operand is, through CASTs and movement, a MUL.  Each
  * operand of that MUL that is broadcast (an EXPAND of a real dim, or a smaller shape the
@@ -16,7 +16,55 @@
  * stores what is marked in a buffer of its own dtype, and the epilogue extraction stores
  * it from the kernel of the contraction that produces it when it can run there.
  */
-#include "sched/schedule.h"
+#include "lower/lower.h"
+
+/* Value of a dim under bindings b (may be NULL), -1 when unknown. */
+static int64_t dim_value(const tinyc_dim *d, const tinyc_bindings *b)
+{
+	if (d->sym < 0)
+		return d->val;
+	return b ? tinyc_dim_value(d, b) : -1;
+}
+
+/* Whether two dims are certainly equal. */
+static int dims_same(const tinyc_dim *a, const tinyc_dim *b, const tinyc_bindings *bind)
+{
+	if (a->sym >= 0 && a->sym == b->sym)
+		return 1;
+	int64_t va = dim_value(a, bind), vb = dim_value(b, bind);
+	return va >= 0 && va == vb;
+}
+
+int tinyc_operand_injective(const tinyc_graph *g, const tinyc_bindings *b, int u, int which)
+{
+	const tinyc_uop *n = &g->nodes[u];
+	const tinyc_uop *o = &g->nodes[n->src[which]];
+	switch (n->op) {
+	case TINYC_OP_EXPAND:
+		for (int d = 0; d < n->rank && d < o->rank; d++)
+			if (!dims_same(&o->shape[d], &n->shape[d], b))
+				return 0;
+		return o->rank == n->rank;
+	case TINYC_OP_REDUCE:
+	case TINYC_OP_RESHAPE:
+	case TINYC_OP_PERMUTE:
+	case TINYC_OP_PAD:
+	case TINYC_OP_SHRINK:
+	case TINYC_OP_FLIP:
+	case TINYC_OP_CONTIGUOUS:
+	case TINYC_OP_OUTPUT:
+		return 1;
+	default:
+		break;
+	}
+	/* elementwise: right-aligned broadcasting */
+	if (o->rank != n->rank)
+		return 0;
+	for (int d = 0; d < n->rank; d++)
+		if (!dims_same(&o->shape[d], &n->shape[d], b))
+			return 0;
+	return 1;
+}
 
 /* Whether op is a view or conversion the contraction templates fold into their loads. */
 static int load_like(tinyc_op op)

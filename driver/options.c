@@ -1,0 +1,89 @@
+/* Resolving the options record (sched/options.h) in the driver: the only place that asks
+ * the CUDA driver for the device planned for, reads the tuning cache and reads the
+ * environment's knobs on behalf of the passes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver/options.h"
+#include "driver/tune.h"
+#include "runtime/runtime.h"
+
+/* The first CUDA device's description into *dev: 1, or 0 when there is none (silently). */
+static int real_device(tinyc_device_info *dev)
+{
+	if (!tinyc_cuda_available())
+		return 0;
+	tinyc_ctx *quiet = tinyc_ctx_alloc();	/* a failure here falls back, silently */
+	tinyc_cuda *cu = quiet ? tinyc_cuda_open(quiet, 0) : NULL;
+	if (cu)
+		*dev = *tinyc_cuda_device_info(cu);
+	tinyc_cuda_close(cu);
+	tinyc_ctx_free(quiet);
+	return cu != NULL;
+}
+
+/* An integer knob: the variable's value (atoi), or dflt when it is not set. */
+static int env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+	return v ? atoi(v) : dflt;
+}
+
+/* Whether the variable is set to "0". */
+static int env_zero(const char *name)
+{
+	const char *v = getenv(name);
+	return v && !strcmp(v, "0");
+}
+
+/* The knobs of o from the environment (the variables docs/architecture.md lists). */
+static void read_knobs(tinyc_sched_options *o)
+{
+	static const char *const variants[] = {"simt", "mma", "wgmma"};
+	const char *v = getenv("TINYC_MATMUL");
+	for (int i = 0; v && i < 3; i++)
+		if (!strcmp(v, variants[i]))
+			o->matmul = variants[i];
+	const char *tile = getenv("TINYC_MATMUL_TILE");
+	int t[4] = {0, 0, 0, 0};
+	if (tile && sscanf(tile, "%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3]) >= 3 && t[0])
+		memcpy(o->tile, t, sizeof(t));
+	o->wgmma_n = env_int("TINYC_WGMMA_N", 0);
+	o->wgmma_raster = env_int("TINYC_WGMMA_RASTER", 0);
+	o->wgmma_pp = env_int("TINYC_WGMMA_PP", -1);
+	o->wgmma_pack = env_int("TINYC_WGMMA_PACK", -1);
+	o->no_stage = getenv("TINYC_NO_STAGE") != NULL;
+	o->no_pair = getenv("TINYC_NO_PAIR") != NULL;
+	o->no_rowfuse = env_zero("TINYC_ROWFUSE");
+	o->rowfuse_threads = env_int("TINYC_ROWFUSE_THREADS", 0);
+	o->no_attention = env_zero("TINYC_ATTENTION");
+	const char *at = getenv("TINYC_ATTN_TILE");
+	int a[3] = {0, 0, 2};
+	if (at && sscanf(at, "%dx%dx%d", &a[0], &a[1], &a[2]) >= 2 && a[2] >= 0 && a[2] <= 8)
+		memcpy(o->attn_tile, a, sizeof(a));
+	o->tune_off = env_zero("TINYC_TUNE");
+}
+
+int tinyc_options_resolve(tinyc_ctx *ctx, const char *target, tinyc_sched_options *o,
+			  tinyc_tune_entry **tune)
+{
+	*tune = NULL;
+	tinyc_device_info dev;
+	if (target || !real_device(&dev)) {
+		if (tinyc_sched_options_for_target(ctx, target, o) < 0)
+			return -1;
+		read_knobs(o);
+		return 0;	/* a named target never reads the tuning cache */
+	}
+	memset(o, 0, sizeof(*o));
+	o->dev = dev;
+	o->dev_origin = "driver";
+	read_knobs(o);
+	if (o->tune_off)
+		return 0;
+	if (tinyc_tune_load(&o->dev, tune, &o->ntune) < 0)
+		return tinyc_error(ctx, "OutOfMemory", "cannot read the tuning cache");
+	o->tune = *tune;
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* The compile options record: everything besides the graph and its bindings that decides
+ * the schedule and the code.  The driver resolves it once per compilation
+ * (driver/options.c: the device's properties or the --target's, the tuning cache entries
+ * of that device, the knobs it reads from the environment) and hands it to the schedule
+ * pass; the schedule keeps a copy (tinyc_schedule.opt) that the code generators read.  The
+ * passes read no environment and open no device themselves, so the same graph and record
+ * always give the same CUDA.
+ */
+#ifndef TINYC_SCHED_OPTIONS_H
+#define TINYC_SCHED_OPTIONS_H
+
+#include "ir/target.h"
+
+/* One tuning cache entry: the configuration `tinyc tune` measured fastest for a shape
+ * class and dtypes on the record's device (driver/tune.c reads and writes the file). */
+typedef struct tinyc_tune_entry {
+	char cls[96];		/* shape class (tinyc_tune_class) */
+	char dtypes[64];	/* "half.half.float" (tinyc_tune_dtypes) */
+	char config[160];	/* the candidate's key (tinyc_matmul_config_key) */
+	double us;		/* its measured time, microseconds */
+} tinyc_tune_entry;
+
+/* The record.  The knobs are diagnostics and pins for tests and measurements; each says
+ * which environment variable the driver fills it from (driver/options.c). */
+typedef struct tinyc_sched_options {
+	tinyc_device_info dev;		/* the device planned for */
+	const char *dev_origin;		/* "--target", "driver", or "default target (...)" */
+	const tinyc_tune_entry *tune;	/* tuning entries of dev (kept; NULL: none) */
+	int ntune;			/* entries in tune */
+	int tune_off;			/* TINYC_TUNE=0: the tuning cache is not read */
+	const char *matmul;		/* TINYC_MATMUL: "simt", "mma", "wgmma" forces the
+					 * contraction template; NULL: the cost model chooses */
+	int tile[4];			/* TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES]: the only tile
+					 * kept (tile[0] = 0: any; tile[3] = 0: any stages) */
+	int wgmma_n;			/* TINYC_WGMMA_N: wgmma instruction N (0: the tile's) */
+	int wgmma_raster;		/* TINYC_WGMMA_RASTER: m tiles per raster group (0: model) */
+	int wgmma_pp;			/* TINYC_WGMMA_PP: with a forced tile, only pingpong (1)
+					 * or cooperative (0) schedules; -1: both */
+	int wgmma_pack;			/* TINYC_WGMMA_PACK: with a forced tile, only packing (1)
+					 * or copying (0) operands; -1: both */
+	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
+	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
+	int no_rowfuse;			/* TINYC_ROWFUSE=0: no row groups */
+	int rowfuse_threads;		/* TINYC_ROWFUSE_THREADS: the only row width (0: any) */
+	int no_attention;		/* TINYC_ATTENTION=0: attention left to the generic path */
+	int attn_tile[3];		/* TINYC_ATTN_TILE=BMxBN[xMINBLOCKS]: the attention mma
+					 * tile and blocks per SM (default 2); [0] = 0: the model's */
+} tinyc_sched_options;
+
+/* The record of a named target (NULL: the default, sm_80) with every knob at its default
+ * and no tuning entries.  0, or -1 with an UnknownTarget diagnostic. */
+int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sched_options *o);
+/* The record's knobs as dump lines ("# options: ..."), for the top of the schedule dump. */
+void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out);
+
+#endif
