@@ -235,6 +235,16 @@ static tinyc_gkernel *kernel_begin(tinyc_mmk *b, const char *name, int acc_count
 	return k;
 }
 
+tinyc_gkernel *tinyc_mmk_begin(tinyc_mmk *b, const char *name, int acc_count)
+{
+	return kernel_begin(b, name, acc_count);
+}
+
+tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v)
+{
+	return let(b, block, name, v);
+}
+
 /* ------------------------------------------------------------------- SIMT ---- */
 
 /* Cooperative predicated copy of one operand tile (rows x cols) into shared `sh` (row-major,
@@ -1137,10 +1147,15 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	for (int i = 0; i < gm->nbuf; i++)
 		b.param[i] = -1;
 	int rc = t->variant == TINYC_MM_SIMT ? build_simt(&b, name)
-		 : t->variant == TINYC_MM_WGMMA ? build_wgmma(&b, name) : build_mma(&b, name);
+		 : t->variant == TINYC_MM_WGMMA ? build_wgmma(&b, name)
+		 : t->variant == TINYC_MM_GEMV ? tinyc_gemv_build(&b, name) : build_mma(&b, name);
 	if (rc == 0 && !b.error) {
 		char comment[200];
-		if (t->variant == TINYC_MM_SIMT)
+		if (t->variant == TINYC_MM_GEMV)
+			snprintf(comment, sizeof(comment), "%s: matmul gemv tile [%d,%d,%d], unroll %d, "
+				 "16-byte loads of B, epilogue %d nodes", name, t->bm, t->bn, t->bk,
+				 t->stages, prob->evt->n);
+		else if (t->variant == TINYC_MM_SIMT)
 			snprintf(comment, sizeof(comment), "%s: matmul simt tile [%d,%d,%d], micro %dx%d, "
 				 "epilogue %d nodes", name, t->bm, t->bn, t->bk, t->tm, t->tn, prob->evt->n);
 		else if (t->variant == TINYC_MM_WGMMA)

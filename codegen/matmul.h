@@ -96,6 +96,14 @@ typedef struct tinyc_mmk {
 	int error;			/* something failed (diagnostic reported) */
 } tinyc_mmk;
 
+/* Start a matmul kernel (launch geometry: block (threads), grid (N / bn, M / bm, L); tile
+ * origin m0, n0, batch l, lane, warp, the accumulator array of acc_count elements). */
+tinyc_gkernel *tinyc_mmk_begin(tinyc_mmk *b, const char *name, int acc_count);
+/* A register initialised to v, declared in block; its value. */
+tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v);
+/* codegen/gemv.c: the body of a gemv plan's kernel (variant gemv). 0 or -1. */
+int tinyc_gemv_build(tinyc_mmk *b, const char *name);
+
 /* The accumulator element of value (a, b) (a constant index). */
 int tinyc_mm_frag_acc(const tinyc_mm_frag *f, int a, int b);
 /* The index expression of a polynomial of size symbols / of a dim. */

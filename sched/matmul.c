@@ -89,6 +89,8 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 			: c->role[a] == TINYC_ROLE_BATCH ? 3 : -1;
 		if (r >= 0)
 			ax[r][nax[r]++] = a;
+		else if (rv->axes[a].kind != TINYC_AXIS_BROADCAST && rv->axes[a].kind != TINYC_AXIS_REDUCE)
+			prob->unit_axis = 1;	/* bound to 1 (poly/polyview.c) */
 	}
 	static const char *const rname[4] = {"m", "n", "k", "batch"};
 	if (!nax[2]) {
@@ -366,7 +368,7 @@ int64_t tinyc_matmul_packed_operand(const tinyc_mm_problem *prob, const tinyc_mm
 
 void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 {
-	static const char *const names[] = {"simt", "mma", "wgmma"};
+	static const char *const names[] = {"simt", "mma", "wgmma", "gemv"};
 	if (t->variant == TINYC_MM_WGMMA)
 		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s", t->bm, t->bn, t->bk, t->stages,
 			 t->consumers, t->wgn, t->pingpong ? " pp" : "",
@@ -647,6 +649,8 @@ static int forced_variant(void)
 		return TINYC_MM_MMA;
 	if (!strcmp(v, "wgmma"))
 		return TINYC_MM_WGMMA;
+	if (!strcmp(v, "gemv"))
+		return TINYC_MM_GEMV;
 	return -1;
 }
 
@@ -769,6 +773,16 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 	prob.tma_ok = tma_aligned(s, prob0);
 	int added = 0, r;
 	int first = k->ncand;
+	/* a bound M = 1 (decode): the gemv template, or none (the generic row reduction, as
+	 * before the Poly-View took a bound unit m axis for a contraction) */
+	int gemv = tinyc_gemv_applies(s, prob0);
+	if (prob0->unit_axis && !gemv)
+		return 0;
+	if (gemv && (force < 0 || force == TINYC_MM_GEMV)) {
+		if ((r = tinyc_gemv_candidates(ctx, s, k, &prob, idx, have_ft ? ft : NULL)) < 0)
+			return -1;
+		added += r;
+	}
 	for (int v = 0; v < 3; v++) {
 		if (force >= 0 && force != v)
 			continue;
@@ -1059,7 +1073,9 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	tinyc_buf_puts(out, " (k, n, l)\n");
 	tinyc_buf_printf(out, "  tile [BM,BN,BK] = [%d,%d,%d], stages %d", t->bm, t->bn, t->bk,
 			 t->stages);
-	if (t->variant == TINYC_MM_WGMMA) {
+	if (t->variant == TINYC_MM_GEMV) {
+		tinyc_gemv_plan_print(t, out);
+	} else if (t->variant == TINYC_MM_WGMMA) {
 		tinyc_buf_puts(out, " (TMA ring: a full and an empty mbarrier per stage, phase parity "
 			       "as the async token)\n");
 		tinyc_buf_printf(out, "  bind: persistent grid of %d CTAs over the tiles (l, m.o, n.o) in "
@@ -1103,9 +1119,9 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_buf_puts(out, " (synchronous: load, barrier, compute, barrier)\n");
 	else
 		tinyc_buf_printf(out, " (%s)\n", t->stages > 1 ? "cp.async ring" : "synchronous");
-	if (t->variant != TINYC_MM_WGMMA)
+	if (t->variant != TINYC_MM_WGMMA && t->variant != TINYC_MM_GEMV)
 		tinyc_buf_puts(out, "  bind: n.o -> block.x, m.o -> block.y, l -> block.z; ");
-	if (t->variant == TINYC_MM_WGMMA)
+	if (t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_GEMV)
 		;	/* printed above */
 	else if (t->variant == TINYC_MM_SIMT)
 		tinyc_buf_printf(out, "threads (16, 16): n.i -> thread.x (micro %d), m.i -> thread.y "
@@ -1115,7 +1131,7 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 				 "warp, ldmatrix A / ldmatrix.trans B\n", t->warps_m, t->warps_n,
 				 t->bm / t->warps_m, t->bn / t->warps_n, t->bm / t->warps_m / 16,
 				 t->bn / t->warps_n / 8);
-	if (t->variant == TINYC_MM_WGMMA)
+	if (t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_GEMV)
 		;	/* printed above */
 	else if (t->variant == TINYC_MM_MMA)
 		tinyc_buf_printf(out, "  loads: A %s, B %s\n",

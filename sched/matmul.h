@@ -54,6 +54,8 @@ typedef enum tinyc_mm_variant {
 	TINYC_MM_SIMT,		/* CUDA cores, synchronous shared tiles */
 	TINYC_MM_MMA,		/* tensor cores: ldmatrix + mma.sync, cp.async pipeline */
 	TINYC_MM_WGMMA,		/* Hopper: TMA + mbarrier ring, warp-specialised wgmma */
+	TINYC_MM_GEMV,		/* small M (decode): B streamed once in 16-byte vectors,
+				 * fp32 CUDA cores (sched/gemv.c, codegen/gemv.c) */
 } tinyc_mm_variant;
 
 /* tinyc_mm_problem.tma_ok bits. */
@@ -84,6 +86,8 @@ typedef struct tinyc_mm_problem {
 	tinyc_evt *evt;			/* the epilogue graph (owned); tensors' buf = buffer index */
 	int tma_ok;			/* TINYC_MM_TMA_* bits: every size bound (wgmma needs it),
 					 * operand A / B strides and origin 16-byte aligned (TMA) */
+	int unit_axis;			/* an m or n axis bound to extent 1 was dropped (decode's
+					 * M = 1): only the gemv template, else no matmul plan */
 } tinyc_mm_problem;
 
 /* Tiles and mapping of one candidate. */
@@ -192,6 +196,21 @@ int tinyc_tune_store(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_mm_pro
  * tuned_us, an estimate below every other so that the choice takes it).  Real devices only;
  * TINYC_TUNE=0 disables it.  0 (also when nothing is stored) or -1. */
 int tinyc_tune_apply(const tinyc_schedule *s, tinyc_skernel *k, int first);
+
+/* ---- gemv.c: the small-M plan (variant gemv) ---- */
+
+/* Whether prob fits the gemv template on s: every size bound, M <= 4, B half or bfloat16
+ * stored n-contiguous with 16-byte aligned rows, N a multiple of 8, no epilogue reduction. */
+int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+/* Fill t for gemv tiles of bn columns and `unroll` k rows in flight; -1 when not valid. */
+int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int bn, int unroll,
+		     tinyc_mm_tiles *t);
+/* Append prob's gemv candidates to k (index dtype idx; ft: the forced tile's bn and
+ * stages, or NULL).  Returns the number added, or -1. */
+int tinyc_gemv_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+			  const tinyc_mm_problem *prob, tinyc_dtype idx, const int *ft);
+/* The schedule dump's lines of a gemv plan after its tile line. */
+void tinyc_gemv_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
 
 /* Copy / free a problem (deep: the evt graph). */
 int tinyc_mm_problem_copy(tinyc_ctx *ctx, const tinyc_mm_problem *src, tinyc_mm_problem *dst);
