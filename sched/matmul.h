@@ -25,6 +25,10 @@
  *         workspace whose rows are padded to 16 bytes (zeros in the pad), which TMA then
  *         loads (the tensor map's extents are the operand's);
  *
+ *   gemv  small M (decode, bound M <= 4, B n-contiguous with 16-byte aligned rows): B read
+ *         once in 16-byte vectors by k lanes x column lanes, fp32 CUDA-core products, the k
+ *         lanes summed in a fixed order, the epilogue on the summed tile (sched/gemv.c);
+ *
  * over the seed's candidate set BM, BN in {64, 128}, BK in {16, 32, 64}, stages in {2, 3}
  * (mma with cp.async; 1 otherwise), keeping those whose shared memory stays under 80% of a
  * block's and estimating time = max(FLOPs / peak, bytes / bandwidth) / efficiency, where
@@ -36,7 +40,7 @@
  * REDUCE's temporary) are taken over: the first gets the matmul plan, the others a "fused"
  * plan that emits nothing (their buffers are written by the first).
  *
- * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma, the
+ * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma|gemv, the
  * tile with TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES] (tests, benchmarks; with it, TINYC_WGMMA_PP=0|1
  * pins the cooperative or the pingpong wgmma schedule); mma is only proposed
  * where the target and the dtypes allow it, and a forced choice that matches no valid
