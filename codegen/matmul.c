@@ -1120,6 +1120,8 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 		return tinyc_error(ctx, "CodegenError", "matmul %s: no epilogue graph", name);
 	if (tinyc_evt_verify(ctx, prob->evt, 1) < 0)
 		return -1;
+	if (t->split > 1)	/* the partials' kernel (this function again), the reduction */
+		return tinyc_splitk_emit(ctx, gm, prob, t, name);
 	if (t->variant == TINYC_MM_WGMMA && t->consumers < 1)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: wgmma tiles without consumers", name);
 	if (t->variant == TINYC_MM_MMA && gm->arch_major < 8)

@@ -101,6 +101,11 @@ typedef struct tinyc_mmk {
 tinyc_gkernel *tinyc_mmk_begin(tinyc_mmk *b, const char *name, int acc_count);
 /* A register initialised to v, declared in block; its value. */
 tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v);
+/* codegen/splitk.c: a split-K plan (t->split > 1): a workspace, the split problem's
+ * kernels through tinyc_matmul_emit, then the reduction kernel NAME_sk that sums the
+ * partials in order and runs prob's epilogue.  0 or -1. */
+int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		      const tinyc_mm_tiles *t, const char *name);
 /* codegen/gemv.c: the body of a gemv plan's kernel (variant gemv). 0 or -1. */
 int tinyc_gemv_build(tinyc_mmk *b, const char *name);
 

@@ -375,6 +375,9 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 			 t->pack_a && t->pack_b ? " packAB" : t->pack_a ? " packA" : t->pack_b ? " packB" : "");
 	else
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
+	size_t n = strlen(buf);
+	if (t->split > 1 && n < size)
+		snprintf(buf + n, size - n, " sk%d", t->split);
 }
 
 int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
@@ -654,12 +657,12 @@ static int forced_variant(void)
 	return -1;
 }
 
-/* The tile forced by TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES]: 1 and t[4] filled, else 0. */
-static int forced_tile(int t[4])
+/* The tile forced by TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES[xSPLIT]]: 1 and t[5] filled, else 0. */
+static int forced_tile(int t[5])
 {
 	const char *v = getenv("TINYC_MATMUL_TILE");
-	t[3] = 0;
-	return v && sscanf(v, "%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3]) >= 3;
+	t[3] = t[4] = 0;
+	return v && sscanf(v, "%dx%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3], &t[4]) >= 3;
 }
 
 /* The TINYC_MM_TMA_* bits of prob on s: every size bound; per operand, TMA can load it
@@ -699,31 +702,49 @@ static int tma_aligned(const tinyc_schedule *s, const tinyc_mm_problem *prob)
  * the forced tile (ft, when have_ft).  1 added, 0 not, -1 on an error. */
 static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			 const tinyc_mm_problem *prob, tinyc_mm_variant v, int bm, int bn, int bk,
-			 int st, int pp, int have_ft, const int *ft, tinyc_dtype idx)
+			 int st, int pp, int split, int have_ft, const int *ft, tinyc_dtype idx)
 {
 	const int64_t *sym = s->bind ? s->bind->val : NULL;
+	if (have_ft && (ft[4] ? split != ft[4] : split > 1))
+		return 0;
+	/* split-K: the tiles and the estimate are the split problem's (sched/splitk.c) */
+	tinyc_mm_plan sp;
+	memset(&sp, 0, sizeof(sp));
+	const tinyc_mm_problem *tp = prob;
+	if (split > 1) {
+		int r = tinyc_splitk_problem(ctx, prob, sym, split, -1, &sp.prob);
+		if (r < 0)
+			return r == -2 ? -1 : 0;
+		sp.prob.tma_ok = prob->tma_ok;
+		tp = &sp.prob;
+	}
 	tinyc_mm_tiles t;
-	if (v == TINYC_MM_WGMMA ? wgmma_tiles(prob, &s->dev, sym, bm, bn, bk, st, pp % 2, pp / 2, &t) < 0
-				: tinyc_matmul_tiles(prob, &s->dev, sym, v, bm, bn, bk, st, &t) < 0)
+	if (v == TINYC_MM_WGMMA ? wgmma_tiles(tp, &s->dev, sym, bm, bn, bk, st, pp % 2, pp / 2, &t) < 0
+				: tinyc_matmul_tiles(tp, &s->dev, sym, v, bm, bn, bk, st, &t) < 0) {
+		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
-	if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] || (ft[3] && t.stages != ft[3])))
+	}
+	if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] || (ft[3] && t.stages != ft[3]))) {
+		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
+	}
 	const char *pe = getenv("TINYC_WGMMA_PP");	/* pins the wgmma schedule (tests) */
-	if (have_ft && pe && t.variant == TINYC_MM_WGMMA && t.pingpong != atoi(pe))
-		return 0;
 	const char *pk = getenv("TINYC_WGMMA_PACK");	/* pins packing or copying (tests) */
-	if (have_ft && pk && t.variant == TINYC_MM_WGMMA && (t.pack_a || t.pack_b) != atoi(pk))
+	if ((have_ft && pe && t.variant == TINYC_MM_WGMMA && t.pingpong != atoi(pe)) ||
+	    (have_ft && pk && t.variant == TINYC_MM_WGMMA && (t.pack_a || t.pack_b) != atoi(pk))) {
+		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
+	}
 	t.index_dtype = idx;
+	t.split = split > 1 ? split : 0;
 	tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
-	if (!mp)
-		return -1;
-	mp->t = t;
-	mp->fused_into = -1;
-	if (tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
+	if (!mp || tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
 		free(mp);
+		tinyc_mm_problem_clear(&sp.prob);
 		return -1;
 	}
+	mp->t = t;
+	mp->fused_into = -1;
 	tinyc_plan p;
 	memset(&p, 0, sizeof(p));
 	p.kind = TINYC_PLAN_MATMUL;
@@ -733,7 +754,16 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	p.index_dtype = idx;
 	p.ext = mp;
 	p.ext_free = tinyc_mm_plan_free;
-	estimate(s, mp, &p);
+	if (split > 1) {
+		sp.t = t;
+		estimate(s, &sp, &p);
+		mp->flops = sp.flops, mp->bytes = sp.bytes;
+		mp->t_compute_us = sp.t_compute_us, mp->t_memory_us = sp.t_memory_us;
+		p.est_us += tinyc_splitk_reduce_us(s, prob, split);
+		tinyc_mm_problem_clear(&sp.prob);
+	} else {
+		estimate(s, mp, &p);
+	}
 	if (t.variant == TINYC_MM_SIMT)
 		snprintf(p.desc, sizeof(p.desc),
 			 "matmul simt [%d,%d,%d] stages 1, 16x16 threads, "
@@ -755,6 +785,10 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 : t.pack_b ? "tma, B packed"
 			 : t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
 			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.smem, t.grid);
+	if (split > 1) {
+		size_t n = strlen(p.desc);
+		snprintf(p.desc + n, sizeof(p.desc) - n, ", split-K %d", split);
+	}
 	if (tinyc_plan_add(ctx, k, &p) < 0) {
 		tinyc_mm_plan_free(mp);
 		return -1;
@@ -766,7 +800,7 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		      const tinyc_mm_problem *prob0, int force, int use_tile)
 {
-	int ft[4], have_ft = use_tile && forced_tile(ft);
+	int ft[5], have_ft = use_tile && forced_tile(ft);
 	static const int bms[] = {64, 128}, bks[] = {16, 32, 64}, stg[] = {1, 2, 3};
 	tinyc_dtype idx = index_dtype(s, prob0);
 	tinyc_mm_problem prob = *prob0;	/* shallow: the evt stays prob0's */
@@ -794,7 +828,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 					for (int j = 0; j < 3; j++)
 						for (int q = 0; q < 4; q++) {
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
-									       wbn[j], 64, wst[q], pp, have_ft, ft,
+									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,
 									       idx)) < 0)
 								return -1;
 							added += r;
@@ -806,7 +840,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 				for (int q = 0; q < 3; q++)
 					for (int st = 0; st < 3; st++) {
 						if ((r = add_candidate(ctx, s, k, &prob, (tinyc_mm_variant)v, bms[i], bms[j],
-								       bks[q], stg[st], 0, have_ft, ft, idx)) < 0)
+								       bks[q], stg[st], 0, 0, have_ft, ft, idx)) < 0)
 							return -1;
 						added += r;
 					}
@@ -821,11 +855,28 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 					if (big[i][0] == 128 && big[i][1] == 128 && bst[st] == 3)
 						continue;	/* in the set above */
 					if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_MMA, big[i][0], big[i][1],
-							       bbk[q], bst[st], 0, have_ft, ft, idx)) < 0)
+							       bbk[q], bst[st], 0, 0, have_ft, ft, idx)) < 0)
 						return -1;
 					added += r;
 				}
 	}
+	/* split-K where the output tiles are few: a small set of tiles per template */
+	static const int splits[] = {2, 4};
+	static const int sk[][5] = {	/* variant, bm, bn, bk, stages (wgmma: + pingpong) */
+		{TINYC_MM_WGMMA, 64, 64, 64, 6}, {TINYC_MM_WGMMA, 64, 128, 64, 6},
+		{TINYC_MM_WGMMA, 128, 128, 64, 4}, {TINYC_MM_MMA, 64, 64, 32, 3},
+		{TINYC_MM_MMA, 128, 128, 32, 4}, {TINYC_MM_SIMT, 64, 64, 32, 1},
+	};
+	for (int i = 0; i < 2 && !prob0->unit_axis && tinyc_splitk_wanted(s, prob0); i++)
+		for (int j = 0; j < 6; j++) {
+			if (force >= 0 && force != sk[j][0])
+				continue;
+			if ((r = add_candidate(ctx, s, k, &prob, (tinyc_mm_variant)sk[j][0], sk[j][1], sk[j][2],
+					       sk[j][3], sk[j][4], sk[j][0] == TINYC_MM_WGMMA && sk[j][1] == 64,
+					       splits[i], have_ft, ft, idx)) < 0)
+				return -1;
+			added += r;
+		}
 	if (added > 0 && tinyc_tune_apply(s, k, first) < 0)
 		return -1;
 	return added;
@@ -1142,6 +1193,11 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	else
 		tinyc_buf_puts(out, "  loads: cooperative, coalesced along each operand's contiguous "
 				    "axis, zero-filling predicates\n");
+	if (t->split > 1)
+		tinyc_buf_printf(out, "  split-K %d: the k ranges of K / %d are the template's batch l; fp32 "
+				 "partials into a workspace [%d, M, N], then a reduction kernel sums them in "
+				 "l order and runs the epilogue: deterministic (no atomics)\n", t->split,
+				 t->split, t->split);
 	tinyc_buf_puts(out, "  predicate_tail:");
 	if (t->pred_m)
 		tinyc_buf_puts(out, " m");

@@ -123,6 +123,9 @@ typedef struct tinyc_mm_tiles {
 					 * workspace with rows padded to 16 bytes, then TMA */
 	int grid;			/* persistent CTAs (<= SMs) */
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
+	int split;			/* split-K (> 1): the tiles are those of the split problem
+					 * (sched/splitk.c), whose fp32 partials a reduction kernel
+					 * sums in order and then runs the epilogue; 0: none */
 } tinyc_mm_tiles;
 
 /* A MATMUL plan's ext. */
@@ -215,6 +218,23 @@ int tinyc_gemv_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel
 			  const tinyc_mm_problem *prob, tinyc_dtype idx, const int *ft);
 /* The schedule dump's lines of a gemv plan after its tile line. */
 void tinyc_gemv_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
+
+/* ---- splitk.c: split-K for few-tile shapes ---- */
+
+/* The split problem of prob (L = 1, bound sizes, no gather, K a multiple of split * 64):
+ * K / split per batch element l < split (A and B offset by l * K / split along k), the
+ * epilogue an fp32 store of the accumulator into workspace buffer ws_buf at (m, n, l)
+ * (strides N, 1, M * N).  0; -1 when prob cannot be split so (no diagnostic); -2 on an
+ * error (diagnostic). */
+int tinyc_splitk_problem(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const int64_t *sym,
+			 int split, int ws_buf, tinyc_mm_problem *out);
+/* Microseconds of the reduction kernel of a split-K plan (the partials read once, the
+ * epilogue's tensors, a launch). */
+double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *prob, int split);
+/* Whether split-K candidates are worth proposing for prob: every size bound, L = 1, no
+ * epilogue reduction, at most half the SMs' count of 64 x 128 tiles, K a multiple of 128
+ * and at least 1024. */
+int tinyc_splitk_wanted(const tinyc_schedule *s, const tinyc_mm_problem *prob);
 
 /* Copy / free a problem (deep: the evt graph). */
 int tinyc_mm_problem_copy(tinyc_ctx *ctx, const tinyc_mm_problem *src, tinyc_mm_problem *dst);

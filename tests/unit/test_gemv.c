@@ -1,12 +1,16 @@
-/* Unit tests of the small-M (gemv) plan (sched/gemv.c, codegen/gemv.c).  No GPU is needed:
- * plans for the named targets, the CUDA compiled to CUBIN with nvrtc.  The numerics are
- * the lit test tests/lit/schedule/matmul-gemv.uop (GPU IR interpreter against the
- * reference evaluator).
+/* Unit tests of the small-M plans: gemv (sched/gemv.c, codegen/gemv.c) and split-K
+ * (sched/splitk.c, codegen/splitk.c).  No GPU is needed: plans for the named targets, the
+ * CUDA compiled to CUBIN with nvrtc.  The numerics are the lit tests
+ * tests/lit/schedule/matmul-gemv.uop and matmul-splitk.uop (GPU IR interpreter against the
+ * reference evaluator; the wgmma split plans on the GPU: docs/matmul-results.md).
  *
  *  - gemv_plan: chosen for decode shapes (M = 1, 4 against 4096 x 4096 / 11008 on sm_90a
  *    and sm_80), not for M = 8, 16 or 64, not for unbound sizes, not for a weight stored [N, K];
  *  - gemv_nvrtc: the CUDA of every column tile and unroll, at M = 1 and 4 with tails,
- *    compiles for sm_80 and sm_90a.
+ *    compiles for sm_80 and sm_90a;
+ *  - splitk: chosen for 16 x 4096 x 4096 on sm_90a (4 ways, two kernels), not for 16 x 11008
+ *    x 4096 (86 tiles) nor 4096^3; the wgmma split plan compiles for sm_90a and the mma
+ *    one for sm_80.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -106,6 +110,65 @@ Test(gemv_nvrtc, every_tile_compiles, .timeout = 600)
 				tinyc_source_free(src);
 				tinyc_ctx_free(ctx);
 			}
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+}
+
+/* The split of the chosen plan of the first kernel (0: none) and the module's kernels. */
+static int chosen_split(const char *target, const char *bind, int *kernels, int nvrtc)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_source *src;
+	tinyc_module *m;
+	cr_assert_eq(compile(ctx, &src, &m, target, bind, nvrtc ? "cuda" : "gpuir"), 0, "%s", bind);
+	const tinyc_schedule *s = tinyc_module_schedule(m);
+	const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[0]);
+	cr_assert(p && p->kind == TINYC_PLAN_MATMUL);
+	int split = ((const tinyc_mm_plan *)p->ext)->t.split;
+	int n;
+	const tinyc_pass *pipe = tinyc_pipeline(&n);
+	tinyc_buf ir = {0};
+	cr_assert_eq(pipe[tinyc_pass_find("gpuir")].print(m, TINYC_FMT_TEXT, &ir), 0);
+	*kernels = 0;
+	for (const char *q = ir.data; (q = strstr(q, "\nkernel ")); q++)
+		(*kernels)++;
+	tinyc_buf_free(&ir);
+	if (nvrtc) {
+		tinyc_buf cu = {0};
+		cr_assert_eq(pipe[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
+		tinyc_blob blob;
+		memset(&blob, 0, sizeof(blob));
+		int rc = tinyc_nvrtc_compile(ctx, cu.data, "splitk.cu", target, 1, &blob);
+		if (rc < 0)
+			tinyc_ctx_print_diags(ctx, stderr);
+		cr_assert_eq(rc, 0, "%s for %s", bind, target);
+		tinyc_blob_clear(&blob);
+		tinyc_buf_free(&cu);
+	}
+	tinyc_module_free(m);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
+	return split;
+}
+
+Test(splitk, chosen_for_few_tiles, .timeout = 600)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	int kernels;
+	cr_assert_eq(chosen_split("sm_90a", "M=16,N=4096,K=4096", &kernels, 0), 4);
+	cr_assert_eq(kernels, 2);
+	cr_assert_eq(chosen_split("sm_90a", "M=16,N=11008,K=4096", &kernels, 0), 0);
+	cr_assert_eq(chosen_split("sm_90a", "M=4096,N=4096,K=4096", &kernels, 0), 0);
+	cr_assert_eq(kernels, 1);
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	cr_assert_gt(chosen_split("sm_90a", "M=64,N=4096,K=11008", &kernels, 1), 1);
+	setenv("TINYC_MATMUL", "mma", 1);
+	setenv("TINYC_MATMUL_TILE", "64x64x32x3x4", 1);
+	cr_assert_eq(chosen_split("sm_80", "M=37,N=72,K=1024", &kernels, 1), 4);
 	unsetenv("TINYC_MATMUL");
 	unsetenv("TINYC_MATMUL_TILE");
 }
