@@ -95,6 +95,20 @@ static tinyc_gstmt *k_step(tinyc_mmk *b, int w, int k0v, tinyc_gexpr *col, tinyc
 	return loop;
 }
 
+void tinyc_mm_frag_column(tinyc_mmk *b, tinyc_mm_frag *f, int tr, int rows,
+			  tinyc_gexpr *row_base, tinyc_gexpr *col_base)
+{
+	memset(f, 0, sizeof(*f));
+	f->tr = tr, f->tc = 1;
+	f->row_run = 1, f->col_run = 1;
+	f->row_base = row_base;
+	f->col_base = col_base;
+	for (int a = 0; a < tr; a++)
+		f->row_off[a] = a * rows;
+	f->groups_m = 1, f->group_m = I(b, 0);
+	f->groups_n = 1, f->group_n = I(b, 0);
+}
+
 int tinyc_gemv_build(tinyc_mmk *b, const char *name)
 {
 	const tinyc_mm_problem *pr = b->prob;
@@ -171,14 +185,6 @@ int tinyc_gemv_build(tinyc_mmk *b, const char *name)
 	if (b->error)
 		return -1;
 	tinyc_mm_frag f;
-	memset(&f, 0, sizeof(f));
-	f.tr = tr, f.tc = 1;
-	f.row_run = 1, f.col_run = 1;
-	f.row_base = row_base;
-	f.col_base = col_base;
-	for (int a = 0; a < tr; a++)
-		f.row_off[a] = a * rows;
-	f.groups_m = 1, f.group_m = I(b, 0);
-	f.groups_n = 1, f.group_n = I(b, 0);
+	tinyc_mm_frag_column(b, &f, tr, rows, row_base, col_base);
 	return tinyc_evt_emit_epilogue(b, &f, body);
 }

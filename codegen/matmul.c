@@ -997,6 +997,22 @@ static int64_t bound_poly(const tinyc_gpu_module *gm, const tinyc_evt_poly *p)
 	return tinyc_evt_poly_eval(p, gm->sym_bound, gm->nsym, &v) < 0 ? -1 : v;
 }
 
+int tinyc_mm_add_temp(tinyc_gpu_module *gm, const char *name, tinyc_dtype dt, int64_t elems)
+{
+	tinyc_gbuf gbf;
+	memset(&gbf, 0, sizeof(gbf));
+	gbf.name = (char *)name;
+	gbf.role = TINYC_GB_TEMP;
+	for (int i = 0; i < gm->nbuf; i++)
+		gbf.index += gm->bufs[i].role == TINYC_GB_TEMP;
+	gbf.node = -1;
+	gbf.dtype = dt;
+	gbf.rank = 1;
+	gbf.shape[0].sym = -1;
+	gbf.shape[0].val = elems;
+	return tinyc_gpu_add_buf(gm, &gbf);
+}
+
 /* Packing (tiles t->pack_a / pack_b): a TEMP workspace for operand A (is_b 0) or B of prob
  * in the packed layout (sched/matmul.h: the tile layout's contiguous axis c, rows along
  * the other axis o padded to 8 elements, then the batch), and the kernel "NAME_packA" (B),
@@ -1028,18 +1044,7 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	/* the workspace */
 	char wname[160];
 	snprintf(wname, sizeof(wname), "pk%c_%s", is_b ? 'B' : 'A', name);
-	tinyc_gbuf gbf;
-	memset(&gbf, 0, sizeof(gbf));
-	gbf.name = wname;
-	gbf.role = TINYC_GB_TEMP;
-	for (int i = 0; i < gm->nbuf; i++)
-		gbf.index += gm->bufs[i].role == TINYC_GB_TEMP;
-	gbf.node = -1;
-	gbf.dtype = op->dtype;
-	gbf.rank = 1;
-	gbf.shape[0].sym = -1;
-	gbf.shape[0].val = elems;
-	int w = tinyc_gpu_add_buf(gm, &gbf);
+	int w = tinyc_mm_add_temp(gm, wname, op->dtype, elems);
 	if (w < 0)
 		return -1;
 	out->buf = w;

@@ -106,6 +106,12 @@ tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, t
  * partials in order and runs prob's epilogue.  0 or -1. */
 int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 		      const tinyc_mm_tiles *t, const char *name);
+/* A TEMP buffer of gm (a workspace) of elems elements; its index or -1. */
+int tinyc_mm_add_temp(tinyc_gpu_module *gm, const char *name, tinyc_dtype dt, int64_t elems);
+/* codegen/gemv.c: the fragment of a tile summed into registers one column per thread:
+ * tr values, at rows row_base + a * rows (a < tr) of column col_base (no reductions). */
+void tinyc_mm_frag_column(tinyc_mmk *b, tinyc_mm_frag *f, int tr, int rows,
+			  tinyc_gexpr *row_base, tinyc_gexpr *col_base);
 /* codegen/gemv.c: the body of a gemv plan's kernel (variant gemv). 0 or -1. */
 int tinyc_gemv_build(tinyc_mmk *b, const char *name);
 

@@ -67,15 +67,7 @@ static int build_reduce(tinyc_mmk *b, const char *name, int ws, int split, int64
 	if (b->error)
 		return -1;
 	tinyc_mm_frag f;
-	memset(&f, 0, sizeof(f));
-	f.tr = tr, f.tc = 1;
-	f.row_run = 1, f.col_run = 1;
-	f.row_base = row_base;
-	f.col_base = col_base;
-	for (int a = 0; a < tr; a++)
-		f.row_off[a] = a * rows;
-	f.groups_m = 1, f.group_m = tinyc_gx_int(k, b->it, 0);
-	f.groups_n = 1, f.group_n = tinyc_gx_int(k, b->it, 0);
+	tinyc_mm_frag_column(b, &f, tr, rows, row_base, col_base);
 	return tinyc_evt_emit_epilogue(b, &f, body);
 }
 
@@ -88,18 +80,7 @@ int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	/* the workspace of the partials: fp32 [split, M, N] */
 	char wname[160];
 	snprintf(wname, sizeof(wname), "sk_%s", name);
-	tinyc_gbuf gbf;
-	memset(&gbf, 0, sizeof(gbf));
-	gbf.name = wname;
-	gbf.role = TINYC_GB_TEMP;
-	for (int i = 0; i < gm->nbuf; i++)
-		gbf.index += gm->bufs[i].role == TINYC_GB_TEMP;
-	gbf.node = -1;
-	gbf.dtype = TINYC_FLOAT;
-	gbf.rank = 1;
-	gbf.shape[0].sym = -1;
-	gbf.shape[0].val = (int64_t)t->split * M * N;
-	int ws = tinyc_gpu_add_buf(gm, &gbf);
+	int ws = tinyc_mm_add_temp(gm, wname, TINYC_FLOAT, (int64_t)t->split * M * N);
 	if (ws < 0)
 		return -1;
 	/* the partials: the plan's template on the split problem */

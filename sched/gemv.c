@@ -163,22 +163,10 @@ int tinyc_gemv_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel
 			if (ft && (t.bn != ft[1] || (ft[3] && t.stages != ft[3])))
 				continue;
 			t.index_dtype = idx;
-			tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
+			tinyc_plan p;
+			tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, &t, &p);
 			if (!mp)
 				return -1;
-			mp->t = t;
-			mp->fused_into = -1;
-			if (tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
-				free(mp);
-				return -1;
-			}
-			tinyc_plan p;
-			memset(&p, 0, sizeof(p));
-			p.kind = TINYC_PLAN_MATMUL;
-			p.block[0] = t.threads, p.block[1] = p.block[2] = 1;
-			p.index_dtype = idx;
-			p.ext = mp;
-			p.ext_free = tinyc_mm_plan_free;
 			gemv_estimate(s, mp, &p);
 			snprintf(p.desc, sizeof(p.desc),
 				 "matmul gemv [%d,%d,%d] unroll %d, %d threads (%d k x %d column lanes), "

@@ -698,6 +698,27 @@ static int tma_aligned(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 	return bits;
 }
 
+tinyc_mm_plan *tinyc_matmul_plan_new(tinyc_ctx *ctx, const tinyc_mm_problem *prob,
+				     const tinyc_mm_tiles *t, tinyc_plan *p)
+{
+	tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
+	if (!mp || tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
+		free(mp);
+		return NULL;
+	}
+	mp->t = *t;
+	mp->fused_into = -1;
+	memset(p, 0, sizeof(*p));
+	p->kind = TINYC_PLAN_MATMUL;
+	p->block[0] = t->variant == TINYC_MM_SIMT ? 16 : t->threads;
+	p->block[1] = t->variant == TINYC_MM_SIMT ? 16 : 1;
+	p->block[2] = 1;
+	p->index_dtype = t->index_dtype;
+	p->ext = mp;
+	p->ext_free = tinyc_mm_plan_free;
+	return mp;
+}
+
 /* Add the candidate (v, bm, bn, bk, st) of prob to k when its tiles are valid and match
  * the forced tile (ft, when have_ft).  1 added, 0 not, -1 on an error. */
 static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
@@ -737,23 +758,12 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	}
 	t.index_dtype = idx;
 	t.split = split > 1 ? split : 0;
-	tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
-	if (!mp || tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
-		free(mp);
+	tinyc_plan p;
+	tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, &t, &p);
+	if (!mp) {
 		tinyc_mm_problem_clear(&sp.prob);
 		return -1;
 	}
-	mp->t = t;
-	mp->fused_into = -1;
-	tinyc_plan p;
-	memset(&p, 0, sizeof(p));
-	p.kind = TINYC_PLAN_MATMUL;
-	p.block[0] = t.variant == TINYC_MM_SIMT ? 16 : t.threads;
-	p.block[1] = t.variant == TINYC_MM_SIMT ? 16 : 1;
-	p.block[2] = 1;
-	p.index_dtype = idx;
-	p.ext = mp;
-	p.ext_free = tinyc_mm_plan_free;
 	if (split > 1) {
 		sp.t = t;
 		estimate(s, &sp, &p);

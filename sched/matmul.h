@@ -173,6 +173,11 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 int64_t tinyc_matmul_packed_operand(const tinyc_mm_problem *prob, const tinyc_mm_tiles *t,
 				    const int64_t *sym, int is_b, tinyc_mm_operand *out);
 
+/* A new MATMUL plan for tiles t of prob (a copy) in *p (kind, block, index dtype, ext);
+ * its estimate and description are the caller's.  The plan's ext, or NULL (OutOfMemory). */
+tinyc_mm_plan *tinyc_matmul_plan_new(tinyc_ctx *ctx, const tinyc_mm_problem *prob,
+				     const tinyc_mm_tiles *t, tinyc_plan *p);
+
 /* The configuration key of a candidate ("wgmma 128x256x64 s4 c2 n256"), for tuning. */
 void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size);
 
