@@ -92,6 +92,10 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 		else if (rv->axes[a].kind != TINYC_AXIS_BROADCAST && rv->axes[a].kind != TINYC_AXIS_REDUCE)
 			prob->unit_axis = 1;	/* bound to 1 (poly/polyview.c) */
 	}
+	/* a unit batch axis (B = 1) leaves an ordinary matrix product; a unit m or n axis
+	 * (decode) is the gemv template's */
+	if (nax[0] && nax[1])
+		prob->unit_axis = 0;
 	static const char *const rname[4] = {"m", "n", "k", "batch"};
 	if (!nax[2]) {
 		snprintf(why, wsize, "no k axis");

@@ -90,8 +90,9 @@ typedef struct tinyc_mm_problem {
 	tinyc_evt *evt;			/* the epilogue graph (owned); tensors' buf = buffer index */
 	int tma_ok;			/* TINYC_MM_TMA_* bits: every size bound (wgmma needs it),
 					 * operand A / B strides and origin 16-byte aligned (TMA) */
-	int unit_axis;			/* an m or n axis bound to extent 1 was dropped (decode's
-					 * M = 1): only the gemv template, else no matmul plan */
+	int unit_axis;			/* the m or n axis is bound to extent 1 and was dropped
+					 * (decode's M = 1): only the gemv template, else no
+					 * matmul plan (a unit batch axis is no obstacle) */
 } tinyc_mm_problem;
 
 /* Tiles and mapping of one candidate. */

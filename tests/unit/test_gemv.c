@@ -10,7 +10,7 @@
  *    compiles for sm_80 and sm_90a;
  *  - splitk: chosen for 16 x 4096 x 4096 on sm_90a (4 ways, two kernels), not for 16 x 11008
  *    x 4096 (86 tiles) nor 4096^3; the wgmma split plan compiles for sm_90a and the mma
- *    one for sm_80.
+ *    one for sm_80; a batched graph bound to B = 1 gets a wgmma plan that compiles.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -166,6 +166,30 @@ Test(splitk, chosen_for_few_tiles, .timeout = 600)
 		return;
 	}
 	cr_assert_gt(chosen_split("sm_90a", "M=64,N=4096,K=11008", &kernels, 1), 1);
+	/* B = 1: the wgmma plan of a batched graph whose batch axis is bound to 1 */
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_source *src = tinyc_source_read(ctx, TINYC_SOURCE_DIR "/tests/gpu/epilogue/batched.uop");
+	cr_assert(src);
+	tinyc_options opt;
+	memset(&opt, 0, sizeof(opt));
+	opt.target = "sm_90a";
+	opt.bind = "B=1,M=200,N=136,K=72";
+	tinyc_module *m = tinyc_module_alloc(ctx, src, &opt);
+	cr_assert(m && tinyc_module_run_until(m, tinyc_pass_find("cuda"), 0, NULL) == 0);
+	const tinyc_plan *bp = tinyc_skernel_plan(&tinyc_module_schedule(m)->kerns[0]);
+	cr_assert(bp && bp->kind == TINYC_PLAN_MATMUL &&
+		  ((const tinyc_mm_plan *)bp->ext)->t.variant == TINYC_MM_WGMMA);
+	int n;
+	tinyc_buf cu = {0};
+	cr_assert_eq(tinyc_pipeline(&n)[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
+	tinyc_blob blob;
+	memset(&blob, 0, sizeof(blob));
+	cr_assert_eq(tinyc_nvrtc_compile(ctx, cu.data, "b1.cu", "sm_90a", 1, &blob), 0);
+	tinyc_blob_clear(&blob);
+	tinyc_buf_free(&cu);
+	tinyc_module_free(m);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
 	setenv("TINYC_MATMUL", "mma", 1);
 	setenv("TINYC_MATMUL_TILE", "64x64x32x3x4", 1);
 	cr_assert_eq(chosen_split("sm_80", "M=37,N=72,K=1024", &kernels, 1), 4);
