@@ -191,7 +191,7 @@ static tinyc_dtype mul_compute(const tinyc_mm_problem *p)
 }
 
 /* Start the matmul kernel: launch geometry, block coordinates, tile origin, accumulators. */
-tinyc_gkernel *tinyc_mmk_kernel_begin(tinyc_mmk *b, const char *name, int acc_count)
+tinyc_gkernel *tinyc_mmk_begin(tinyc_mmk *b, const char *name, int acc_count)
 {
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
@@ -233,6 +233,11 @@ tinyc_gkernel *tinyc_mmk_kernel_begin(tinyc_mmk *b, const char *name, int acc_co
 	}
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, b->acc, tinyc_gx_int(k, pr->acc, 0)));
 	return k;
+}
+
+tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v)
+{
+	return let(b, block, name, v);
 }
 
 /* ------------------------------------------------------------------- SIMT ---- */
@@ -304,7 +309,7 @@ static int build_simt(tinyc_mmk *b, const char *name)
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
 	int TM = t->tm, TN = t->tn, BM = t->bm, BN = t->bn, BK = t->bk;
-	tinyc_gkernel *k = tinyc_mmk_kernel_begin(b, name, TM * TN);
+	tinyc_gkernel *k = tinyc_mmk_begin(b, name, TM * TN);
 	if (!k || b->error)
 		return -1;
 	tinyc_gstmt *body = k->body;
@@ -485,7 +490,7 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	const tinyc_mm_tiles *t = b->t;
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages;
 	int WM = BM / t->warps_m, WN = BN / t->warps_n, MI = WM / 16, NI = WN / 8;
-	tinyc_gkernel *k = tinyc_mmk_kernel_begin(b, name, MI * NI * 4);
+	tinyc_gkernel *k = tinyc_mmk_begin(b, name, MI * NI * 4);
 	if (!k || b->error)
 		return -1;
 	tinyc_gstmt *body = k->body;
@@ -1107,6 +1112,22 @@ static int64_t bound_poly(const tinyc_gpu_module *gm, const tinyc_evt_poly *p)
 	return tinyc_evt_poly_eval(p, gm->sym_bound, gm->nsym, &v) < 0 ? -1 : v;
 }
 
+int tinyc_mm_add_temp(tinyc_gpu_module *gm, const char *name, tinyc_dtype dt, int64_t elems)
+{
+	tinyc_gbuf gbf;
+	memset(&gbf, 0, sizeof(gbf));
+	gbf.name = (char *)name;
+	gbf.role = TINYC_GB_TEMP;
+	for (int i = 0; i < gm->nbuf; i++)
+		gbf.index += gm->bufs[i].role == TINYC_GB_TEMP;
+	gbf.node = -1;
+	gbf.dtype = dt;
+	gbf.rank = 1;
+	gbf.shape[0].sym = -1;
+	gbf.shape[0].val = elems;
+	return tinyc_gpu_add_buf(gm, &gbf);
+}
+
 /* Packing (tiles t->pack_a / pack_b): a TEMP workspace for operand A (is_b 0) or B of prob
  * in the packed layout (sched/matmul.h: the tile layout's contiguous axis c, rows along
  * the other axis o padded to 8 elements, then the batch), and the kernel "NAME_packA" (B),
@@ -1139,18 +1160,7 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	/* the workspace */
 	char wname[160];
 	snprintf(wname, sizeof(wname), "pk%c_%s", is_b ? 'B' : 'A', name);
-	tinyc_gbuf gbf;
-	memset(&gbf, 0, sizeof(gbf));
-	gbf.name = wname;
-	gbf.role = TINYC_GB_TEMP;
-	for (int i = 0; i < gm->nbuf; i++)
-		gbf.index += gm->bufs[i].role == TINYC_GB_TEMP;
-	gbf.node = -1;
-	gbf.dtype = op->dtype;
-	gbf.rank = 1;
-	gbf.shape[0].sym = -1;
-	gbf.shape[0].val = elems;
-	int w = tinyc_gpu_add_buf(gm, &gbf);
+	int w = tinyc_mm_add_temp(gm, wname, op->dtype, elems);
 	if (w < 0)
 		return -1;
 	out->buf = w;
@@ -1248,6 +1258,8 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 		return tinyc_error(ctx, "CodegenError", "matmul %s: no epilogue graph", name);
 	if (tinyc_evt_verify(ctx, prob->evt, 1) < 0)
 		return -1;
+	if (t->split > 1)	/* the partials' kernel (this function again), the reduction */
+		return tinyc_splitk_emit(ctx, gm, prob, t, name);
 	if (t->variant == TINYC_MM_WGMMA && t->consumers < 1)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: wgmma tiles without consumers", name);
 	if (t->variant == TINYC_MM_MMA && gm->arch_major < 8)
@@ -1276,10 +1288,15 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 		b.param[i] = -1;
 	int rc = t->variant == TINYC_MM_SIMT && t->stages == 2 ? tinyc_simt_tile_build(&b, name)
 		 : t->variant == TINYC_MM_SIMT ? build_simt(&b, name)
-		 : t->variant == TINYC_MM_WGMMA ? build_wgmma(&b, name) : build_mma(&b, name);
+		 : t->variant == TINYC_MM_WGMMA ? build_wgmma(&b, name)
+		 : t->variant == TINYC_MM_GEMV ? tinyc_gemv_build(&b, name) : build_mma(&b, name);
 	if (rc == 0 && !b.error) {
 		char comment[200];
-		if (t->variant == TINYC_MM_SIMT)
+		if (t->variant == TINYC_MM_GEMV)
+			snprintf(comment, sizeof(comment), "%s: matmul gemv tile [%d,%d,%d], unroll %d, "
+				 "16-byte loads of B, epilogue %d nodes", name, t->bm, t->bn, t->bk,
+				 t->stages, prob->evt->n);
+		else if (t->variant == TINYC_MM_SIMT)
 			snprintf(comment, sizeof(comment), "%s: matmul simt tile [%d,%d,%d]%s, micro %dx%d, "
 				 "epilogue %d nodes", name, t->bm, t->bn, t->bk,
 				 t->stages == 2 ? " 2 stages (register prefetch)" : "", t->tm, t->tn,

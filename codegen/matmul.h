@@ -101,7 +101,7 @@ typedef struct tinyc_mmk {
 /* Start a matmul kernel (grid over n, m, l tiles; block (16, 16) for SIMT, else
  * t->threads): tile origin b->m0, b->n0, b->l, b->lane, b->warp, the accumulator array of
  * acc_count elements at zero.  The kernel (b->error set on failure), or NULL. */
-tinyc_gkernel *tinyc_mmk_kernel_begin(tinyc_mmk *b, const char *name, int acc_count);
+tinyc_gkernel *tinyc_mmk_begin(tinyc_mmk *b, const char *name, int acc_count);
 /* The element offset of (row, col) of operand op (rows m or k, columns k or n). */
 tinyc_gexpr *tinyc_mmk_op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
 			       tinyc_gexpr *col);
@@ -110,6 +110,21 @@ tinyc_gexpr *tinyc_mmk_op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_g
 void tinyc_mmk_simt_lanes(tinyc_mmk *b, tinyc_mm_frag *f, tinyc_gexpr *tx);
 /* codegen/simt_tile.c: the two-stage fp32 SIMT tile (variant simt, stages 2).  0 or -1. */
 int tinyc_simt_tile_build(tinyc_mmk *b, const char *name);
+/* A register initialised to v, declared in block; its value. */
+tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v);
+/* codegen/splitk.c: a split-K plan (t->split > 1): a workspace, the split problem's
+ * kernels through tinyc_matmul_emit, then the reduction kernel NAME_sk that sums the
+ * partials in order and runs prob's epilogue.  0 or -1. */
+int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		      const tinyc_mm_tiles *t, const char *name);
+/* A TEMP buffer of gm (a workspace) of elems elements; its index or -1. */
+int tinyc_mm_add_temp(tinyc_gpu_module *gm, const char *name, tinyc_dtype dt, int64_t elems);
+/* codegen/gemv.c: the fragment of a tile summed into registers one column per thread:
+ * tr values, at rows row_base + a * rows (a < tr) of column col_base (no reductions). */
+void tinyc_mm_frag_column(tinyc_mmk *b, tinyc_mm_frag *f, int tr, int rows,
+			  tinyc_gexpr *row_base, tinyc_gexpr *col_base);
+/* codegen/gemv.c: the body of a gemv plan's kernel (variant gemv). 0 or -1. */
+int tinyc_gemv_build(tinyc_mmk *b, const char *name);
 
 /* The accumulator element of value (a, b) (a constant index). */
 int tinyc_mm_frag_acc(const tinyc_mm_frag *f, int a, int b);

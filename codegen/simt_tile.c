@@ -199,7 +199,7 @@ int tinyc_simt_tile_build(tinyc_mmk *b, const char *name)
 	if (t->bm != BM || t->bn != BN || (int64_t)BM * BK % THREADS || (int64_t)BN * BK % THREADS)
 		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the two-stage SIMT tile is "
 				   "128x128 with BK a multiple of 2 (got %dx%dx%d)", name, t->bm, t->bn, BK);
-	tinyc_gkernel *k = tinyc_mmk_kernel_begin(b, name, 64);
+	tinyc_gkernel *k = tinyc_mmk_begin(b, name, 64);
 	if (!k || b->error)
 		return -1;
 	tinyc_gstmt *body = k->body;

@@ -40,14 +40,14 @@ static int env_zero(const char *name)
 /* The knobs of o from the environment (the variables docs/architecture.md lists). */
 static void read_knobs(tinyc_sched_options *o)
 {
-	static const char *const variants[] = {"simt", "mma", "wgmma"};
+	static const char *const variants[] = {"simt", "mma", "wgmma", "gemv"};
 	const char *v = getenv("TINYC_MATMUL");
-	for (int i = 0; v && i < 3; i++)
+	for (int i = 0; v && i < 4; i++)
 		if (!strcmp(v, variants[i]))
 			o->matmul = variants[i];
 	const char *tile = getenv("TINYC_MATMUL_TILE");
-	int t[4] = {0, 0, 0, 0};
-	if (tile && sscanf(tile, "%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3]) >= 3 && t[0])
+	int t[5] = {0, 0, 0, 0, 0};
+	if (tile && sscanf(tile, "%dx%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3], &t[4]) >= 3 && t[0])
 		memcpy(o->tile, t, sizeof(t));
 	o->wgmma_n = env_int("TINYC_WGMMA_N", 0);
 	o->wgmma_raster = env_int("TINYC_WGMMA_RASTER", 0);

@@ -513,7 +513,13 @@ static int detect_contraction(pvb *b, int ri)
 				}
 		}
 		int ul = c.lhs_dim[a] >= 0, ur = c.rhs_dim[a] >= 0;
-		if (ax->kind == TINYC_AXIS_BROADCAST && !ul && !ur)
+		/* an axis of extent 1 (a bound M = 1: decode's matrix-vector product) reads
+		 * no operand after simplification: it has no role, like a broadcast */
+		const tinyc_bindings *bd = b->ib->bind;
+		int64_t one = ax->size.sym < 0 ? ax->size.val
+			      : bd && bd->n == b->g->nsym ? bd->val[ax->size.sym] : -1;
+		if ((ax->kind == TINYC_AXIS_BROADCAST || (ax->kind != TINYC_AXIS_REDUCE && one == 1)) &&
+		    !ul && !ur)
 			c.role[a] = TINYC_ROLE_NONE;
 		else if (ax->kind == TINYC_AXIS_REDUCE)
 			ok = ul && ur, c.role[a] = TINYC_ROLE_K, c.nk++;

@@ -504,7 +504,10 @@ static unsigned at_least_1(unsigned v)
 int tinyc_cuda_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
 		      unsigned dyn_smem_bytes, void **args)
 {
-	if (dyn_smem_bytes > (unsigned)k->dyn_smem_optin && dyn_smem_bytes > 48 * 1024) {
+	/* the default limit of dynamic shared memory is 48 KiB less the static part: a kernel
+	 * of 18 KiB static and exactly 48 KiB dynamic (wgmma [64,64,64], 3 stages) needs the
+	 * opt-in too, so opt in whenever the launch asks for more than the last opt-in */
+	if (dyn_smem_bytes > (unsigned)k->dyn_smem_optin) {
 		CHECK(cu, FuncSetAttribute, (k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					     (int)dyn_smem_bytes));
 		k->dyn_smem_optin = (int)dyn_smem_bytes;
@@ -911,7 +914,10 @@ int tinyc_cuda_tensor_map(tinyc_cuda *cu, void *map, tinyc_tmap_elem elem, int r
 int tinyc_cuda_launch_async(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
 			    unsigned dyn_smem_bytes, void **args, void *stream)
 {
-	if (dyn_smem_bytes > (unsigned)k->dyn_smem_optin && dyn_smem_bytes > 48 * 1024) {
+	/* the default limit of dynamic shared memory is 48 KiB less the static part: a kernel
+	 * of 18 KiB static and exactly 48 KiB dynamic (wgmma [64,64,64], 3 stages) needs the
+	 * opt-in too, so opt in whenever the launch asks for more than the last opt-in */
+	if (dyn_smem_bytes > (unsigned)k->dyn_smem_optin) {
 		CHECK(cu, FuncSetAttribute, (k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					     (int)dyn_smem_bytes));
 		k->dyn_smem_optin = (int)dyn_smem_bytes;

@@ -89,7 +89,13 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 			: c->role[a] == TINYC_ROLE_BATCH ? 3 : -1;
 		if (r >= 0)
 			ax[r][nax[r]++] = a;
+		else if (rv->axes[a].kind != TINYC_AXIS_BROADCAST && rv->axes[a].kind != TINYC_AXIS_REDUCE)
+			prob->unit_axis = 1;	/* bound to 1 (poly/polyview.c) */
 	}
+	/* a unit batch axis (B = 1) leaves an ordinary matrix product; a unit m or n axis
+	 * (decode) is the gemv template's */
+	if (nax[0] && nax[1])
+		prob->unit_axis = 0;
 	static const char *const rname[4] = {"m", "n", "k", "batch"};
 	if (!nax[2]) {
 		snprintf(why, wsize, "no k axis");
@@ -371,13 +377,16 @@ int64_t tinyc_matmul_packed_operand(const tinyc_mm_problem *prob, const tinyc_mm
 
 void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 {
-	static const char *const names[] = {"simt", "mma", "wgmma"};
+	static const char *const names[] = {"simt", "mma", "wgmma", "gemv"};
 	if (t->variant == TINYC_MM_WGMMA)
 		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s", t->bm, t->bn, t->bk, t->stages,
 			 t->consumers, t->wgn, t->pingpong ? " pp" : "",
 			 t->pack_a && t->pack_b ? " packAB" : t->pack_a ? " packA" : t->pack_b ? " packB" : "");
 	else
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
+	size_t n = strlen(buf);
+	if (t->split > 1 && n < size)
+		snprintf(buf + n, size - n, " sk%d", t->split);
 }
 
 /* Whether the two-stage SIMT tile takes prob: fp32 operands, products and accumulators,
@@ -675,11 +684,14 @@ static int forced_variant(const tinyc_sched_options *o)
 		return TINYC_MM_MMA;
 	if (!strcmp(v, "wgmma"))
 		return TINYC_MM_WGMMA;
+	if (!strcmp(v, "gemv"))
+		return TINYC_MM_GEMV;
 	return -1;
 }
 
-/* The tile the options record forces (TINYC_MATMUL_TILE): 1 and t[4] filled, else 0. */
-static int forced_tile(const tinyc_sched_options *o, int t[4])
+/* The tile the options record forces (TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES[xSPLIT]]): 1 and
+ * t[5] filled, else 0. */
+static int forced_tile(const tinyc_sched_options *o, int t[5])
 {
 	memcpy(t, o->tile, sizeof(o->tile));
 	return o->tile[0] != 0;
@@ -718,49 +730,86 @@ static int tma_aligned(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 	return bits;
 }
 
+tinyc_mm_plan *tinyc_matmul_plan_new(tinyc_ctx *ctx, const tinyc_mm_problem *prob,
+				     const tinyc_mm_tiles *t, tinyc_plan *p)
+{
+	tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
+	if (!mp || tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
+		free(mp);
+		return NULL;
+	}
+	mp->t = *t;
+	mp->fused_into = -1;
+	memset(p, 0, sizeof(*p));
+	p->kind = TINYC_PLAN_MATMUL;
+	p->block[0] = t->variant == TINYC_MM_SIMT ? 16 : t->threads;
+	p->block[1] = t->variant == TINYC_MM_SIMT ? 16 : 1;
+	p->block[2] = 1;
+	p->index_dtype = t->index_dtype;
+	p->ext = mp;
+	p->ext_free = tinyc_mm_plan_free;
+	return mp;
+}
+
 /* Add the candidate (v, bm, bn, bk, st) of prob to k when its tiles are valid and match
  * the forced tile (ft, when have_ft).  1 added, 0 not, -1 on an error. */
 static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			 const tinyc_mm_problem *prob, tinyc_mm_variant v, int bm, int bn, int bk,
-			 int st, int pp, int have_ft, const int *ft, tinyc_dtype idx)
+			 int st, int pp, int split, int have_ft, const int *ft, tinyc_dtype idx)
 {
 	const int64_t *sym = s->bind ? s->bind->val : NULL;
+	if (have_ft && (ft[4] ? split != ft[4] : split > 1))
+		return 0;
+	/* split-K: the tiles and the estimate are the split problem's (sched/splitk.c) */
+	tinyc_mm_plan sp;
+	memset(&sp, 0, sizeof(sp));
+	const tinyc_mm_problem *tp = prob;
+	if (split > 1) {
+		int r = tinyc_splitk_problem(ctx, prob, sym, split, -1, &sp.prob);
+		if (r < 0)
+			return r == -2 ? -1 : 0;
+		sp.prob.tma_ok = prob->tma_ok;
+		tp = &sp.prob;
+	}
 	tinyc_mm_tiles t;
-	if (v == TINYC_MM_WGMMA ? wgmma_tiles(prob, &s->dev, sym, bm, bn, bk, st, pp % 2, pp / 2, &t) < 0
-				: tinyc_matmul_tiles(prob, &s->dev, sym, v, bm, bn, bk, st, &t) < 0)
+	if (v == TINYC_MM_WGMMA ? wgmma_tiles(tp, &s->dev, sym, bm, bn, bk, st, pp % 2, pp / 2, &t) < 0
+				: tinyc_matmul_tiles(tp, &s->dev, sym, v, bm, bn, bk, st, &t) < 0) {
+		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
-	if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] || (ft[3] && t.stages != ft[3])))
+	}
+	if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] || (ft[3] && t.stages != ft[3]))) {
+		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
+	}
 	const tinyc_sched_options *o = &s->opt;	/* pins of the wgmma schedule (tests) */
-	if (have_ft && o->wgmma_pp >= 0 && t.variant == TINYC_MM_WGMMA && t.pingpong != o->wgmma_pp)
+	if ((have_ft && o->wgmma_pp >= 0 && t.variant == TINYC_MM_WGMMA && t.pingpong != o->wgmma_pp) ||
+	    (have_ft && o->wgmma_pack >= 0 && t.variant == TINYC_MM_WGMMA &&
+	     (t.pack_a || t.pack_b) != o->wgmma_pack)) {
+		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
-	if (have_ft && o->wgmma_pack >= 0 && t.variant == TINYC_MM_WGMMA &&
-	    (t.pack_a || t.pack_b) != o->wgmma_pack)
-		return 0;
+	}
 	if (t.variant == TINYC_MM_WGMMA)
 		wgmma_knobs(o, &t);
 	t.no_stage = o->no_stage;
 	t.no_pair = o->no_pair;
 	t.index_dtype = idx;
-	tinyc_mm_plan *mp = tinyc_calloc(ctx, 1, sizeof(*mp));
-	if (!mp)
-		return -1;
-	mp->t = t;
-	mp->fused_into = -1;
-	if (tinyc_mm_problem_copy(ctx, prob, &mp->prob) < 0) {
-		free(mp);
+	t.split = split > 1 ? split : 0;
+	tinyc_plan p;
+	tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, &t, &p);
+	if (!mp) {
+		tinyc_mm_problem_clear(&sp.prob);
 		return -1;
 	}
-	tinyc_plan p;
-	memset(&p, 0, sizeof(p));
-	p.kind = TINYC_PLAN_MATMUL;
-	p.block[0] = t.variant == TINYC_MM_SIMT ? 16 : t.threads;
-	p.block[1] = t.variant == TINYC_MM_SIMT ? 16 : 1;
-	p.block[2] = 1;
-	p.index_dtype = idx;
-	p.ext = mp;
-	p.ext_free = tinyc_mm_plan_free;
-	estimate(s, mp, &p);
+	if (split > 1) {
+		sp.t = t;
+		estimate(s, &sp, &p);
+		mp->flops = sp.flops, mp->bytes = sp.bytes;
+		mp->t_compute_us = sp.t_compute_us, mp->t_memory_us = sp.t_memory_us;
+		p.est_us += tinyc_splitk_reduce_us(s, prob, split);
+		tinyc_mm_problem_clear(&sp.prob);
+	} else {
+		estimate(s, mp, &p);
+	}
 	if (t.variant == TINYC_MM_SIMT)
 		snprintf(p.desc, sizeof(p.desc),
 			 "matmul simt [%d,%d,%d] stages %d, 16x16 threads, "
@@ -783,6 +832,10 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 : t.pack_b ? "tma, B packed"
 			 : t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
 			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.smem, t.grid);
+	if (split > 1) {
+		size_t n = strlen(p.desc);
+		snprintf(p.desc + n, sizeof(p.desc) - n, ", split-K %d", split);
+	}
 	if (tinyc_plan_add(ctx, k, &p) < 0) {
 		tinyc_mm_plan_free(mp);
 		return -1;
@@ -794,13 +847,23 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		      const tinyc_mm_problem *prob0, int force, int use_tile)
 {
-	int ft[4], have_ft = use_tile && forced_tile(&s->opt, ft);
+	int ft[5], have_ft = use_tile && forced_tile(&s->opt, ft);
 	static const int bms[] = {64, 128}, bks[] = {16, 32, 64}, stg[] = {1, 2, 3};
 	tinyc_dtype idx = index_dtype(s, prob0);
 	tinyc_mm_problem prob = *prob0;	/* shallow: the evt stays prob0's */
 	prob.tma_ok = tma_aligned(s, prob0);
 	int added = 0, r;
 	int first = k->ncand;
+	/* a bound M = 1 (decode): the gemv template, or none (the generic row reduction, as
+	 * before the Poly-View took a bound unit m axis for a contraction) */
+	int gemv = tinyc_gemv_applies(s, prob0);
+	if (prob0->unit_axis && !gemv)
+		return 0;
+	if (gemv && (force < 0 || force == TINYC_MM_GEMV)) {
+		if ((r = tinyc_gemv_candidates(ctx, s, k, &prob, idx, have_ft ? ft : NULL)) < 0)
+			return -1;
+		added += r;
+	}
 	for (int v = 0; v < 3; v++) {
 		if (force >= 0 && force != v)
 			continue;
@@ -812,7 +875,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 					for (int j = 0; j < 3; j++)
 						for (int q = 0; q < 4; q++) {
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
-									       wbn[j], 64, wst[q], pp, have_ft, ft,
+									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,
 									       idx)) < 0)
 								return -1;
 							added += r;
@@ -824,7 +887,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 				for (int q = 0; q < 3; q++)
 					for (int st = 0; st < 3; st++) {
 						if ((r = add_candidate(ctx, s, k, &prob, (tinyc_mm_variant)v, bms[i], bms[j],
-								       bks[q], stg[st], 0, have_ft, ft, idx)) < 0)
+								       bks[q], stg[st], 0, 0, have_ft, ft, idx)) < 0)
 							return -1;
 						added += r;
 					}
@@ -839,11 +902,28 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 					if (big[i][0] == 128 && big[i][1] == 128 && bst[st] == 3)
 						continue;	/* in the set above */
 					if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_MMA, big[i][0], big[i][1],
-							       bbk[q], bst[st], 0, have_ft, ft, idx)) < 0)
+							       bbk[q], bst[st], 0, 0, have_ft, ft, idx)) < 0)
 						return -1;
 					added += r;
 				}
 	}
+	/* split-K where the output tiles are few: a small set of tiles per template */
+	static const int splits[] = {2, 4};
+	static const int sk[][5] = {	/* variant, bm, bn, bk, stages (wgmma: + pingpong) */
+		{TINYC_MM_WGMMA, 64, 64, 64, 6}, {TINYC_MM_WGMMA, 64, 128, 64, 6},
+		{TINYC_MM_WGMMA, 128, 128, 64, 4}, {TINYC_MM_MMA, 64, 64, 32, 3},
+		{TINYC_MM_MMA, 128, 128, 32, 4}, {TINYC_MM_SIMT, 64, 64, 32, 1},
+	};
+	for (int i = 0; i < 2 && !prob0->unit_axis && tinyc_splitk_wanted(s, prob0); i++)
+		for (int j = 0; j < 6; j++) {
+			if (force >= 0 && force != sk[j][0])
+				continue;
+			if ((r = add_candidate(ctx, s, k, &prob, (tinyc_mm_variant)sk[j][0], sk[j][1], sk[j][2],
+					       sk[j][3], sk[j][4], sk[j][0] == TINYC_MM_WGMMA && sk[j][1] == 64,
+					       splits[i], have_ft, ft, idx)) < 0)
+				return -1;
+			added += r;
+		}
 	if (added > 0 && tinyc_tune_apply(s, k, first) < 0)
 		return -1;
 	return added;
@@ -1110,7 +1190,9 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	tinyc_buf_puts(out, " (k, n, l)\n");
 	tinyc_buf_printf(out, "  tile [BM,BN,BK] = [%d,%d,%d], stages %d", t->bm, t->bn, t->bk,
 			 t->stages);
-	if (t->variant == TINYC_MM_WGMMA) {
+	if (t->variant == TINYC_MM_GEMV) {
+		tinyc_gemv_plan_print(t, out);
+	} else if (t->variant == TINYC_MM_WGMMA) {
 		tinyc_buf_puts(out, " (TMA ring: a full and an empty mbarrier per stage, phase parity "
 			       "as the async token)\n");
 		tinyc_buf_printf(out, "  bind: persistent grid of %d CTAs over the tiles (l, m.o, n.o) in "
@@ -1161,9 +1243,9 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_buf_puts(out, " (synchronous: load, barrier, compute, barrier)\n");
 	else
 		tinyc_buf_printf(out, " (%s)\n", t->stages > 1 ? "cp.async ring" : "synchronous");
-	if (t->variant != TINYC_MM_WGMMA)
+	if (t->variant != TINYC_MM_WGMMA && t->variant != TINYC_MM_GEMV)
 		tinyc_buf_puts(out, "  bind: n.o -> block.x, m.o -> block.y, l -> block.z; ");
-	if (t->variant == TINYC_MM_WGMMA)
+	if (t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_GEMV)
 		;	/* printed above */
 	else if (t->variant == TINYC_MM_SIMT)
 		tinyc_buf_printf(out, "threads (16, 16): n.i -> thread.x (micro %d%s), m.i -> "
@@ -1174,7 +1256,7 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 				 "warp, ldmatrix A / ldmatrix.trans B\n", t->warps_m, t->warps_n,
 				 t->bm / t->warps_m, t->bn / t->warps_n, t->bm / t->warps_m / 16,
 				 t->bn / t->warps_n / 8);
-	if (t->variant == TINYC_MM_WGMMA)
+	if (t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_GEMV)
 		;	/* printed above */
 	else if (t->variant == TINYC_MM_MMA)
 		tinyc_buf_printf(out, "  loads: A %s, B %s\n",
@@ -1185,6 +1267,11 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	else
 		tinyc_buf_puts(out, "  loads: cooperative, coalesced along each operand's contiguous "
 				    "axis, zero-filling predicates\n");
+	if (t->split > 1)
+		tinyc_buf_printf(out, "  split-K %d: the k ranges of K / %d are the template's batch l; fp32 "
+				 "partials into a workspace [%d, M, N], then a reduction kernel sums them in "
+				 "l order and runs the epilogue: deterministic (no atomics)\n", t->split,
+				 t->split, t->split);
 	tinyc_buf_puts(out, "  predicate_tail:");
 	if (t->pred_m)
 		tinyc_buf_puts(out, " m");

@@ -25,6 +25,10 @@
  *         workspace whose rows are padded to 16 bytes (zeros in the pad), which TMA then
  *         loads (the tensor map's extents are the operand's);
  *
+ *   gemv  small M (decode, bound M <= 4, B n-contiguous with 16-byte aligned rows): B read
+ *         once in 16-byte vectors by k lanes x column lanes, fp32 CUDA-core products, the k
+ *         lanes summed in a fixed order, the epilogue on the summed tile (sched/gemv.c);
+ *
  * over the seed's candidate set BM, BN in {64, 128}, BK in {16, 32, 64}, stages in {2, 3}
  * (mma with cp.async; 1 otherwise), keeping those whose shared memory stays under 80% of a
  * block's and estimating time = max(FLOPs / peak, bytes / bandwidth) / efficiency, where
@@ -36,7 +40,7 @@
  * REDUCE's temporary) are taken over: the first gets the matmul plan, the others a "fused"
  * plan that emits nothing (their buffers are written by the first).
  *
- * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma, the
+ * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma|gemv, the
  * tile with TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES] (tests, benchmarks; with it, TINYC_WGMMA_PP=0|1
  * pins the cooperative or the pingpong wgmma schedule); mma is only proposed
  * where the target and the dtypes allow it, and a forced choice that matches no valid
@@ -54,6 +58,8 @@ typedef enum tinyc_mm_variant {
 	TINYC_MM_SIMT,		/* CUDA cores, synchronous shared tiles */
 	TINYC_MM_MMA,		/* tensor cores: ldmatrix + mma.sync, cp.async pipeline */
 	TINYC_MM_WGMMA,		/* Hopper: TMA + mbarrier ring, warp-specialised wgmma */
+	TINYC_MM_GEMV,		/* small M (decode): B streamed once in 16-byte vectors,
+				 * fp32 CUDA cores (sched/gemv.c, codegen/gemv.c) */
 } tinyc_mm_variant;
 
 /* tinyc_mm_problem.tma_ok bits. */
@@ -84,6 +90,9 @@ typedef struct tinyc_mm_problem {
 	tinyc_evt *evt;			/* the epilogue graph (owned); tensors' buf = buffer index */
 	int tma_ok;			/* TINYC_MM_TMA_* bits: every size bound (wgmma needs it),
 					 * operand A / B strides and origin 16-byte aligned (TMA) */
+	int unit_axis;			/* the m or n axis is bound to extent 1 and was dropped
+					 * (decode's M = 1): only the gemv template, else no
+					 * matmul plan (a unit batch axis is no obstacle) */
 } tinyc_mm_problem;
 
 /* The two-stage fp32 SIMT tile (variant simt, stages 2; codegen/simt_tile.c): shared
@@ -126,6 +135,9 @@ typedef struct tinyc_mm_tiles {
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
 	int no_stage;			/* 16-bit outputs not staged (options record: TINYC_NO_STAGE) */
 	int no_pair;			/* no paired epilogue stores (options record: TINYC_NO_PAIR) */
+	int split;			/* split-K (> 1): the tiles are those of the split problem
+					 * (sched/splitk.c), whose fp32 partials a reduction kernel
+					 * sums in order and then runs the epilogue; 0: none */
 } tinyc_mm_tiles;
 
 /* A MATMUL plan's ext. */
@@ -173,6 +185,11 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 int64_t tinyc_matmul_packed_operand(const tinyc_mm_problem *prob, const tinyc_mm_tiles *t,
 				    const int64_t *sym, int is_b, tinyc_mm_operand *out);
 
+/* A new MATMUL plan for tiles t of prob (a copy) in *p (kind, block, index dtype, ext);
+ * its estimate and description are the caller's.  The plan's ext, or NULL (OutOfMemory). */
+tinyc_mm_plan *tinyc_matmul_plan_new(tinyc_ctx *ctx, const tinyc_mm_problem *prob,
+				     const tinyc_mm_tiles *t, tinyc_plan *p);
+
 /* The configuration key of a candidate ("wgmma 128x256x64 s4 c2 n256"), for tuning. */
 void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size);
 
@@ -196,6 +213,38 @@ const tinyc_tune_entry *tinyc_tune_find(const tinyc_schedule *s, const tinyc_mm_
  * as tuned (its tuned_us, an estimate below every other so that the choice takes it).
  * 0 (also when there is no entry) or -1. */
 int tinyc_tune_apply(const tinyc_schedule *s, tinyc_skernel *k, int first);
+
+/* ---- gemv.c: the small-M plan (variant gemv) ---- */
+
+/* Whether prob fits the gemv template on s: every size bound, M <= 4, B half or bfloat16
+ * stored n-contiguous with 16-byte aligned rows, N a multiple of 8, no epilogue reduction. */
+int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+/* Fill t for gemv tiles of bn columns and `unroll` k rows in flight; -1 when not valid. */
+int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int bn, int unroll,
+		     tinyc_mm_tiles *t);
+/* Append prob's gemv candidates to k (index dtype idx; ft: the forced tile's bn and
+ * stages, or NULL).  Returns the number added, or -1. */
+int tinyc_gemv_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+			  const tinyc_mm_problem *prob, tinyc_dtype idx, const int *ft);
+/* The schedule dump's lines of a gemv plan after its tile line. */
+void tinyc_gemv_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
+
+/* ---- splitk.c: split-K for few-tile shapes ---- */
+
+/* The split problem of prob (L = 1, bound sizes, no gather, K a multiple of split * 64):
+ * K / split per batch element l < split (A and B offset by l * K / split along k), the
+ * epilogue an fp32 store of the accumulator into workspace buffer ws_buf at (m, n, l)
+ * (strides N, 1, M * N).  0; -1 when prob cannot be split so (no diagnostic); -2 on an
+ * error (diagnostic). */
+int tinyc_splitk_problem(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const int64_t *sym,
+			 int split, int ws_buf, tinyc_mm_problem *out);
+/* Microseconds of the reduction kernel of a split-K plan (the partials read once, the
+ * epilogue's tensors, a launch). */
+double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *prob, int split);
+/* Whether split-K candidates are worth proposing for prob: every size bound, L = 1, no
+ * epilogue reduction, at most half the SMs' count of 64 x 128 tiles, K a multiple of 128
+ * and at least 1024. */
+int tinyc_splitk_wanted(const tinyc_schedule *s, const tinyc_mm_problem *prob);
 
 /* Copy / free a problem (deep: the evt graph). */
 int tinyc_mm_problem_copy(tinyc_ctx *ctx, const tinyc_mm_problem *src, tinyc_mm_problem *dst);

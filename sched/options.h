@@ -28,10 +28,11 @@ typedef struct tinyc_sched_options {
 	const tinyc_tune_entry *tune;	/* tuning entries of dev (kept; NULL: none) */
 	int ntune;			/* entries in tune */
 	int tune_off;			/* TINYC_TUNE=0: the tuning cache is not read */
-	const char *matmul;		/* TINYC_MATMUL: "simt", "mma", "wgmma" forces the
+	const char *matmul;		/* TINYC_MATMUL: "simt", "mma", "wgmma", "gemv" forces the
 					 * contraction template; NULL: the cost model chooses */
-	int tile[4];			/* TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES]: the only tile
-					 * kept (tile[0] = 0: any; tile[3] = 0: any stages) */
+	int tile[5];			/* TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES[xSPLIT]]: the only
+					 * tile kept (tile[0] = 0: any; tile[3] = 0: any stages;
+					 * tile[4] = 0: no split-K) */
 	int wgmma_n;			/* TINYC_WGMMA_N: wgmma instruction N (0: the tile's) */
 	int wgmma_raster;		/* TINYC_WGMMA_RASTER: m tiles per raster group (0: model) */
 	int wgmma_pp;			/* TINYC_WGMMA_PP: with a forced tile, only pingpong (1)

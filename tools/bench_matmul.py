@@ -142,6 +142,9 @@ def shape_class(m, n, k):
 
 def plan_short(desc):
     """A plan line of tinyc bench, shortened for the table."""
+    gv = re.match(r"matmul gemv (\[[0-9,]+\]) unroll (\d+)", desc)
+    if gv:
+        return "gemv %s unroll %s" % gv.groups()
     mm = re.match(r"matmul (\w+) (\[[0-9,]+\]) stages (\d+)(.*)", desc)
     if not mm:
         return desc.split(",")[0]
@@ -154,6 +157,9 @@ def plan_short(desc):
     ctas = re.search(r"persistent (\d+) CTAs", rest)
     if ctas:
         out += ", %s CTAs" % ctas.group(1)
+    sk = re.search(r"split-K (\d+)", rest)
+    if sk:
+        out += ", split-K %s" % sk.group(1)
     return out
 
 

@@ -1,0 +1,105 @@
+/* Split-K for few-tile shapes (decode M = 8..64 against N = 4096, small M x N with long K):
+ * the output tiles are fewer than the SMs, so each tile's k loop alone is the kernel.
+ *
+ * A split-K plan runs the contraction as a batch of `split` products over consecutive k
+ * ranges (the batch axis l of the templates: A and B offset by l * K / split along k),
+ * whose epilogue stores each fp32 accumulator tile into a workspace ws[l][m][n]; a second
+ * kernel (codegen/splitk.c) sums the partials of each element in l order and runs the
+ * contraction's own epilogue graph on the sum.  Deterministic: no atomics, a fixed order.
+ * Every template takes the split problem unchanged (its batch support), so the same plans
+ * and their GPU IR interpreter runs test it.
+ *
+ * Cost: the split problem's estimate (more CTAs, K / split each) plus the reduction kernel
+ * (split x M x N fp32 read once, the epilogue's tensors, a launch).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower.h"
+#include "sched/matmul.h"
+
+#define SPLITK_LAUNCH_US 2.0	/* one kernel launch (as sched/matmul.c) */
+
+/* The value of dim d under sym, or -1. */
+static int64_t dim_value(const tinyc_dim *d, const int64_t *sym)
+{
+	return d->sym < 0 ? d->val : sym ? sym[d->sym] : -1;
+}
+
+int tinyc_splitk_problem(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const int64_t *sym,
+			 int split, int ws_buf, tinyc_mm_problem *out)
+{
+	int64_t M = dim_value(&prob->m, sym), N = dim_value(&prob->n, sym);
+	int64_t K = dim_value(&prob->k, sym), L = dim_value(&prob->l, sym);
+	if (split < 2 || M < 1 || N < 1 || L != 1 || K < 1 || K % ((int64_t)split * 64) ||
+	    prob->a.gather.on || prob->b.gather.on || !prob->evt || prob->evt->batched ||
+	    prob->acc != TINYC_FLOAT)
+		return -1;
+	for (int i = 0; i < prob->evt->n; i++)
+		if (tinyc_evt_is_reduction(prob->evt->nodes[i].kind))
+			return -1;
+	*out = *prob;
+	out->evt = NULL;
+	int64_t kc = K / split;
+	out->k = (tinyc_dim){kc, -1};
+	out->l = (tinyc_dim){split, -1};
+	tinyc_evt_poly kcp = tinyc_evt_poly_const(kc);
+	if (tinyc_evt_poly_mul(&kcp, &prob->a.stride[1], &out->a.stride[2]) < 0 ||
+	    tinyc_evt_poly_mul(&kcp, &prob->b.stride[0], &out->b.stride[2]) < 0)
+		return -1;
+	tinyc_evt *g = tinyc_evt_alloc(ctx, TINYC_FLOAT);
+	if (!g)
+		return -2;
+	g->batched = 1;
+	tinyc_evt_layout lay;
+	memset(&lay, 0, sizeof(lay));
+	lay.stride[0] = tinyc_evt_poly_const(N);
+	lay.stride[1] = tinyc_evt_poly_const(1);
+	lay.stride[2] = tinyc_evt_poly_const(M * N);
+	lay.offset = tinyc_evt_poly_const(0);
+	int acc = tinyc_evt_acc_fetch(ctx, g);
+	int st = tinyc_evt_store(ctx, g, "ws", ws_buf, TINYC_FLOAT, &lay);
+	if (acc < 0 || st < 0 || tinyc_evt_set_edges(ctx, g, st, 1, &acc) < 0 ||
+	    tinyc_evt_set_symbols(ctx, g, prob->evt->nsym, (const char *const *)prob->evt->syms) < 0 ||
+	    tinyc_evt_run_passes(ctx, g) < 0) {
+		tinyc_evt_free(g);
+		return -2;
+	}
+	out->evt = g;
+	return 0;
+}
+
+double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *prob, int split)
+{
+	double M = tinyc_sched_dim_est(s, &prob->m), N = tinyc_sched_dim_est(s, &prob->n);
+	double bytes = (double)split * M * N * 4;
+	for (int i = 0; prob->evt && i < prob->evt->n; i++) {
+		const tinyc_evt_node *nd = &prob->evt->nodes[i];
+		if (nd->has_tensor)
+			bytes += (nd->kind == TINYC_EVT_ROW_BCAST ? N : nd->kind == TINYC_EVT_COL_BCAST ? M
+				  : M * N) * tinyc_dtype_size(nd->t.dtype);
+	}
+	/* 256 threads per 16 x 64 tile, one 4-byte load in flight per partial */
+	double ctas = ceil(M / 16) * ceil(N / 64);
+	double eff = tinyc_plan_inflight_eff(s, ctas * 256, 4.0 * split);
+	return bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6 / (eff > 0.05 ? eff : 0.05) +
+	       SPLITK_LAUNCH_US;
+}
+
+int tinyc_splitk_wanted(const tinyc_schedule *s, const tinyc_mm_problem *prob)
+{
+	int64_t M = tinyc_sched_dim(s, &prob->m), N = tinyc_sched_dim(s, &prob->n);
+	int64_t K = tinyc_sched_dim(s, &prob->k), L = tinyc_sched_dim(s, &prob->l);
+	if (M < 1 || N < 1 || K < 1 || L != 1 || K % 128 || K / 128 < 8 || !prob->evt ||
+	    prob->evt->batched)
+		return 0;
+	for (int i = 0; i < prob->evt->n; i++)
+		if (tinyc_evt_is_reduction(prob->evt->nodes[i].kind))
+			return 0;
+	/* at most half the SMs busy with 64 x 128 tiles: splitting at least doubles the CTAs
+	 * (H100, graph replay: 16 x 4096 x 4096 17.5 -> 10.9 us with 4 splits; but 86 tiles
+	 * at 16 x 11008 x 4096 went 33.8 -> 35.8 us) */
+	int64_t tiles = ((M + 63) / 64) * ((N + 127) / 128);
+	return 2 * tiles <= (int64_t)s->dev.sm_count;
+}

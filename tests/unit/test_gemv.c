@@ -1,0 +1,198 @@
+/* Unit tests of the small-M plans: gemv (sched/gemv.c, codegen/gemv.c) and split-K
+ * (sched/splitk.c, codegen/splitk.c).  No GPU is needed: plans for the named targets, the
+ * CUDA compiled to CUBIN with nvrtc.  The numerics are the lit tests
+ * tests/lit/schedule/matmul-gemv.uop and matmul-splitk.uop (GPU IR interpreter against the
+ * reference evaluator; the wgmma split plans on the GPU: docs/matmul-results.md).
+ *
+ *  - gemv_plan: chosen for decode shapes (M = 1, 4 against 4096 x 4096 / 11008 on sm_90a
+ *    and sm_80), not for M = 8, 16 or 64, not for unbound sizes, not for a weight stored [N, K];
+ *  - gemv_nvrtc: the CUDA of every column tile and unroll, at M = 1 and 4 with tails,
+ *    compiles for sm_80 and sm_90a;
+ *  - splitk: chosen for 16 x 4096 x 4096 on sm_90a (4 ways, two kernels), not for 16 x 11008
+ *    x 4096 (86 tiles) nor 4096^3; the wgmma split plan compiles for sm_90a and the mma
+ *    one for sm_80; a batched graph bound to B = 1 gets a wgmma plan that compiles.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/gpu.h"
+#include "ir/ctx.h"
+#include "driver/module.h"
+#include "runtime/runtime.h"
+#include "sched/matmul.h"
+#include "sched/schedule.h"
+
+#define BIAS_RELU TINYC_SOURCE_DIR "/examples/matmul_bias_relu.uop"
+
+/* A module of BIAS_RELU run up to `stage` for target and bind; 0 or -1. */
+static int compile(tinyc_ctx *ctx, tinyc_source **src, tinyc_module **m, const char *target,
+		   const char *bind, const char *stage)
+{
+	*src = tinyc_source_read(ctx, BIAS_RELU);
+	cr_assert(*src);
+	tinyc_options opt;
+	memset(&opt, 0, sizeof(opt));
+	opt.target = target;
+	opt.bind = bind;
+	*m = tinyc_module_alloc(ctx, *src, &opt);
+	cr_assert(*m);
+	return tinyc_module_run_until(*m, tinyc_pass_find(stage), 0, NULL);
+}
+
+/* The variant of the chosen plan of the first kernel, or -1 when it is not a matmul. */
+static int chosen_variant(const char *target, const char *bind)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_source *src;
+	tinyc_module *m;
+	cr_assert_eq(compile(ctx, &src, &m, target, bind, "schedule"), 0, "%s", bind);
+	const tinyc_schedule *s = tinyc_module_schedule(m);
+	const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[0]);
+	int v = p && p->kind == TINYC_PLAN_MATMUL ? (int)((const tinyc_mm_plan *)p->ext)->t.variant : -1;
+	tinyc_module_free(m);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
+	return v;
+}
+
+Test(gemv_plan, chosen_for_decode_shapes)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	cr_assert_eq(chosen_variant("sm_90a", "M=1,N=4096,K=4096"), TINYC_MM_GEMV);
+	cr_assert_eq(chosen_variant("sm_90a", "M=4,N=4096,K=11008"), TINYC_MM_GEMV);
+	cr_assert_eq(chosen_variant("sm_90a", "M=8,N=11008,K=4096"), TINYC_MM_WGMMA);
+	cr_assert_eq(chosen_variant("sm_90a", "M=16,N=11008,K=4096"), TINYC_MM_WGMMA);
+	cr_assert_eq(chosen_variant("sm_80", "M=1,N=4096,K=4096"), TINYC_MM_GEMV);
+	cr_assert_eq(chosen_variant("sm_90a", "M=64,N=4096,K=4096"), TINYC_MM_WGMMA);
+	/* N not a multiple of 8: no 16-byte vectors; M = 1 keeps the row reduction */
+	cr_assert_eq(chosen_variant("sm_90a", "M=1,N=4095,K=4096"), -1);
+	cr_assert_neq(chosen_variant("sm_90a", "M=2,N=4095,K=4096"), TINYC_MM_GEMV);
+}
+
+Test(gemv_nvrtc, every_tile_compiles, .timeout = 600)
+{
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	static const char *const tiles[] = {"0x16x0x2", "0x32x0x8", "0x64x0x4", "0x128x0x4"};
+	static const char *const binds[] = {"M=1,N=200,K=333", "M=4,N=136,K=1001"};
+	static const char *const archs[] = {"sm_80", "sm_90a"};
+	setenv("TINYC_MATMUL", "gemv", 1);
+	for (int t = 0; t < 4; t++)
+		for (int b = 0; b < 2; b++)
+			for (int a = 0; a < 2; a++) {
+				setenv("TINYC_MATMUL_TILE", tiles[t], 1);
+				tinyc_ctx *ctx = tinyc_ctx_alloc();
+				tinyc_source *src;
+				tinyc_module *m;
+				cr_assert_eq(compile(ctx, &src, &m, archs[a], binds[b], "cuda"), 0);
+				const tinyc_schedule *s = tinyc_module_schedule(m);
+				const tinyc_mm_plan *mp = tinyc_skernel_plan(&s->kerns[0])->ext;
+				cr_assert_eq(mp->t.variant, TINYC_MM_GEMV, "%s %s", tiles[t], binds[b]);
+				int n;
+				const tinyc_pass *p = tinyc_pipeline(&n);
+				tinyc_buf cu = {0};
+				cr_assert_eq(p[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
+				tinyc_blob blob;
+				memset(&blob, 0, sizeof(blob));
+				int rc = tinyc_nvrtc_compile(ctx, cu.data, "gemv.cu", archs[a], 1, &blob);
+				if (rc < 0)
+					tinyc_ctx_print_diags(ctx, stderr);
+				cr_assert_eq(rc, 0, "%s %s for %s", tiles[t], binds[b], archs[a]);
+				cr_assert(blob.size > 0);
+				tinyc_blob_clear(&blob);
+				tinyc_buf_free(&cu);
+				tinyc_module_free(m);
+				tinyc_source_free(src);
+				tinyc_ctx_free(ctx);
+			}
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+}
+
+/* The split of the chosen plan of the first kernel (0: none) and the module's kernels. */
+static int chosen_split(const char *target, const char *bind, int *kernels, int nvrtc)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_source *src;
+	tinyc_module *m;
+	cr_assert_eq(compile(ctx, &src, &m, target, bind, nvrtc ? "cuda" : "gpuir"), 0, "%s", bind);
+	const tinyc_schedule *s = tinyc_module_schedule(m);
+	const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[0]);
+	cr_assert(p && p->kind == TINYC_PLAN_MATMUL);
+	int split = ((const tinyc_mm_plan *)p->ext)->t.split;
+	int n;
+	const tinyc_pass *pipe = tinyc_pipeline(&n);
+	tinyc_buf ir = {0};
+	cr_assert_eq(pipe[tinyc_pass_find("gpuir")].print(m, TINYC_FMT_TEXT, &ir), 0);
+	*kernels = 0;
+	for (const char *q = ir.data; (q = strstr(q, "\nkernel ")); q++)
+		(*kernels)++;
+	tinyc_buf_free(&ir);
+	if (nvrtc) {
+		tinyc_buf cu = {0};
+		cr_assert_eq(pipe[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
+		tinyc_blob blob;
+		memset(&blob, 0, sizeof(blob));
+		int rc = tinyc_nvrtc_compile(ctx, cu.data, "splitk.cu", target, 1, &blob);
+		if (rc < 0)
+			tinyc_ctx_print_diags(ctx, stderr);
+		cr_assert_eq(rc, 0, "%s for %s", bind, target);
+		tinyc_blob_clear(&blob);
+		tinyc_buf_free(&cu);
+	}
+	tinyc_module_free(m);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
+	return split;
+}
+
+Test(splitk, chosen_for_few_tiles, .timeout = 600)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	int kernels;
+	cr_assert_eq(chosen_split("sm_90a", "M=16,N=4096,K=4096", &kernels, 0), 4);
+	cr_assert_eq(kernels, 2);
+	cr_assert_eq(chosen_split("sm_90a", "M=16,N=11008,K=4096", &kernels, 0), 0);
+	cr_assert_eq(chosen_split("sm_90a", "M=4096,N=4096,K=4096", &kernels, 0), 0);
+	cr_assert_eq(kernels, 1);
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	cr_assert_gt(chosen_split("sm_90a", "M=64,N=4096,K=11008", &kernels, 1), 1);
+	/* B = 1: the wgmma plan of a batched graph whose batch axis is bound to 1 */
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_source *src = tinyc_source_read(ctx, TINYC_SOURCE_DIR "/tests/gpu/epilogue/batched.uop");
+	cr_assert(src);
+	tinyc_options opt;
+	memset(&opt, 0, sizeof(opt));
+	opt.target = "sm_90a";
+	opt.bind = "B=1,M=200,N=136,K=72";
+	tinyc_module *m = tinyc_module_alloc(ctx, src, &opt);
+	cr_assert(m && tinyc_module_run_until(m, tinyc_pass_find("cuda"), 0, NULL) == 0);
+	const tinyc_plan *bp = tinyc_skernel_plan(&tinyc_module_schedule(m)->kerns[0]);
+	cr_assert(bp && bp->kind == TINYC_PLAN_MATMUL &&
+		  ((const tinyc_mm_plan *)bp->ext)->t.variant == TINYC_MM_WGMMA);
+	int n;
+	tinyc_buf cu = {0};
+	cr_assert_eq(tinyc_pipeline(&n)[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
+	tinyc_blob blob;
+	memset(&blob, 0, sizeof(blob));
+	cr_assert_eq(tinyc_nvrtc_compile(ctx, cu.data, "b1.cu", "sm_90a", 1, &blob), 0);
+	tinyc_blob_clear(&blob);
+	tinyc_buf_free(&cu);
+	tinyc_module_free(m);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
+	setenv("TINYC_MATMUL", "mma", 1);
+	setenv("TINYC_MATMUL_TILE", "64x64x32x3x4", 1);
+	cr_assert_eq(chosen_split("sm_80", "M=37,N=72,K=1024", &kernels, 1), 4);
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+}
