@@ -47,7 +47,8 @@ static void read_knobs(tinyc_sched_options *o)
 			o->matmul = variants[i];
 	const char *tile = getenv("TINYC_MATMUL_TILE");
 	int t[5] = {0, 0, 0, 0, 0};
-	if (tile && sscanf(tile, "%dx%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3], &t[4]) >= 3 && t[0])
+	if (tile && sscanf(tile, "%dx%dx%dx%dx%d", &t[0], &t[1], &t[2], &t[3], &t[4]) >= 3 &&
+	    (t[0] || t[1] || t[2] || t[3] || t[4]))
 		memcpy(o->tile, t, sizeof(t));
 	o->wgmma_n = env_int("TINYC_WGMMA_N", 0);
 	o->wgmma_raster = env_int("TINYC_WGMMA_RASTER", 0);

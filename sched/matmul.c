@@ -694,7 +694,7 @@ static int forced_variant(const tinyc_sched_options *o)
 static int forced_tile(const tinyc_sched_options *o, int t[5])
 {
 	memcpy(t, o->tile, sizeof(o->tile));
-	return o->tile[0] != 0;
+	return tinyc_sched_options_tile_forced(o);
 }
 
 /* The TINYC_MM_TMA_* bits of prob on s: every size bound; per operand, TMA can load it

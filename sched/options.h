@@ -31,7 +31,7 @@ typedef struct tinyc_sched_options {
 	const char *matmul;		/* TINYC_MATMUL: "simt", "mma", "wgmma", "gemv" forces the
 					 * contraction template; NULL: the cost model chooses */
 	int tile[5];			/* TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES[xSPLIT]]: the only
-					 * tile kept (tile[0] = 0: any; tile[3] = 0: any stages;
+					 * tile kept (all 0: none forced; a 0 field: any, except
 					 * tile[4] = 0: no split-K) */
 	int wgmma_n;			/* TINYC_WGMMA_N: wgmma instruction N (0: the tile's) */
 	int wgmma_raster;		/* TINYC_WGMMA_RASTER: m tiles per raster group (0: model) */
@@ -47,6 +47,12 @@ typedef struct tinyc_sched_options {
 	int attn_tile[3];		/* TINYC_ATTN_TILE=BMxBN[xMINBLOCKS]: the attention mma
 					 * tile and blocks per SM (default 2); [0] = 0: the model's */
 } tinyc_sched_options;
+
+/* Whether o forces a matmul tile (TINYC_MATMUL_TILE). */
+static inline int tinyc_sched_options_tile_forced(const tinyc_sched_options *o)
+{
+	return o->tile[0] || o->tile[1] || o->tile[2] || o->tile[3] || o->tile[4];
+}
 
 /* The record of a named target (NULL: the default, sm_80) with every knob at its default
  * and no tuning entries.  0, or -1 with an UnknownTarget diagnostic. */

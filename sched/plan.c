@@ -94,10 +94,10 @@ static void print_knob(tinyc_buf *out, const char *name, int v, int dflt)
 void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 {
 	tinyc_buf_printf(out, "# options: matmul %s, tile ", o->matmul ? o->matmul : "auto");
-	if (o->tile[0] && o->tile[4])	/* the split-K field only when forced */
+	if (o->tile[4])	/* the split-K field only when forced */
 		tinyc_buf_printf(out, "%dx%dx%dx%dx%d,", o->tile[0], o->tile[1], o->tile[2],
 				 o->tile[3], o->tile[4]);
-	else if (o->tile[0])
+	else if (tinyc_sched_options_tile_forced(o))
 		tinyc_buf_printf(out, "%dx%dx%dx%d,", o->tile[0], o->tile[1], o->tile[2], o->tile[3]);
 	else
 		tinyc_buf_puts(out, "auto,");
