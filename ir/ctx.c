@@ -13,6 +13,7 @@ struct tinyc_ctx {
 	tinyc_diag *diag;	/* the diagnostics, in order of report */
 	int nerr;		/* how many of them are errors */
 	int oom;		/* an allocation failed while reporting */
+	int no_color;		/* never print in colour (the CLI sets it from NO_COLOR) */
 };
 
 /* Allocate a context with no diagnostics. */
@@ -257,17 +258,21 @@ void tinyc_diag_print(const tinyc_diag *d, FILE *out)
 	diag_print(d, out, 0);
 }
 
-/* Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org). */
-static int use_color(FILE *out)
+void tinyc_ctx_set_no_color(tinyc_ctx *ctx, int no_color)
 {
-	const char *nc = getenv("NO_COLOR");
+	ctx->no_color = no_color;
+}
+
+/* Colour only on a terminal, and never when the context says not to. */
+static int use_color(const tinyc_ctx *ctx, FILE *out)
+{
 	int fd = fileno(out);
-	return fd >= 0 && isatty(fd) && !(nc && *nc);
+	return fd >= 0 && isatty(fd) && !ctx->no_color;
 }
 
 void tinyc_ctx_print_diags(const tinyc_ctx *ctx, FILE *out)
 {
-	int color = use_color(out);
+	int color = use_color(ctx, out);
 	for (int i = 0; i < ctx->ndiag; i++)
 		diag_print(&ctx->diag[i], out, color);
 	if (ctx->oom)

@@ -78,8 +78,11 @@ int tinyc_ctx_take_diags(tinyc_ctx *dst, tinyc_ctx *src);
 /* Forget all diagnostics collected so far. */
 void tinyc_ctx_clear_diags(tinyc_ctx *ctx);
 /* Print every diagnostic clang-style (location, kind, message, source line, caret); in
- * colour when out is a terminal and NO_COLOR is not set. */
+ * colour when out is a terminal, unless tinyc_ctx_set_no_color said not to. */
 void tinyc_ctx_print_diags(const tinyc_ctx *ctx, FILE *out);
+/* Never print ctx's diagnostics in colour (no_color != 0); the CLI sets it when the
+ * NO_COLOR environment variable is set (https://no-color.org). */
+void tinyc_ctx_set_no_color(tinyc_ctx *ctx, int no_color);
 /* Print one diagnostic (no colour). */
 void tinyc_diag_print(const tinyc_diag *d, FILE *out);
 

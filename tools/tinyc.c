@@ -845,7 +845,7 @@ int main(int argc, char **argv)
 		cli_free(&c);
 		return rc;
 	}
-	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_ctx *ctx = tinyc_cli_ctx_alloc();
 	if (!ctx) {
 		fprintf(stderr, "tinyc: error: OutOfMemory\n");
 		cli_free(&c);

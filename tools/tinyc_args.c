@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ctx.h"
+
 #ifndef TINYC_VERSION
 #define TINYC_VERSION "0.0.0"
 #endif
@@ -257,4 +259,13 @@ int tinyc_args_parse(const tinyc_command *cmd, int argc, char **argv, void *dst)
 	if (cmd->operand && !have_operand)
 		return tinyc_args_error(cmd, "no input %s", cmd->operand);
 	return -1;
+}
+
+struct tinyc_ctx *tinyc_cli_ctx_alloc(void)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	const char *nc = getenv("NO_COLOR");
+	if (ctx)
+		tinyc_ctx_set_no_color(ctx, nc && *nc);
+	return ctx;
 }

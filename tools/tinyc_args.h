@@ -84,4 +84,8 @@ void tinyc_args_help(const tinyc_command *cmd, FILE *out);
 int tinyc_args_error(const tinyc_command *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* A diagnostics context for a CLI command: colour on a terminal unless NO_COLOR is set
+ * (https://no-color.org).  NULL when out of memory. */
+struct tinyc_ctx *tinyc_cli_ctx_alloc(void);
+
 #endif

@@ -419,7 +419,7 @@ int tinyc_cmd_htree(int argc, char **argv)
 	int rc = ht_parse(argc, argv, &c);
 	if (rc >= 0)
 		return rc;
-	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_ctx *ctx = tinyc_cli_ctx_alloc();
 	if (!ctx) {
 		fprintf(stderr, "tinyc: error: OutOfMemory\n");
 		return HT_DIAG;

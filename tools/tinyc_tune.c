@@ -377,7 +377,7 @@ int tinyc_cmd_tune(int argc, char **argv)
 	int rc = tune_parse(argc, argv, &c);
 	if (rc >= 0)
 		return rc;
-	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_ctx *ctx = tinyc_cli_ctx_alloc();
 	if (!ctx) {
 		fprintf(stderr, "tinyc: error: OutOfMemory\n");
 		return 1;
