@@ -44,7 +44,7 @@ done
 # (TMA needs them) with 16-byte aligned rows, tails in every dim; graphs whose epilogue
 # reduces stay on mma (the plan does not propose wgmma for them).
 if TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "${batch}M=200,N=136,K=72" 2>/dev/null |
-	grep -q 'matmul wgmma'; then
+	grep -q 'candidate [0-9]*: matmul wgmma'; then
 	# odd row lengths (130x77x75, 509x506x121): TMA cannot load X (and W where N is odd):
 	# the plan packs them into padded workspaces first (packing kernels)
 	for mnk in 8,8,8 200,136,72 509,504,120 768,768,256 130,77,75 509,506,121; do
