@@ -1,7 +1,6 @@
 /* The rearrange descriptor API (seed §3): create() validates and plans, calculate() picks
  * the plan for the pointers' real alignment, generates, compiles (through the kernel
  * cache), loads and launches its kernel, destroy() frees it all. */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,20 +24,6 @@ struct tinyc_rearrange_desc {
 	tinyc_kernel *kernel[ALIGN_BUCKETS];	/* loaded kernel per bucket (owned) */
 };
 
-/* Report a diagnostic on ctx (if any) and return the status. */
-static tinyc_rearrange_status fail(tinyc_ctx *ctx, tinyc_rearrange_status st, const char *kind,
-				   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static tinyc_rearrange_status fail(tinyc_ctx *ctx, tinyc_rearrange_status st, const char *kind,
-				   const char *fmt, ...)
-{
-	if (ctx) {
-		va_list ap;
-		va_start(ap, fmt);
-		tinyc_verror_at(ctx, NULL, (tinyc_loc){0, 0}, kind, fmt, ap);
-		va_end(ap);
-	}
-	return st;
-}
 
 /* Copy t's strides into st, row-major when t has none. */
 static void strides_of(const tinyc_tensor_desc *t, int64_t *st)
@@ -65,7 +50,7 @@ tinyc_rearrange_status tinyc_rearrange_create(tinyc_ctx *ctx, tinyc_rearrange_de
 					      const tinyc_tensor_desc *x)
 {
 	if (!desc)
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam", "desc is NULL");
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam", "desc is NULL");
 	*desc = NULL;
 	tinyc_rearrange_plan plan;
 	tinyc_rearrange_status st = tinyc_rearrange_plan_build(ctx, y, x, NULL, &plan);
@@ -73,7 +58,7 @@ tinyc_rearrange_status tinyc_rearrange_create(tinyc_ctx *ctx, tinyc_rearrange_de
 		return st;
 	tinyc_rearrange_desc *d = calloc(1, sizeof(*d));
 	if (!d)
-		return fail(ctx, TINYC_REARRANGE_OUT_OF_MEMORY, "OutOfMemory",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_OUT_OF_MEMORY, "OutOfMemory",
 			    "cannot allocate a rearrange descriptor");
 	d->ctx = ctx;
 	d->dtype = y->dtype;
@@ -144,15 +129,15 @@ tinyc_rearrange_status tinyc_rearrange_calculate(tinyc_rearrange_desc *d, tinyc_
 						 tinyc_devptr x, tinyc_cuda *cu)
 {
 	if (!d || !cu)
-		return fail(d ? d->ctx : NULL, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
+		return tinyc_rearrange_fail(d ? d->ctx : NULL, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
 			    "calculate: %s is NULL", d ? "the device" : "the descriptor");
 	if (d->plan.kind == TINYC_REARRANGE_EMPTY)
 		return TINYC_REARRANGE_SUCCESS;
 	if (!y || !x)
-		return fail(d->ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
+		return tinyc_rearrange_fail(d->ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
 			    "calculate: the %s address is 0", y ? "source" : "destination");
 	if (d->cu && d->cu != cu)
-		return fail(d->ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
+		return tinyc_rearrange_fail(d->ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
 			    "calculate: this descriptor's kernels were loaded on another device "
 			    "context");
 	int k = bucket_of(x | y);

@@ -59,11 +59,8 @@ void tinyc_rearrange_opts_default(tinyc_rearrange_opts *o)
 	o->no_copy = 0;
 }
 
-/* Report a diagnostic (when ctx is given) and return the status. */
-static tinyc_rearrange_status fail(tinyc_ctx *ctx, tinyc_rearrange_status st, const char *kind,
-				   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static tinyc_rearrange_status fail(tinyc_ctx *ctx, tinyc_rearrange_status st, const char *kind,
-				   const char *fmt, ...)
+tinyc_rearrange_status tinyc_rearrange_fail(tinyc_ctx *ctx, tinyc_rearrange_status st,
+					    const char *kind, const char *fmt, ...)
 {
 	if (ctx) {
 		va_list ap;
@@ -125,21 +122,21 @@ static tinyc_rearrange_status check_desc(tinyc_ctx *ctx, const tinyc_tensor_desc
 					 const char *which)
 {
 	if (!t)
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
 			    "the %s descriptor is NULL", which);
 	if ((int)t->dtype < 0 || t->dtype >= TINYC_DTYPE_COUNT)
-		return fail(ctx, TINYC_REARRANGE_BAD_DTYPE, "RearrangeBadDtype",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_DTYPE, "RearrangeBadDtype",
 			    "%s has an unknown dtype (%d)", which, (int)t->dtype);
 	if (t->ndim < 0 || t->ndim > TINYC_REARRANGE_MAX_NDIM)
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadRank",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadRank",
 			    "%s has rank %d; a rearrange takes ranks 0 to %d", which, t->ndim,
 			    TINYC_REARRANGE_MAX_NDIM);
 	if (t->ndim > 0 && !t->shape)
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
 			    "%s has rank %d but no shape", which, t->ndim);
 	for (int i = 0; i < t->ndim; i++)
 		if (t->shape[i] < 0)
-			return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadShape",
+			return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadShape",
 				    "%s dim %d has negative length %lld", which, i,
 				    (long long)t->shape[i]);
 	return TINYC_REARRANGE_SUCCESS;
@@ -213,18 +210,18 @@ static tinyc_rearrange_status validate(tinyc_ctx *ctx, const tinyc_tensor_desc *
 	if ((st = check_desc(ctx, y, "y")) || (st = check_desc(ctx, x, "x")))
 		return st;
 	if (y->dtype != x->dtype)
-		return fail(ctx, TINYC_REARRANGE_BAD_DTYPE, "RearrangeDtypeMismatch",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_DTYPE, "RearrangeDtypeMismatch",
 			    "y is %s but x is %s", tinyc_dtype_name(y->dtype),
 			    tinyc_dtype_name(x->dtype));
 	if (y->ndim != x->ndim)
-		return fail(ctx, TINYC_REARRANGE_BAD_SHAPE, "RearrangeShapeMismatch",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_SHAPE, "RearrangeShapeMismatch",
 			    "y has rank %d but x has rank %d", y->ndim, x->ndim);
 	for (int i = 0; i < y->ndim; i++)
 		if (y->shape[i] != x->shape[i]) {
 			tinyc_buf ys = {0}, xs = {0};
 			print_list(&ys, y->ndim, y->shape);
 			print_list(&xs, x->ndim, x->shape);
-			st = fail(ctx, TINYC_REARRANGE_BAD_SHAPE, "RearrangeShapeMismatch",
+			st = tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_SHAPE, "RearrangeShapeMismatch",
 				  "y has shape %s but x has shape %s (dim %d)",
 				  ys.data ? ys.data : "", xs.data ? xs.data : "", i);
 			tinyc_buf_free(&ys);
@@ -238,19 +235,19 @@ static tinyc_rearrange_status validate(tinyc_ctx *ctx, const tinyc_tensor_desc *
 	for (int i = 0; i < l->ndim; i++) {
 		l->len[i] = y->shape[i];
 		if (__builtin_mul_overflow(l->numel, l->len[i], &l->numel))
-			return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeTooLarge",
+			return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeTooLarge",
 				    "the element count overflows int64");
 	}
 	if (effective_strides(y, l->ys) || effective_strides(x, l->xs) ||
 	    (l->numel > 0 && (reach_bytes(l, l->ys) < 0 || reach_bytes(l, l->xs) < 0)))
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeTooLarge",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeTooLarge",
 			    "a tensor spans more than 2^60 bytes");
 	int bad;
 	if (l->numel > 0 && dst_overlaps(l, &bad)) {
 		tinyc_buf sb = {0}, lb = {0};
 		print_list(&sb, l->ndim, l->ys);
 		print_list(&lb, l->ndim, l->len);
-		st = fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeDestinationOverlap",
+		st = tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeDestinationOverlap",
 			  "y's strides %s on shape %s let distinct elements share memory "
 			  "(dim %d, stride %lld)", sb.data ? sb.data : "", lb.data ? lb.data : "",
 			  bad, (long long)l->ys[bad]);
@@ -599,7 +596,7 @@ static tinyc_rearrange_status plan_elementwise(tinyc_ctx *ctx, tinyc_rearrange_p
 	for (int i = 0; i < p->ngrid; i++)
 		if (__builtin_mul_overflow(p->blocks, p->grid[i].len, &p->blocks) ||
 		    p->blocks > MAX_GRID_BLOCKS)
-			return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeTooLarge",
+			return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeTooLarge",
 				    "the elementwise plan needs more than 2^31-1 blocks");
 	set_index_bits(p, 0, 0);
 	return TINYC_REARRANGE_SUCCESS;
@@ -754,9 +751,9 @@ tinyc_rearrange_status tinyc_rearrange_plan_build(tinyc_ctx *ctx, const tinyc_te
 	else
 		tinyc_rearrange_opts_default(&o);
 	if (!plan)
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam", "plan is NULL");
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam", "plan is NULL");
 	if (o.max_threads < 1 || o.base_align < 1)
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
 			    "max_threads (%d) and base_align (%d) must be positive", o.max_threads,
 			    o.base_align);
 	layout l;
@@ -797,7 +794,7 @@ tinyc_rearrange_status tinyc_rearrange_plan_build(tinyc_ctx *ctx, const tinyc_te
 	/* the candidates, each costed (the tiled plan with one and two words per thread per
 	 * row, unless one is asked for); then the cheaper (or the forced) one */
 	if (o.tile_repeat < 0 || o.tile_repeat > 2)
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeBadParam",
 			    "tile_repeat is %d; it must be 0 (any), 1 or 2", o.tile_repeat);
 	tinyc_rearrange_plan ew = *p, tl = *p, tl2 = *p;
 	const char *why = NULL, *why2 = NULL;
@@ -824,7 +821,7 @@ tinyc_rearrange_status tinyc_rearrange_plan_build(tinyc_ctx *ctx, const tinyc_te
 	switch (o.force) {
 	case TINYC_REARRANGE_FORCE_TILED:
 		if (!tl_ok)
-			return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangePlanNotApplicable",
+			return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangePlanNotApplicable",
 				    "no tiled plan: %s", why);
 		use_tiled = 1;
 		break;
@@ -836,7 +833,7 @@ tinyc_rearrange_status tinyc_rearrange_plan_build(tinyc_ctx *ctx, const tinyc_te
 		break;
 	}
 	if (!use_tiled && !ew_ok)
-		return fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeTooLarge",
+		return tinyc_rearrange_fail(ctx, TINYC_REARRANGE_BAD_PARAM, "RearrangeTooLarge",
 			    "the elementwise plan needs more than 2^31-1 blocks");
 	*p = use_tiled ? tl : ew;
 	p->kind = use_tiled ? TINYC_REARRANGE_TILED : TINYC_REARRANGE_ELEMENTWISE;

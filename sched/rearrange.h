@@ -67,6 +67,10 @@ typedef enum tinyc_rearrange_status {
 
 /* A fixed message for each status ("dtype mismatch", ...). */
 const char *tinyc_rearrange_status_message(tinyc_rearrange_status st);
+/* Report a diagnostic of kind on ctx (when ctx is given) and return st. */
+tinyc_rearrange_status tinyc_rearrange_fail(tinyc_ctx *ctx, tinyc_rearrange_status st,
+					    const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* A tensor layout: what the seed calls a tensor descriptor.  The arrays are borrowed. */
 typedef struct tinyc_tensor_desc {
