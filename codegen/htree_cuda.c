@@ -352,8 +352,18 @@ static const char *const htree_forward_src =
 	"\tint *trace_ncand;\t\t// [groups, L] candidate counts, or null\n"
 	"\tlong long T, B, Hkv, L, rows, table_rows;\n"
 	"\tfloat scale, unused;\n"
+	"\tunsigned long long *prof;\t// [NPHASES] cycles of thread 0, or null\n"
 	"};\n"
 	"static_assert(sizeof(ht_params) == HT_PARAMS_BYTES, \"ht_params must match tinyc_htree_kparams\");\n"
+	"\n"
+	"// The profile: thread 0 adds the cycles since the last mark to phase ph (after a barrier,\n"
+	"// so they are the block's).\n"
+	"#if HT_PROF\n"
+	"#define HT_MARK(ph) do { if (threadIdx.x == 0) { const long long now_ = clock64(); \\\n"
+	"\tprof_c[ph] += now_ - prof_t; prof_t = now_; } } while (0)\n"
+	"#else\n"
+	"#define HT_MARK(ph) do { } while (0)\n"
+	"#endif\n"
 	"\n"
 	"// Candidate at list position p: p itself on the top layer, else child p % R of parent\n"
 	"// p / R.\n"
@@ -473,6 +483,9 @@ static const char *const htree_forward_src =
 	"\t}\n"
 	"\tif (tid < G)\n"
 	"\t\tmrun[tid] = NEG_INF;\n"
+	"#if HT_PROF\n"
+	"\tlong long prof_c[NPHASES] = {0}, prof_t = clock64();\n"
+	"#endif\n"
 	"\tint npar = 0;\n"
 	"\tfor (int l = L - 1; l >= 0; l--) {\n"
 	"\t\tconst bool top = l == L - 1;\n"
@@ -488,6 +501,7 @@ static const char *const htree_forward_src =
 	"\t\t\tqr[g * KD + i + HALF] = __fmul_rn(__fadd_rn(__fmul_rn(x1, s), __fmul_rn(x2, c)), P.scale);\n"
 	"\t\t}\n"
 	"\t\t__syncthreads();\n"
+	"\t\tHT_MARK(0);\n"
 	"\t\tint nsel = 0;\n"
 	"\t\tif (l > 0) {\n"
 	"\t\t\tconst float *Kl = P.kl[l];\n"
@@ -520,6 +534,7 @@ static const char *const htree_forward_src =
 	"\t\t\t\t\t\thmax[tid / CW] = mx;\n"
 	"\t\t\t\t}\n"
 	"\t\t\t\t__syncthreads();\n"
+	"\t\t\t\tHT_MARK(1);\n"
 	"\t\t\t}\n"
 	"\t\t\t// pass 2: sum_g = sequential sum of exp(s - mx_g) in candidate order\n"
 	"\t\t\t{\n"
@@ -547,6 +562,7 @@ static const char *const htree_forward_src =
 	"\t\t\t\tif (tid < G)\n"
 	"\t\t\t\t\thlse[tid] = __fadd_rn(hmax[tid], ht_log_ref(chain));\n"
 	"\t\t\t\t__syncthreads();\n"
+	"\t\t\t\tHT_MARK(2);\n"
 	"\t\t\t}\n"
 	"\t\t\t// pass 3: shared importance keys\n"
 	"\t\t\tfor (int p = tid; p < n; p += NT) {\n"
@@ -566,6 +582,7 @@ static const char *const htree_forward_src =
 	"\t\t\t\tkeys[p] = __float_as_uint(imp) & KEYMASK;\n"
 	"\t\t\t}\n"
 	"\t\t\t__syncthreads();\n"
+	"\t\t\tHT_MARK(3);\n"
 	"\t\t\t// shared top-K: keys[p] becomes 1 for the kept candidates, 0 for the leaves\n"
 	"\t\t\tif (n <= TOPK) {\n"
 	"\t\t\t\tfor (int p = tid; p < n; p += NT) {\n"
@@ -644,6 +661,7 @@ static const char *const htree_forward_src =
 	"\t\t\tif (P.trace_sel)\n"
 	"\t\t\t\tfor (int x = tid; x < TOPK; x += NT)\n"
 	"\t\t\t\t\tP.trace_sel[(gi * (L - 1) + (l - 1)) * TOPK + x] = x < nsel ? nxt[x] : -1;\n"
+	"\t\t\tHT_MARK(4);\n"
 	"\t\t}\n"
 	"\t\tif (P.trace_ncand && tid == 0)\n"
 	"\t\t\tP.trace_ncand[gi * L + l] = n;\n"
@@ -657,6 +675,7 @@ static const char *const htree_forward_src =
 	"\t\tnxt = tmp;\n"
 	"\t\tnpar = nsel;\n"
 	"\t\t__syncthreads();\n"
+	"\t\tHT_MARK(l == 0 ? 6 : 5);\n"
 	"\t}\n"
 	"\t// the partial states of the slices, summed in slice order; o = U / max(S, eps)\n"
 	"#pragma unroll\n"
@@ -691,6 +710,12 @@ static const char *const htree_forward_src =
 	"\t\tfor (int x = 0; x < AE; x++)\n"
 	"\t\t\torow[x] = u[x] / den;\n"
 	"\t}\n"
+	"#if HT_PROF\n"
+	"\tHT_MARK(7);\n"
+	"\tif (tid == 0 && P.prof)\n"
+	"\t\tfor (int ph = 0; ph < NPHASES; ph++)\n"
+	"\t\t\tatomicAdd(P.prof + ph, (unsigned long long)prof_c[ph]);\n"
+	"#endif\n"
 	"}\n";
 
 /* Append the CUDA text of the htree kernels for configuration c to out. */
@@ -733,7 +758,8 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 "constexpr int G = %d, KD = %d, HALF = %d, VD = %d;\n"
 			 "constexpr int NT = %d, NW = %d, TS = %d, CW = %d, CWARPS = %d;\n"
 			 "constexpr int AE = %d, VQ = %d, ITEMS = %d, JS = %d, NI = %d;\n"
-			 "constexpr int MAXL = %d, NDIGITS = %d, HT_PARAMS_BYTES = %d;\n"
+			 "constexpr int MAXL = %d, NDIGITS = %d, HT_PARAMS_BYTES = %d, NPHASES = %d;\n"
+			 "#define HT_PROF %d\n"
 			 "constexpr unsigned KEYMASK = 0x%08Xu;\n"
 			 "constexpr float IMP_FORCED = %.1ff, SUM_EPS = 1e-30f;\n"
 			 "#define NEG_INF __int_as_float(0xff800000)\n"
@@ -744,6 +770,7 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 c->K / 2, c->V, lo.nt, lo.nw, lo.ts, lo.cw,
 			 (c->G * lo.cw + 31) / 32, lo.ae, lo.vq, lo.items,
 			 lo.js, lo.ni, TINYC_HTREE_MAX_LAYERS, ndigits, (int)sizeof(tinyc_htree_kparams),
+			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0,
 			 (unsigned)keymask, (double)TINYC_HTREE_IMP_FORCED, (long long)lo.off_work,
 			 (long long)lo.off_keys, (long long)lo.off_par, (long long)lo.off_qr,
 			 (long long)lo.off_h, (long long)lo.off_misc);
@@ -754,4 +781,4 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 	return 0;
 }
 _Static_assert(TINYC_HTREE_MAX_LAYERS == 64, "tinyc_htree_kparams has 64 layer slots");
-_Static_assert(sizeof(tinyc_htree_kparams) == 1664, "tinyc_htree_kparams: 8-byte fields, no padding");
+_Static_assert(sizeof(tinyc_htree_kparams) == 1672, "tinyc_htree_kparams: 8-byte fields, no padding");

@@ -24,6 +24,7 @@
 #include "ir/ctx.h"
 #include "ir/htree.h"
 #include "ir/tensor.h"
+#include "codegen/codegen.h"
 #include "driver/htree_run.h"
 #include "runtime/runtime.h"
 #include "tinyc_args.h"
@@ -51,6 +52,7 @@ typedef struct ht_cli {
 	const char *dtype_name;		/* --dtype */
 	tinyc_dtype dtype;		/* bench dtype */
 	int warmup, iters;		/* bench timing */
+	int profile;			/* --profile: per-phase cycles of the forward */
 } ht_cli;
 
 #define F(field) offsetof(ht_cli, field)
@@ -101,6 +103,8 @@ static const tinyc_arg ht_bench_opts[] = {
 	 "untimed forwards first (default 3)"},
 	{"--iters", NULL, TINYC_ARG_INT, F(iters), "N", 1, 1000, NULL, NULL,
 	 "timed forwards, median kept (default 10)"},
+	{"--profile", NULL, TINYC_ARG_FLAG, F(profile), NULL, 0, 0, NULL, NULL,
+	 "also print the forward's cycles per phase (clock64 of\neach block's thread 0; slower)"},
 	{0},
 };
 
@@ -213,7 +217,7 @@ static int ht_run(tinyc_ctx *ctx, ht_cli *c)
 	if (c->device_cuda) {
 		if (!(cu = tinyc_cuda_open(ctx, 0)))
 			goto done;
-		tinyc_htree_gpu_opts opts = {c->tree_kernels, 0};
+		tinyc_htree_gpu_opts opts = {c->tree_kernels, 0, 0};
 		if (tinyc_htree_forward_cuda(ctx, cu, &c->cfg, &opts, q, k, v, &o,
 					     c->ntrace ? &tr : NULL) < 0)
 			goto done;
@@ -291,6 +295,23 @@ static int ht_bench_once(tinyc_cuda *cu, void *arg)
 	return tinyc_htree_gpu_run(r->h, r->q, r->k, r->v, r->o);
 }
 
+/* Print the forward's cycles per phase, summed over the timed and warm-up runs. */
+static int ht_print_profile(tinyc_htree_gpu *h, int64_t T)
+{
+	static const char *const names[TINYC_HTREE_NPHASES] = {
+		"qrot", "sel-max", "sel-sum", "sel-keys", "topk", "leaves-l>0", "leaves-l0", "final"};
+	uint64_t cyc[TINYC_HTREE_NPHASES];
+	if (tinyc_htree_gpu_profile(h, cyc) < 0)
+		return -1;
+	double tot = 0;
+	for (int i = 0; i < TINYC_HTREE_NPHASES; i++)
+		tot += (double)cyc[i];
+	for (int i = 0; i < TINYC_HTREE_NPHASES; i++)
+		printf("PROFILE htree T=%lld phase=%s cycles=%.4g share=%.1f%%\n", (long long)T, names[i],
+		       (double)cyc[i], tot > 0 ? 100.0 * (double)cyc[i] / tot : 0.0);
+	return 0;
+}
+
 /* Time the forward at one sequence length; prints one result line.  0 or -1. */
 static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 {
@@ -312,7 +333,7 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 	for (int i = 0; i < HT_BENCH_CHECK_ROWS; i++)
 		pos[i] = i < HT_BENCH_CHECK_ROWS / 2 ? (T - 1) * i / (HT_BENCH_CHECK_ROWS / 2)
 						     : T - HT_BENCH_CHECK_ROWS + i;
-	tinyc_htree_gpu_opts opts = {c->tree_kernels, 0};
+	tinyc_htree_gpu_opts opts = {c->tree_kernels, 0, c->profile};
 	r.h = tinyc_htree_gpu_alloc(ctx, cu, &c->cfg, &opts, c->dtype, B, T, H, Hkv, D, D);
 	if (!r.h)
 		goto done;
@@ -369,6 +390,8 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 	       info.tree_note[0] ? " - " : "", info.tree_note, info.threads, info.regs,
 	       (long long)info.smem_bytes, HT_BENCH_CHECK_ROWS, max_abs, (long long)over);
 	printf("BENCH htree T=%lld ms=%.4f\n", (long long)T, med);
+	if (c->profile && ht_print_profile(r.h, T) < 0)
+		goto done;
 	fflush(stdout);
 	rc = 0;
 done:
