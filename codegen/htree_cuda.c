@@ -65,6 +65,8 @@ typedef struct htree_layout {
 	int64_t ncmax;		/* most candidates on any layer: max(max_top_nodes, top_k * r) */
 	int ts;			/* row stride of the [G][ts] tiles: nt + 1 */
 	int cw;			/* threads per head in the column reductions */
+	int chw;		/* warps that only fold the pass-2 sums (0: every thread computes) */
+	int ct;			/* pass-2 tile: exp values computed per step, nt - 32 * chw */
 	int ae;			/* value elements per accumulator item (4 or 1) */
 	int vq;			/* value chunks: V / ae */
 	int gh;			/* heads per accumulator item (4 or 1) */
@@ -96,6 +98,10 @@ static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout 
 	lo->ts = nt + 1;
 	int per = nt / c->G;
 	lo->cw = per >= 32 ? 32 : pow2_floor(per >= 1 ? per : 1);
+	/* pass 2 folds in warps of their own when at least two warps remain to compute */
+	int fold_warps = (c->G + 31) / 32;
+	lo->chw = lo->nw - fold_warps >= 2 ? fold_warps : 0;
+	lo->ct = nt - 32 * lo->chw;
 	lo->ae = c->V % 4 == 0 ? 4 : 1;
 	lo->vq = c->V / lo->ae;
 	lo->gh = c->G % 4 == 0 ? 4 : 1;
@@ -629,20 +635,24 @@ static const char *const htree_forward_src =
 	"\t\t\t\t__syncthreads();\n"
 	"\t\t\t\tHT_MARK(1);\n"
 	"\t\t\t}\n"
-	"\t\t\t// pass 2: sum_g = sequential sum of exp(s - mx_g) in candidate order\n"
+	"\t\t\t// pass 2: sum_g = sequential sum of exp(s - mx_g) in candidate order.  The\n"
+	"\t\t\t// threads from CHW*32 on compute tiles of CT exp values (double buffer) while\n"
+	"\t\t\t// the first G threads fold the previous tile; with CHW > 0 the folding warps\n"
+	"\t\t\t// compute nothing, so a tile costs the longer of the two, not their sum.\n"
 	"\t\t\t{\n"
 	"\t\t\t\tfloat chain = 0.0f;\n"
-	"\t\t\t\tconst int ntile = (n + NT - 1) / NT;\n"
+	"\t\t\t\tconst int ntile = (n + CT - 1) / CT;\n"
+	"\t\t\t\tconst int ct = tid - CHW * 32;\t// this thread's column in a tile\n"
 	"\t\t\t\tfor (int j = 0; j <= ntile; j++) {\n"
 	"\t\t\t\t\tif (j > 0 && tid < G) {\n"
 	"\t\t\t\t\t\tconst float *E = work + ((j - 1) & 1) * (G * TS) + tid * TS;\n"
-	"\t\t\t\t\t\tconst int len = n - (j - 1) * NT < NT ? n - (j - 1) * NT : NT;\n"
+	"\t\t\t\t\t\tconst int len = n - (j - 1) * CT < CT ? n - (j - 1) * CT : CT;\n"
 	"\t\t\t\t\t\tfor (int u = 0; u < len; u++)\n"
 	"\t\t\t\t\t\t\tchain = __fadd_rn(chain, E[u]);\n"
 	"\t\t\t\t\t}\n"
-	"\t\t\t\t\tconst int p = j * NT + tid;\n"
-	"\t\t\t\t\tif (j < ntile && p < n) {\n"
-	"\t\t\t\t\t\tfloat *E = work + (j & 1) * (G * TS) + tid;\n"
+	"\t\t\t\t\tconst int p = j * CT + ct;\n"
+	"\t\t\t\t\tif (ct >= 0 && j < ntile && p < n) {\n"
+	"\t\t\t\t\t\tfloat *E = work + (j & 1) * (G * TS) + ct;\n"
 	"\t\t\t\t\t\tfloat kr[KD];\n"
 	"\t\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
 	"\t\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr, true);\n"
@@ -862,7 +872,7 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 	tinyc_buf_printf(out,
 			 "constexpr int R = %d, LOGR = %d, TOPK = %d;\n"
 			 "constexpr int G = %d, KD = %d, HALF = %d, VD = %d;\n"
-			 "constexpr int NT = %d, NW = %d, TS = %d, CW = %d, CWARPS = %d;\n"
+			 "constexpr int NT = %d, NW = %d, TS = %d, CW = %d, CWARPS = %d, CHW = %d, CT = %d;\n"
 			 "constexpr int AE = %d, VQ = %d, GH = %d, ITEMS = %d, JS = %d, NI = %d;\n"
 			 "constexpr int SS = %d, VS = %d, RW = %d;\n"
 			 "constexpr int MAXL = %d, NDIGITS = %d, HT_PARAMS_BYTES = %d, NPHASES = %d;\n"
@@ -875,7 +885,7 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 "\n",
 			 c->compression_rate, ilog2(c->compression_rate), c->top_k, c->G, c->K,
 			 c->K / 2, c->V, lo.nt, lo.nw, lo.ts, lo.cw,
-			 (c->G * lo.cw + 31) / 32, lo.ae, lo.vq, lo.gh, lo.items,
+			 (c->G * lo.cw + 31) / 32, lo.chw, lo.ct, lo.ae, lo.vq, lo.gh, lo.items,
 			 lo.js, lo.ni, lo.ss, lo.vs, lo.rw, TINYC_HTREE_MAX_LAYERS, ndigits, (int)sizeof(tinyc_htree_kparams),
 			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0,
 			 (unsigned)keymask, (double)TINYC_HTREE_IMP_FORCED, (long long)lo.off_work,

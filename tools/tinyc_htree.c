@@ -9,7 +9,8 @@
  * per-layer selections at some positions (--trace-position) or compares the GPU result
  * with the CPU reference (--check).  The second form times the GPU forward at the
  * benchmark shape (B=1, H=16, H_kv=1, K=V=16, fp32 unless told otherwise) for each
- * sequence length: median of event-timed runs after warm-up.
+ * sequence length: median of event-timed runs after warm-up, and the time per forward of
+ * as many forwards back to back between two events.
  *
  * Exit status: 0 success, 1 diagnostics or a failed check, 2 usage error.
  */
@@ -53,6 +54,7 @@ typedef struct ht_cli {
 	tinyc_dtype dtype;		/* bench dtype */
 	int warmup, iters;		/* bench timing */
 	int profile;			/* --profile: per-phase cycles of the forward */
+	int threads;			/* --threads: htree_forward block size, 0 = chosen */
 } ht_cli;
 
 #define F(field) offsetof(ht_cli, field)
@@ -103,6 +105,8 @@ static const tinyc_arg ht_bench_opts[] = {
 	 "untimed forwards first (default 3)"},
 	{"--iters", NULL, TINYC_ARG_INT, F(iters), "N", 1, 1000, NULL, NULL,
 	 "timed forwards, median kept (default 10)"},
+	{"--threads", NULL, TINYC_ARG_INT, F(threads), "N", 64, 1024, NULL, NULL,
+	 "htree_forward block size (power of two; default chosen)"},
 	{"--profile", NULL, TINYC_ARG_FLAG, F(profile), NULL, 0, 0, NULL, NULL,
 	 "also print the forward's cycles per phase (clock64 of\neach block's thread 0; slower)"},
 	{0},
@@ -121,7 +125,8 @@ static const tinyc_command ht_args = {
 	"q [B,T,H,K], k [B,T,H_kv,K], v [B,T,H_kv,V] -> o [B,T,H,V] (float).\n"
 	"The benchmark (--bench, GPU) runs B=1, H=16, H_kv=1, K=V=16, fp32, the default\n"
 	"config, at T = 16384, 65536, 120000 unless --seq-len is given, and prints the\n"
-	"median time per forward (tree build included) after warm-up.\n",
+	"median time per forward (tree build included) after warm-up, and the time per\n"
+	"forward of --iters forwards back to back between two events.\n",
 	{&ht_group, &ht_bench_group, &tinyc_args_other, NULL},
 	NULL, 0, NULL,
 	"Exit status: 0 success, 1 diagnostics or failed check, 2 usage error.\n", NULL,
@@ -333,7 +338,7 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 	for (int i = 0; i < HT_BENCH_CHECK_ROWS; i++)
 		pos[i] = i < HT_BENCH_CHECK_ROWS / 2 ? (T - 1) * i / (HT_BENCH_CHECK_ROWS / 2)
 						     : T - HT_BENCH_CHECK_ROWS + i;
-	tinyc_htree_gpu_opts opts = {c->tree_kernels, 0, c->profile};
+	tinyc_htree_gpu_opts opts = {c->tree_kernels, c->threads, c->profile};
 	r.h = tinyc_htree_gpu_alloc(ctx, cu, &c->cfg, &opts, c->dtype, B, T, H, Hkv, D, D);
 	if (!r.h)
 		goto done;
@@ -349,7 +354,9 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 		goto done;
 	double med = 0;
 	double times[1000];
+	double b2b = 0;
 	if (tinyc_cuda_time(cu, ht_bench_once, &r, c->warmup, c->iters, &med, times) < 0 ||
+	    tinyc_cuda_time_run(cu, ht_bench_once, &r, 0, c->iters, &b2b) < 0 ||
 	    tinyc_cuda_download(cu, o->data, r.o, (size_t)tinyc_tensor_numel(o) * sizeof(float)) < 0)
 		goto done;
 	double tmin = times[0];
@@ -380,8 +387,9 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 		}
 	tinyc_htree_gpu_info info;
 	tinyc_htree_gpu_get_info(r.h, &info);
-	printf("htree T=%lld: median %.3f ms, min %.3f ms over %d runs (warm-up %d); layers %d (",
-	       (long long)T, med, tmin, c->iters, c->warmup, info.num_layers);
+	printf("htree T=%lld: median %.3f ms, min %.3f ms over %d runs (warm-up %d), %.3f ms a "
+	       "forward back to back; layers %d (", (long long)T, med, tmin, c->iters, c->warmup, b2b,
+	       info.num_layers);
 	for (int l = 0; l < info.num_layers; l++)
 		printf("%s%lld", l ? "," : "", (long long)info.layer_sizes[l]);
 	printf("); tree %s%s%s; forward %d threads, %d regs, %lld B smem; check vs CPU at %d "
@@ -389,7 +397,7 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 	       info.tree_path == TINYC_HTREE_TREE_PIPELINE ? "pipeline" : "kernels",
 	       info.tree_note[0] ? " - " : "", info.tree_note, info.threads, info.regs,
 	       (long long)info.smem_bytes, HT_BENCH_CHECK_ROWS, max_abs, (long long)over);
-	printf("BENCH htree T=%lld ms=%.4f\n", (long long)T, med);
+	printf("BENCH htree T=%lld ms=%.4f b2b_ms=%.4f\n", (long long)T, med, b2b);
 	if (c->profile && ht_print_profile(r.h, T) < 0)
 		goto done;
 	fflush(stdout);
