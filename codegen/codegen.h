@@ -96,6 +96,8 @@ typedef struct tinyc_htree_kernel_config {
 	int key_drop_bits;	/* low bits cleared from the importance keys (13) */
 	int threads;		/* threads per block: power of two 64..1024, 0 = chosen */
 	int profile;		/* 1: htree_forward adds per-phase clock64 cycles to P.prof */
+	int min_blocks;		/* blocks an SM should hold (launch bounds), 0 = as many as 128
+				   registers a thread allow */
 } tinyc_htree_kernel_config;
 
 /* The phases htree_forward's profile counts (cycles of thread 0, summed over blocks). */

@@ -76,7 +76,7 @@ typedef struct htree_layout {
 	int rw;			/* floats per item in the final reduction: gh * ae + gh */
 	int js;			/* slices of the tile columns (items <= nt), else 1 */
 	int ni;			/* items per thread */
-	int64_t off_keys, off_par, off_qr, off_h, off_misc, off_work;	/* byte offsets */
+	int64_t off_keys, off_kept, off_par, off_qr, off_h, off_misc, off_work;	/* byte offsets */
 	int64_t work_floats;	/* floats of the work area */
 	int64_t smem;		/* dynamic shared memory bytes */
 } htree_layout;
@@ -127,11 +127,13 @@ static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout 
 	if (wr > w)
 		w = wr;
 	lo->work_floats = w;
+	/* the keys live from pass 3 to the top-K, when the work area is free: they share it */
 	int64_t off = 0;
 	lo->off_work = off;
-	off = align16(off + 4 * w);
 	lo->off_keys = off;
-	off = align16(off + 4 * lo->ncmax);
+	off = align16(off + 4 * (w > lo->ncmax ? w : lo->ncmax));
+	lo->off_kept = off;
+	off = align16(off + 4 * ((lo->ncmax + 31) / 32 + lo->nw));
 	lo->off_par = off;
 	off = align16(off + 4 * 2 * (int64_t)c->top_k);
 	lo->off_qr = off;
@@ -191,6 +193,9 @@ int tinyc_htree_kernel_check(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c)
 		return tinyc_error(ctx, "HtreeUnsupportedDtype",
 				   "htree takes float, half or bfloat16, not %s",
 				   tinyc_dtype_name(c->dtype));
+	if (c->min_blocks < 0 || c->min_blocks > 32)
+		return tinyc_error(ctx, "HtreeInvalidConfig", "min_blocks must be in 0..32, got %d",
+				   c->min_blocks);
 	if (c->threads && (!is_pow2(c->threads) || c->threads < 64 || c->threads > 1024))
 		return tinyc_error(ctx, "HtreeInvalidConfig",
 				   "threads must be a power of two in 64..1024, got %d", c->threads);
@@ -466,8 +471,8 @@ static const char *const htree_forward_src =
 	"\t}\n"
 	"}\n"
 	"\n"
-	"// Pass 4: merge the leaves of one layer (all candidates, or those with keys[p] == 0 when\n"
-	"// masked) into the running softmax state.  A tile of NT candidates, a thread each, writes\n"
+	"// Pass 4: merge the leaves of one layer (all candidates, or those whose bit in kept is 0\n"
+	"// when masked) into the running softmax state.  A tile of NT candidates, a thread each, writes\n"
 	"// its values Vt[u][0..VD) and weights S[u][0..G) (rows padded to VS and SS floats against\n"
 	"// bank conflicts); then each thread accumulates weights x V for one item (GH heads x AE\n"
 	"// value elements) over its slice of the tile's candidates, in registers.  The weights are\n"
@@ -476,7 +481,7 @@ static const char *const htree_forward_src =
 	"// raise mrun and rescale the accumulators.\n"
 	"template <typename T>\n"
 	"__device__ __forceinline__ void ht_leaves(const ht_params &P, const T *Kl, const T *Vl, long long Nl,\n"
-	"\tlong long b, int hkv, bool top, bool masked, bool vec, int n, const int *par, const unsigned *keys,\n"
+	"\tlong long b, int hkv, bool top, bool masked, bool vec, int n, const int *par, const unsigned *kept,\n"
 	"\tconst float *qr, float *mrun, float *alpha, float *work, float (&acc)[NI][GH][AE], float (&rs)[NI][GH])\n"
 	"{\n"
 	"\tconst int tid = threadIdx.x;\n"
@@ -486,7 +491,7 @@ static const char *const htree_forward_src =
 	"\tfor (int base = 0; base < n; base += NT) {\n"
 	"\t\tconst int p = base + tid, tlen = n - base < NT ? n - base : NT;\n"
 	"\t\tfloat sv[G];\n"
-	"\t\tif (p < n && !(masked && keys[p])) {\n"
+	"\t\tif (p < n && !(masked && (kept[p >> 5] >> (p & 31) & 1u))) {\n"
 	"\t\t\tconst long long c = ht_cand(par, top, p);\n"
 	"\t\t\tfloat kr[KD];\n"
 	"\t\t\tht_rope_fast(Kl + (b * Nl + c) * rowk + (long long)hkv * KD, P.cos_tab + (long long)p * HALF,\n"
@@ -572,11 +577,12 @@ static const char *const htree_forward_src =
 	"}\n"
 	"\n"
 	"// The whole forward of one query group (b, t, h_kv): every layer, top-down.\n"
-	"extern \"C\" __global__ void __launch_bounds__(NT) htree_forward(const ht_params P)\n"
+	"extern \"C\" __global__ void __launch_bounds__(NT, MINB) htree_forward(const ht_params P)\n"
 	"{\n"
 	"\textern __shared__ __align__(16) unsigned char ht_smem[];\n"
 	"\tfloat *work = (float *)(ht_smem + OFF_WORK);\n"
-	"\tunsigned *keys = (unsigned *)(ht_smem + OFF_KEYS);\n"
+	"\tunsigned *keys = (unsigned *)(ht_smem + OFF_KEYS);\t// shares its bytes with work\n"
+	"\tunsigned *kept = (unsigned *)(ht_smem + OFF_KEPT);\t// bit p: candidate p kept\n"
 	"\tint *par = (int *)(ht_smem + OFF_PAR), *nxt = par + TOPK;\n"
 	"\tfloat *qr = (float *)(ht_smem + OFF_QR);\n"
 	"\tfloat *hmax = (float *)(ht_smem + OFF_H), *hlse = hmax + G, *mrun = hlse + G, *alpha = mrun + G;\n"
@@ -709,12 +715,11 @@ static const char *const htree_forward_src =
 	"\t\t\t}\n"
 	"\t\t\t__syncthreads();\n"
 	"\t\t\tHT_MARK(3);\n"
-	"\t\t\t// shared top-K: keys[p] becomes 1 for the kept candidates, 0 for the leaves\n"
+	"\t\t\t// shared top-K: the kept candidates' bits in kept (the leaves need them only when\n"
+	"\t\t\t// n > TOPK), their nodes ascending in nxt\n"
 	"\t\t\tif (n <= TOPK) {\n"
-	"\t\t\t\tfor (int p = tid; p < n; p += NT) {\n"
-	"\t\t\t\t\tkeys[p] = 1u;\n"
+	"\t\t\t\tfor (int p = tid; p < n; p += NT)\n"
 	"\t\t\t\t\tnxt[p] = (int)ht_cand(par, top, p);\n"
-	"\t\t\t\t}\n"
 	"\t\t\t\tnsel = n;\n"
 	"\t\t\t} else {\n"
 	"\t\t\t\tunsigned prefix = 0u, pmask = 0u;\n"
@@ -776,8 +781,9 @@ static const char *const htree_forward_src =
 	"\t\t\t\t\tconst bool sel = p < n && (k > kth || (k == kth && er < kleft));\n"
 	"\t\t\t\t\tconst int sr = selbase + ht_scan(sel, wcnt, &tot);\n"
 	"\t\t\t\t\tselbase += tot;\n"
-	"\t\t\t\t\tif (p < n)\n"
-	"\t\t\t\t\t\tkeys[p] = sel ? 1u : 0u;\n"
+	"\t\t\t\t\tconst unsigned selw = __ballot_sync(0xffffffffu, sel);\n"
+	"\t\t\t\t\tif (lane == 0)\n"
+	"\t\t\t\t\t\tkept[(base >> 5) + warp] = selw;\n"
 	"\t\t\t\t\tif (sel)\n"
 	"\t\t\t\t\t\tnxt[sr] = (int)ht_cand(par, top, p);\n"
 	"\t\t\t\t}\n"
@@ -792,9 +798,9 @@ static const char *const htree_forward_src =
 	"\t\tif (P.trace_ncand && tid == 0)\n"
 	"\t\t\tP.trace_ncand[gi * L + l] = n;\n"
 	"\t\tif (l == 0)\n"
-	"\t\t\tht_leaves<in_t>(P, P.k0, P.v0, P.T, b, hkv, top, false, vec0, n, par, keys, qr, mrun, alpha, work, acc, rs);\n"
+	"\t\t\tht_leaves<in_t>(P, P.k0, P.v0, P.T, b, hkv, top, false, vec0, n, par, kept, qr, mrun, alpha, work, acc, rs);\n"
 	"\t\telse if (n > TOPK)\n"
-	"\t\t\tht_leaves<float>(P, P.kl[l], P.vl[l], P.N[l], b, hkv, top, true, true, n, par, keys, qr, mrun, alpha,\n"
+	"\t\t\tht_leaves<float>(P, P.kl[l], P.vl[l], P.N[l], b, hkv, top, true, true, n, par, kept, qr, mrun, alpha,\n"
 	"\t\t\t\t\t work, acc, rs);\n"
 	"\t\tint *tmp = par;\n"
 	"\t\tpar = nxt;\n"
@@ -857,6 +863,15 @@ static const char *const htree_forward_src =
 	"#endif\n"
 	"}\n";
 
+/* The forward's launch bounds: blocks an SM should hold with nt threads (c->min_blocks,
+ * else as many as 128 registers a thread allow). */
+static int min_blocks(const tinyc_htree_kernel_config *c, int nt)
+{
+	if (c->min_blocks > 0)
+		return c->min_blocks;
+	return nt >= 512 ? 1 : 512 / nt;
+}
+
 /* Append the CUDA text of the htree kernels for configuration c to out. */
 int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, tinyc_buf *out)
 {
@@ -903,16 +918,16 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 "constexpr unsigned KEYMASK = 0x%08Xu;\n"
 			 "constexpr float IMP_FORCED = %.1ff, SUM_EPS = 1e-30f, LAZY = 8.0f;\n"
 			 "#define NEG_INF __int_as_float(0xff800000)\n"
-			 "constexpr int OFF_WORK = %lld, OFF_KEYS = %lld, OFF_PAR = %lld, OFF_QR = %lld, "
+			 "constexpr int OFF_WORK = %lld, OFF_KEYS = %lld, OFF_KEPT = %lld, OFF_PAR = %lld, OFF_QR = %lld, "
 			 "OFF_H = %lld, OFF_MISC = %lld;\n"
 			 "\n",
 			 c->compression_rate, ilog2(c->compression_rate), c->top_k, c->G, c->K,
-			 c->K / 2, c->V, lo.nt, lo.nw, lo.nt >= 512 ? 1 : 512 / lo.nt, lo.ts, lo.cw,
+			 c->K / 2, c->V, lo.nt, lo.nw, min_blocks(c, lo.nt), lo.ts, lo.cw,
 			 (c->G * lo.cw + 31) / 32, lo.chw, lo.ct, lo.ae, lo.vq, lo.gh, lo.items,
 			 lo.js, lo.ni, lo.ss, lo.vs, lo.rw, TINYC_HTREE_MAX_LAYERS, ndigits, (int)sizeof(tinyc_htree_kparams),
 			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0,
 			 (unsigned)keymask, (double)TINYC_HTREE_IMP_FORCED, (long long)lo.off_work,
-			 (long long)lo.off_keys, (long long)lo.off_par, (long long)lo.off_qr,
+			 (long long)lo.off_keys, (long long)lo.off_kept, (long long)lo.off_par, (long long)lo.off_qr,
 			 (long long)lo.off_h, (long long)lo.off_misc);
 	tinyc_buf_puts(out, htree_common);
 	tinyc_buf_puts(out, htree_forward_src);

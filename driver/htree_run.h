@@ -54,6 +54,7 @@ typedef struct tinyc_htree_gpu_opts {
 	int tree_kernels;	/* 1: build the tree with the pooling kernels, not the pipeline */
 	int threads;		/* htree_forward block size (power of two 64..1024), 0: chosen */
 	int profile;		/* 1: count per-phase cycles (tinyc_htree_gpu_profile) */
+	int min_blocks;		/* htree_forward launch bounds: blocks an SM should hold, 0: chosen */
 } tinyc_htree_gpu_opts;
 
 /* Prepare a forward: validate the configuration and shapes (q [B,T,H,K], k [B,T,Hkv,K],

@@ -55,6 +55,7 @@ typedef struct ht_cli {
 	int warmup, iters;		/* bench timing */
 	int profile;			/* --profile: per-phase cycles of the forward */
 	int threads;			/* --threads: htree_forward block size, 0 = chosen */
+	int min_blocks;			/* --min-blocks: its launch bounds, 0 = chosen */
 } ht_cli;
 
 #define F(field) offsetof(ht_cli, field)
@@ -107,6 +108,8 @@ static const tinyc_arg ht_bench_opts[] = {
 	 "timed forwards, median kept (default 10)"},
 	{"--threads", NULL, TINYC_ARG_INT, F(threads), "N", 64, 1024, NULL, NULL,
 	 "htree_forward block size (power of two; default chosen)"},
+	{"--min-blocks", NULL, TINYC_ARG_INT, F(min_blocks), "N", 1, 32, NULL, NULL,
+	 "blocks of htree_forward an SM should hold (launch\nbounds; default: 128 registers a thread)"},
 	{"--profile", NULL, TINYC_ARG_FLAG, F(profile), NULL, 0, 0, NULL, NULL,
 	 "also print the forward's cycles per phase (clock64 of\neach block's thread 0; slower)"},
 	{0},
@@ -338,7 +341,7 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 	for (int i = 0; i < HT_BENCH_CHECK_ROWS; i++)
 		pos[i] = i < HT_BENCH_CHECK_ROWS / 2 ? (T - 1) * i / (HT_BENCH_CHECK_ROWS / 2)
 						     : T - HT_BENCH_CHECK_ROWS + i;
-	tinyc_htree_gpu_opts opts = {c->tree_kernels, c->threads, c->profile};
+	tinyc_htree_gpu_opts opts = {c->tree_kernels, c->threads, c->profile, c->min_blocks};
 	r.h = tinyc_htree_gpu_alloc(ctx, cu, &c->cfg, &opts, c->dtype, B, T, H, Hkv, D, D);
 	if (!r.h)
 		goto done;
