@@ -14,19 +14,25 @@
  *             and hence the selections, are the reference's):
  *       pass 1  mx_g = max_p s[g,p]            s = sequential dot, no FMA contraction
  *       pass 2  sum_g = sequential sum over p of exp(s - mx_g): tiles of exp values in
- *               shared memory, folded in candidate order by one thread per head while the
- *               other threads compute the next tile (double buffer)
+ *               shared memory, folded in candidate order by one thread per head (in warps
+ *               of their own, CHW) while the other threads compute the next tile (double
+ *               buffer)
  *       pass 3  imp[p] = sum over g, in order, of exp(s - lse_g) (flushed below FLT_MIN);
  *               key = float bits & KEYMASK; imp[n-1] forced to 1000
  *       top-K   radix select of the TOPK-th largest key (8-bit digits, shared histogram),
  *               ties to the smaller position through an ordered ballot scan; the kept
- *               nodes, ascending, become the next layer's parents
- *     pass 4 (leaves: the candidates not kept, all of them on layer 0): scores (FMA),
- *             per-tile online softmax, weights times V accumulated in registers
+ *               candidates as a bitmask, their nodes, ascending, the next layer's parents
+ *     pass 4 (leaves: the candidates not kept, all of them on layer 0): tiles of a
+ *             candidate a thread: scores (FMA) and V rows (16-byte loads) into padded
+ *             candidate-major tiles, weights exp(s - running max) with lazy rescaling
+ *             (the tile max only when a score exceeds the running max by LAZY), weights
+ *             times V accumulated in registers, GH heads x AE values a thread
  *   final: the per-slice partial states are summed and o = U / max(S, 1e-30).
  *
  * exp and log on the selection path are correctly rounded float results (computed in
- * double), the closest a GPU gets to the host libm the reference calls.
+ * double), the closest a GPU gets to the host libm the reference calls.  The keys share
+ * their shared memory with the work area (they live from pass 3 to the top-K only).
+ * Per-phase cycles (profile = 1): HT_MARK after each phase's barrier.
  */
 #include "codegen/codegen.h"
 
