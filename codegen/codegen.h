@@ -95,7 +95,23 @@ typedef struct tinyc_htree_kernel_config {
 	tinyc_dtype dtype;	/* q, k, v elements: float, half or bfloat16 (fp32 compute) */
 	int key_drop_bits;	/* low bits cleared from the importance keys (13) */
 	int threads;		/* threads per block: power of two 64..1024, 0 = chosen */
+	int profile;		/* 1: htree_forward adds per-phase clock64 cycles to P.prof */
+	int min_blocks;		/* blocks an SM should hold (launch bounds), 0 = as many as 128
+				   registers a thread allow */
 } tinyc_htree_kernel_config;
+
+/* The phases htree_forward's profile counts (cycles of thread 0, summed over blocks). */
+enum {
+	TINYC_HTREE_PH_QROT,	/* the rotated query */
+	TINYC_HTREE_PH_MAX,	/* selection pass 1: per-head max */
+	TINYC_HTREE_PH_SUM,	/* selection pass 2: sums of exp */
+	TINYC_HTREE_PH_KEYS,	/* selection pass 3: importance keys */
+	TINYC_HTREE_PH_TOPK,	/* the radix select and the next parents */
+	TINYC_HTREE_PH_LEAVES,	/* the leaves of layers >= 1 */
+	TINYC_HTREE_PH_LEAVES0,	/* layer 0 */
+	TINYC_HTREE_PH_FINAL,	/* the final reduction and o */
+	TINYC_HTREE_NPHASES
+};
 
 /* The parameter block of htree_forward, laid out as the kernel's ht_params (8-byte
  * fields).  Pointers are device addresses; 0 is null. */
@@ -112,6 +128,7 @@ typedef struct tinyc_htree_kparams {
 	int64_t T, B, Hkv, L, rows, table_rows;	/* sizes */
 	float scale;				/* score scale */
 	float unused;				/* padding */
+	uint64_t prof;				/* u64 [TINYC_HTREE_NPHASES] cycles, or 0 */
 } tinyc_htree_kparams;
 
 /* Check a kernel configuration (powers of two, dims, dtype, shared memory).  0 or -1

@@ -14,19 +14,25 @@
  *             and hence the selections, are the reference's):
  *       pass 1  mx_g = max_p s[g,p]            s = sequential dot, no FMA contraction
  *       pass 2  sum_g = sequential sum over p of exp(s - mx_g): tiles of exp values in
- *               shared memory, folded in candidate order by one thread per head while the
- *               other threads compute the next tile (double buffer)
+ *               shared memory, folded in candidate order by one thread per head (in warps
+ *               of their own, CHW) while the other threads compute the next tile (double
+ *               buffer)
  *       pass 3  imp[p] = sum over g, in order, of exp(s - lse_g) (flushed below FLT_MIN);
  *               key = float bits & KEYMASK; imp[n-1] forced to 1000
  *       top-K   radix select of the TOPK-th largest key (8-bit digits, shared histogram),
  *               ties to the smaller position through an ordered ballot scan; the kept
- *               nodes, ascending, become the next layer's parents
- *     pass 4 (leaves: the candidates not kept, all of them on layer 0): scores (FMA),
- *             per-tile online softmax, weights times V accumulated in registers
+ *               candidates as a bitmask, their nodes, ascending, the next layer's parents
+ *     pass 4 (leaves: the candidates not kept, all of them on layer 0): tiles of a
+ *             candidate a thread: scores (FMA) and V rows (16-byte loads) into padded
+ *             candidate-major tiles, weights exp(s - running max) with lazy rescaling
+ *             (the tile max only when a score exceeds the running max by LAZY), weights
+ *             times V accumulated in registers, GH heads x AE values a thread
  *   final: the per-slice partial states are summed and o = U / max(S, 1e-30).
  *
  * exp and log on the selection path are correctly rounded float results (computed in
- * double), the closest a GPU gets to the host libm the reference calls.
+ * double), the closest a GPU gets to the host libm the reference calls.  The keys share
+ * their shared memory with the work area (they live from pass 3 to the top-K only).
+ * Per-phase cycles (profile = 1): HT_MARK after each phase's barrier.
  */
 #include "codegen/codegen.h"
 
@@ -65,12 +71,18 @@ typedef struct htree_layout {
 	int64_t ncmax;		/* most candidates on any layer: max(max_top_nodes, top_k * r) */
 	int ts;			/* row stride of the [G][ts] tiles: nt + 1 */
 	int cw;			/* threads per head in the column reductions */
+	int chw;		/* warps that only fold the pass-2 sums (0: every thread computes) */
+	int ct;			/* pass-2 tile: exp values computed per step, nt - 32 * chw */
 	int ae;			/* value elements per accumulator item (4 or 1) */
-	int vq;			/* items per head: V / ae */
-	int items;		/* G * vq */
+	int vq;			/* value chunks: V / ae */
+	int gh;			/* heads per accumulator item (4 or 1) */
+	int items;		/* (G / gh) * vq */
+	int ss;			/* row stride of the leaf score tile [nt][ss] (G, padded) */
+	int vs;			/* row stride of the leaf value tile [nt][vs] (V, padded) */
+	int rw;			/* floats per item in the final reduction: gh * ae + gh */
 	int js;			/* slices of the tile columns (items <= nt), else 1 */
 	int ni;			/* items per thread */
-	int64_t off_keys, off_par, off_qr, off_h, off_misc, off_work;	/* byte offsets */
+	int64_t off_keys, off_kept, off_par, off_qr, off_h, off_misc, off_work;	/* byte offsets */
 	int64_t work_floats;	/* floats of the work area */
 	int64_t smem;		/* dynamic shared memory bytes */
 } htree_layout;
@@ -92,9 +104,19 @@ static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout 
 	lo->ts = nt + 1;
 	int per = nt / c->G;
 	lo->cw = per >= 32 ? 32 : pow2_floor(per >= 1 ? per : 1);
+	/* pass 2 folds in warps of their own when at least two warps remain to compute */
+	int fold_warps = (c->G + 31) / 32;
+	lo->chw = lo->nw - fold_warps >= 2 ? fold_warps : 0;
+	lo->ct = nt - 32 * lo->chw;
 	lo->ae = c->V % 4 == 0 ? 4 : 1;
 	lo->vq = c->V / lo->ae;
-	lo->items = c->G * lo->vq;
+	lo->gh = c->G % 4 == 0 ? 4 : 1;
+	lo->items = c->G / lo->gh * lo->vq;
+	/* padded so that a quarter warp's 16-byte (or a warp's 4-byte) row accesses spread
+	 * over the banks */
+	lo->ss = lo->gh == 4 ? c->G + 4 : c->G + 1;
+	lo->vs = lo->ae == 4 ? c->V + 4 : c->V + 1;
+	lo->rw = lo->gh * lo->ae + lo->gh;
 	if (lo->items <= nt) {
 		lo->js = nt / lo->items;
 		lo->ni = 1;
@@ -104,18 +126,20 @@ static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout 
 	}
 	int64_t g = c->G, ts = lo->ts;
 	int64_t w = 2 * g * ts;					/* pass 2: two exp tiles */
-	int64_t w4 = (int64_t)nt * c->V + g * ts;		/* pass 4: V tile + score tile */
-	int64_t wr = (int64_t)lo->js * lo->items * (lo->ae + 1);	/* final reduction */
+	int64_t w4 = (int64_t)nt * (lo->vs + lo->ss);		/* pass 4: V tile + score tile */
+	int64_t wr = (int64_t)lo->js * lo->items * lo->rw;	/* final reduction */
 	if (w4 > w)
 		w = w4;
 	if (wr > w)
 		w = wr;
 	lo->work_floats = w;
+	/* the keys live from pass 3 to the top-K, when the work area is free: they share it */
 	int64_t off = 0;
 	lo->off_work = off;
-	off = align16(off + 4 * w);
 	lo->off_keys = off;
-	off = align16(off + 4 * lo->ncmax);
+	off = align16(off + 4 * (w > lo->ncmax ? w : lo->ncmax));
+	lo->off_kept = off;
+	off = align16(off + 4 * ((lo->ncmax + 31) / 32 + lo->nw));
 	lo->off_par = off;
 	off = align16(off + 4 * 2 * (int64_t)c->top_k);
 	lo->off_qr = off;
@@ -175,6 +199,9 @@ int tinyc_htree_kernel_check(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c)
 		return tinyc_error(ctx, "HtreeUnsupportedDtype",
 				   "htree takes float, half or bfloat16, not %s",
 				   tinyc_dtype_name(c->dtype));
+	if (c->min_blocks < 0 || c->min_blocks > 32)
+		return tinyc_error(ctx, "HtreeInvalidConfig", "min_blocks must be in 0..32, got %d",
+				   c->min_blocks);
 	if (c->threads && (!is_pow2(c->threads) || c->threads < 64 || c->threads > 1024))
 		return tinyc_error(ctx, "HtreeInvalidConfig",
 				   "threads must be a power of two in 64..1024, got %d", c->threads);
@@ -227,29 +254,58 @@ static const char *const htree_common =
 	"__device__ __forceinline__ float ht_exp_ref(float x) { return __double2float_rn(exp((double)x)); }\n"
 	"__device__ __forceinline__ float ht_log_ref(float x) { return __double2float_rn(log((double)x)); }\n"
 	"\n"
+	"template <typename T> struct ht_is_f32 { static constexpr bool v = false; };\n"
+	"template <> struct ht_is_f32<float> { static constexpr bool v = true; };\n"
+	"\n"
+	"// y[0..N) = x[0..N) as floats: 16-byte loads when T is float, N % 4 == 0 and vec (the\n"
+	"// caller knows x is 16-byte aligned), else one element at a time.\n"
+	"template <int N, typename T>\n"
+	"__device__ __forceinline__ void ht_row(const T *x, float *y, bool vec)\n"
+	"{\n"
+	"\tif constexpr (ht_is_f32<T>::v && N % 4 == 0) {\n"
+	"\t\tif (vec) {\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int i = 0; i < N / 4; i++) {\n"
+	"\t\t\t\tconst float4 f = __ldg((const float4 *)x + i);\n"
+	"\t\t\t\ty[4 * i] = f.x, y[4 * i + 1] = f.y, y[4 * i + 2] = f.z, y[4 * i + 3] = f.w;\n"
+	"\t\t\t}\n"
+	"\t\t\treturn;\n"
+	"\t\t}\n"
+	"\t}\n"
+	"#pragma unroll\n"
+	"\tfor (int i = 0; i < N; i++)\n"
+	"\t\ty[i] = ht_ld(x + i);\n"
+	"}\n"
+	"\n"
 	"// y = rope(x, table row) in the reference's order, without contraction.\n"
 	"template <typename T>\n"
-	"__device__ __forceinline__ void ht_rope_exact(const T *x, const float *cs, const float *sn, float *y)\n"
+	"__device__ __forceinline__ void ht_rope_exact(const T *x, const float *cs, const float *sn, float *y, bool vec)\n"
 	"{\n"
+	"\tfloat xv[KD], c[HALF], s[HALF];\n"
+	"\tht_row<KD>(x, xv, vec);\n"
+	"\tht_row<HALF>(cs, c, true);\n"
+	"\tht_row<HALF>(sn, s, true);\n"
 	"#pragma unroll\n"
 	"\tfor (int i = 0; i < HALF; i++) {\n"
-	"\t\tconst float x1 = ht_ld(x + i), x2 = ht_ld(x + i + HALF);\n"
-	"\t\tconst float c = __ldg(cs + i), s = __ldg(sn + i);\n"
-	"\t\ty[i] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));\n"
-	"\t\ty[i + HALF] = __fadd_rn(__fmul_rn(x1, s), __fmul_rn(x2, c));\n"
+	"\t\tconst float x1 = xv[i], x2 = xv[i + HALF];\n"
+	"\t\ty[i] = __fsub_rn(__fmul_rn(x1, c[i]), __fmul_rn(x2, s[i]));\n"
+	"\t\ty[i + HALF] = __fadd_rn(__fmul_rn(x1, s[i]), __fmul_rn(x2, c[i]));\n"
 	"\t}\n"
 	"}\n"
 	"\n"
 	"// y = rope(x, table row), contraction allowed (leaf scores).\n"
 	"template <typename T>\n"
-	"__device__ __forceinline__ void ht_rope_fast(const T *x, const float *cs, const float *sn, float *y)\n"
+	"__device__ __forceinline__ void ht_rope_fast(const T *x, const float *cs, const float *sn, float *y, bool vec)\n"
 	"{\n"
+	"\tfloat xv[KD], c[HALF], s[HALF];\n"
+	"\tht_row<KD>(x, xv, vec);\n"
+	"\tht_row<HALF>(cs, c, true);\n"
+	"\tht_row<HALF>(sn, s, true);\n"
 	"#pragma unroll\n"
 	"\tfor (int i = 0; i < HALF; i++) {\n"
-	"\t\tconst float x1 = ht_ld(x + i), x2 = ht_ld(x + i + HALF);\n"
-	"\t\tconst float c = __ldg(cs + i), s = __ldg(sn + i);\n"
-	"\t\ty[i] = fmaf(x1, c, -x2 * s);\n"
-	"\t\ty[i + HALF] = fmaf(x1, s, x2 * c);\n"
+	"\t\tconst float x1 = xv[i], x2 = xv[i + HALF];\n"
+	"\t\ty[i] = fmaf(x1, c[i], -x2 * s[i]);\n"
+	"\t\ty[i + HALF] = fmaf(x1, s[i], x2 * c[i]);\n"
 	"\t}\n"
 	"}\n"
 	"\n"
@@ -294,16 +350,17 @@ static const char *const htree_common =
 	"\treturn before + __popc(bal & ((1u << lane) - 1u));\n"
 	"}\n"
 	"\n"
-	"// Max over the first ncols columns of each row g of tile[G][TS], computed by CW threads\n"
-	"// per head; returns it in the threads with (tid % CW) == 0 and tid < G*CW (others: junk).\n"
-	"// Every thread of the first CWARPS warps must call it.\n"
-	"__device__ __forceinline__ float ht_colmax(const float *tile, int ncols)\n"
+	"// Max over the first ncols columns of each row g of tile (element (g, col) at\n"
+	"// tile[g * gs + col * cs]), computed by CW threads per head; returns it in the threads\n"
+	"// with (tid % CW) == 0 and tid < G*CW (others: junk).  Every thread of the first CWARPS\n"
+	"// warps must call it.\n"
+	"__device__ __forceinline__ float ht_colmax(const float *tile, int ncols, int gs, int cs)\n"
 	"{\n"
 	"\tconst int tid = threadIdx.x, g = tid / CW, c = tid % CW;\n"
 	"\tfloat m = NEG_INF;\n"
 	"\tif (g < G)\n"
 	"\t\tfor (int col = c; col < ncols; col += CW)\n"
-	"\t\t\tm = fmaxf(m, tile[g * TS + col]);\n"
+	"\t\t\tm = fmaxf(m, tile[g * gs + col * cs]);\n"
 	"#pragma unroll\n"
 	"\tfor (int o = CW / 2; o > 0; o >>= 1)\n"
 	"\t\tm = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
@@ -352,8 +409,18 @@ static const char *const htree_forward_src =
 	"\tint *trace_ncand;\t\t// [groups, L] candidate counts, or null\n"
 	"\tlong long T, B, Hkv, L, rows, table_rows;\n"
 	"\tfloat scale, unused;\n"
+	"\tunsigned long long *prof;\t// [NPHASES] cycles of thread 0, or null\n"
 	"};\n"
 	"static_assert(sizeof(ht_params) == HT_PARAMS_BYTES, \"ht_params must match tinyc_htree_kparams\");\n"
+	"\n"
+	"// The profile: thread 0 adds the cycles since the last mark to phase ph (after a barrier,\n"
+	"// so they are the block's).\n"
+	"#if HT_PROF\n"
+	"#define HT_MARK(ph) do { if (threadIdx.x == 0) { const long long now_ = clock64(); \\\n"
+	"\tprof_c[ph] += now_ - prof_t; prof_t = now_; } } while (0)\n"
+	"#else\n"
+	"#define HT_MARK(ph) do { } while (0)\n"
+	"#endif\n"
 	"\n"
 	"// Candidate at list position p: p itself on the top layer, else child p % R of parent\n"
 	"// p / R.\n"
@@ -362,79 +429,151 @@ static const char *const htree_forward_src =
 	"\treturn top ? (long long)p : (long long)par[p >> LOGR] * R + (p & (R - 1));\n"
 	"}\n"
 	"\n"
-	"// Pass 4: merge the leaves of one layer (all candidates, or those with keys[p] == 0 when\n"
-	"// masked) into the running softmax state: scores, per-tile max, weights, weights x V.\n"
+	"// Copy the row x[0..N) to shared memory y as floats: 16-byte global loads when T is\n"
+	"// float, N % 4 == 0 and vec; 16-byte shared stores when N % 4 == 0 (y 16-byte aligned).\n"
+	"template <int N, typename T>\n"
+	"__device__ __forceinline__ void ht_copy_row(const T *x, float *y, bool vec)\n"
+	"{\n"
+	"\tif constexpr (N % 4 == 0) {\n"
+	"#pragma unroll\n"
+	"\t\tfor (int i = 0; i < N / 4; i++) {\n"
+	"\t\t\tfloat f[4];\n"
+	"\t\t\tht_row<4>(x + 4 * i, f, vec);\n"
+	"\t\t\t*(float4 *)(y + 4 * i) = make_float4(f[0], f[1], f[2], f[3]);\n"
+	"\t\t}\n"
+	"\t} else {\n"
+	"#pragma unroll\n"
+	"\t\tfor (int i = 0; i < N; i++)\n"
+	"\t\t\ty[i] = ht_ld(x + i);\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"// Store the weights exp(s[g] - m[g]) (0 where s is -inf) to the row y, 16 bytes at a time\n"
+	"// when GH == 4.\n"
+	"__device__ __forceinline__ void ht_store_weights(float *y, const float (&s)[G], const float *m)\n"
+	"{\n"
+	"#pragma unroll\n"
+	"\tfor (int g0 = 0; g0 < G; g0 += GH) {\n"
+	"\t\tfloat w[GH];\n"
+	"#pragma unroll\n"
+	"\t\tfor (int h = 0; h < GH; h++)\n"
+	"\t\t\tw[h] = s[g0 + h] == NEG_INF ? 0.0f : __expf(s[g0 + h] - m[g0 + h]);\n"
+	"\t\tif constexpr (GH == 4)\n"
+	"\t\t\t*(float4 *)(y + g0) = make_float4(w[0], w[1], w[2], w[3]);\n"
+	"\t\telse\n"
+	"\t\t\ty[g0] = w[0];\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"// Store the G values v to the row y (16 bytes at a time when GH == 4).\n"
+	"__device__ __forceinline__ void ht_store_row(float *y, const float (&v)[G])\n"
+	"{\n"
+	"#pragma unroll\n"
+	"\tfor (int g0 = 0; g0 < G; g0 += GH) {\n"
+	"\t\tif constexpr (GH == 4)\n"
+	"\t\t\t*(float4 *)(y + g0) = make_float4(v[g0], v[g0 + 1], v[g0 + 2], v[g0 + 3]);\n"
+	"\t\telse\n"
+	"\t\t\ty[g0] = v[g0];\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"// Pass 4: merge the leaves of one layer (all candidates, or those whose bit in kept is 0\n"
+	"// when masked) into the running softmax state.  A tile of NT candidates, a thread each, writes\n"
+	"// its values Vt[u][0..VD) and weights S[u][0..G) (rows padded to VS and SS floats against\n"
+	"// bank conflicts); then each thread accumulates weights x V for one item (GH heads x AE\n"
+	"// value elements) over its slice of the tile's candidates, in registers.  The weights are\n"
+	"// exp(s - mrun) against the running max as it is (lazy rescaling): only when a score\n"
+	"// exceeds it by more than LAZY (or on the first tile) does the block take the tile max,\n"
+	"// raise mrun and rescale the accumulators.\n"
 	"template <typename T>\n"
 	"__device__ __forceinline__ void ht_leaves(const ht_params &P, const T *Kl, const T *Vl, long long Nl,\n"
-	"\tlong long b, int hkv, bool top, bool masked, int n, const int *par, const unsigned *keys,\n"
-	"\tconst float *qr, float *mrun, float *alpha, float *work, float (&acc)[NI][AE], float (&rs)[NI])\n"
+	"\tlong long b, int hkv, bool top, bool masked, bool vec, int n, const int *par, const unsigned *kept,\n"
+	"\tconst float *qr, float *mrun, float *alpha, float *work, float (&acc)[NI][GH][AE], float (&rs)[NI][GH])\n"
 	"{\n"
 	"\tconst int tid = threadIdx.x;\n"
-	"\tfloat *Vt = work, *S = work + NT * VD;\n"
+	"\tfloat *Vt = work, *S = work + NT * VS;\n"
+	"\tfloat *Srow = S + tid * SS;\n"
 	"\tconst long long rowk = P.Hkv * KD, rowv = P.Hkv * VD;\n"
 	"\tfor (int base = 0; base < n; base += NT) {\n"
 	"\t\tconst int p = base + tid, tlen = n - base < NT ? n - base : NT;\n"
-	"\t\tif (p < n && !(masked && keys[p])) {\n"
+	"\t\tfloat sv[G];\n"
+	"\t\tif (p < n && !(masked && (kept[p >> 5] >> (p & 31) & 1u))) {\n"
 	"\t\t\tconst long long c = ht_cand(par, top, p);\n"
 	"\t\t\tfloat kr[KD];\n"
 	"\t\t\tht_rope_fast(Kl + (b * Nl + c) * rowk + (long long)hkv * KD, P.cos_tab + (long long)p * HALF,\n"
-	"\t\t\t\t     P.sin_tab + (long long)p * HALF, kr);\n"
+	"\t\t\t\t     P.sin_tab + (long long)p * HALF, kr, vec);\n"
 	"#pragma unroll\n"
 	"\t\t\tfor (int g = 0; g < G; g++)\n"
-	"\t\t\t\tS[g * TS + tid] = ht_dot_fast(qr + g * KD, kr);\n"
-	"\t\t\tconst T *vr = Vl + (b * Nl + c) * rowv + (long long)hkv * VD;\n"
-	"#pragma unroll\n"
-	"\t\t\tfor (int e = 0; e < VD; e++)\n"
-	"\t\t\t\tVt[tid * VD + e] = ht_ld(vr + e);\n"
+	"\t\t\t\tsv[g] = ht_dot_fast(qr + g * KD, kr);\n"
+	"\t\t\tht_copy_row<VD>(Vl + (b * Nl + c) * rowv + (long long)hkv * VD, Vt + tid * VS, vec);\n"
 	"\t\t} else {\n"
 	"#pragma unroll\n"
 	"\t\t\tfor (int g = 0; g < G; g++)\n"
-	"\t\t\t\tS[g * TS + tid] = NEG_INF;\n"
+	"\t\t\t\tsv[g] = NEG_INF;\n"
 	"#pragma unroll\n"
 	"\t\t\tfor (int e = 0; e < VD; e++)\n"
-	"\t\t\t\tVt[tid * VD + e] = 0.0f;\n"
+	"\t\t\t\tVt[tid * VS + e] = 0.0f;\n"
 	"\t\t}\n"
-	"\t\t__syncthreads();\n"
-	"\t\tif (tid < CWARPS * 32) {\n"
-	"\t\t\tconst float tm = ht_colmax(S, tlen);\n"
-	"\t\t\tif (tid < G * CW && tid % CW == 0) {\n"
-	"\t\t\t\tconst int g = tid / CW;\n"
-	"\t\t\t\tconst float mo = mrun[g], mn = fmaxf(mo, tm);\n"
-	"\t\t\t\talpha[g] = mo == NEG_INF ? 0.0f : __expf(mo - mn);\n"
-	"\t\t\t\tmrun[g] = mn;\n"
-	"\t\t\t}\n"
-	"\t\t}\n"
-	"\t\t__syncthreads();\n"
+	"\t\t// the weights against the running max; raise: some score is far above it\n"
+	"\t\tbool raise = false;\n"
 	"#pragma unroll\n"
-	"\t\tfor (int g = 0; g < G; g++) {\n"
-	"\t\t\tconst float s = S[g * TS + tid];\n"
-	"\t\t\tS[g * TS + tid] = s == NEG_INF ? 0.0f : __expf(s - mrun[g]);\n"
+	"\t\tfor (int g = 0; g < G; g++)\n"
+	"\t\t\traise |= sv[g] > mrun[g] + LAZY;\n"
+	"\t\tht_store_weights(Srow, sv, mrun);\n"
+	"\t\tconst bool raised = __syncthreads_or(raise);\n"
+	"\t\tif (raised) {\n"
+	"\t\t\t// the tile max of the scores; mrun raised to it, the weights again\n"
+	"\t\t\tht_store_row(Srow, sv);\n"
+	"\t\t\t__syncthreads();\n"
+	"\t\t\tif (tid < CWARPS * 32) {\n"
+	"\t\t\t\tconst float tm = ht_colmax(S, tlen, 1, SS);\n"
+	"\t\t\t\tif (tid < G * CW && tid % CW == 0) {\n"
+	"\t\t\t\t\tconst int g = tid / CW;\n"
+	"\t\t\t\t\tconst float mo = mrun[g], mn = fmaxf(mo, tm);\n"
+	"\t\t\t\t\talpha[g] = mo == NEG_INF ? 0.0f : __expf(mo - mn);\n"
+	"\t\t\t\t\tmrun[g] = mn;\n"
+	"\t\t\t\t}\n"
+	"\t\t\t}\n"
+	"\t\t\t__syncthreads();\n"
+	"\t\t\tht_store_weights(Srow, sv, mrun);\n"
+	"\t\t\t__syncthreads();\n"
 	"\t\t}\n"
-	"\t\t__syncthreads();\n"
 	"#pragma unroll\n"
 	"\t\tfor (int it = 0; it < NI; it++) {\n"
 	"\t\t\tconst int item = NI == 1 ? tid % ITEMS : tid + it * NT;\n"
 	"\t\t\tconst int slice = NI == 1 ? tid / ITEMS : 0;\n"
 	"\t\t\tif (item < ITEMS && slice < JS) {\n"
-	"\t\t\t\tconst int g = item / VQ, e0 = (item % VQ) * AE;\n"
-	"\t\t\t\tconst float a = alpha[g];\n"
-	"\t\t\t\trs[it] *= a;\n"
+	"\t\t\t\tconst int g0 = (item / VQ) * GH, e0 = (item % VQ) * AE;\n"
+	"\t\t\t\tif (raised) {\n"
 	"#pragma unroll\n"
-	"\t\t\t\tfor (int x = 0; x < AE; x++)\n"
-	"\t\t\t\t\tacc[it][x] *= a;\n"
-	"\t\t\t\tconst float *w = S + g * TS;\n"
+	"\t\t\t\t\tfor (int h = 0; h < GH; h++) {\n"
+	"\t\t\t\t\t\tconst float a = alpha[g0 + h];\n"
+	"\t\t\t\t\t\trs[it][h] *= a;\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\t\t\t\t\tacc[it][h][x] *= a;\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t}\n"
 	"\t\t\t\tfor (int u = slice; u < tlen; u += JS) {\n"
-	"\t\t\t\t\tconst float wu = w[u];\n"
-	"\t\t\t\t\trs[it] += wu;\n"
-	"\t\t\t\t\tconst float *vv = Vt + u * VD + e0;\n"
-	"\t\t\t\t\tif constexpr (AE == 4) {\n"
-	"\t\t\t\t\t\tconst float4 v4 = *(const float4 *)vv;\n"
-	"\t\t\t\t\t\tacc[it][0] = fmaf(wu, v4.x, acc[it][0]);\n"
-	"\t\t\t\t\t\tacc[it][1] = fmaf(wu, v4.y, acc[it][1]);\n"
-	"\t\t\t\t\t\tacc[it][2] = fmaf(wu, v4.z, acc[it][2]);\n"
-	"\t\t\t\t\t\tacc[it][3] = fmaf(wu, v4.w, acc[it][3]);\n"
+	"\t\t\t\t\tfloat wu[GH], v[AE];\n"
+	"\t\t\t\t\tif constexpr (GH == 4) {\n"
+	"\t\t\t\t\t\tconst float4 w4 = *(const float4 *)(S + u * SS + g0);\n"
+	"\t\t\t\t\t\twu[0] = w4.x, wu[1] = w4.y, wu[2] = w4.z, wu[3] = w4.w;\n"
 	"\t\t\t\t\t} else {\n"
-	"\t\t\t\t\t\tacc[it][0] = fmaf(wu, vv[0], acc[it][0]);\n"
+	"\t\t\t\t\t\twu[0] = S[u * SS + g0];\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t\tif constexpr (AE == 4) {\n"
+	"\t\t\t\t\t\tconst float4 v4 = *(const float4 *)(Vt + u * VS + e0);\n"
+	"\t\t\t\t\t\tv[0] = v4.x, v[1] = v4.y, v[2] = v4.z, v[3] = v4.w;\n"
+	"\t\t\t\t\t} else {\n"
+	"\t\t\t\t\t\tv[0] = Vt[u * VS + e0];\n"
+	"\t\t\t\t\t}\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\tfor (int h = 0; h < GH; h++) {\n"
+	"\t\t\t\t\t\trs[it][h] += wu[h];\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\t\t\t\t\tacc[it][h][x] = fmaf(wu[h], v[x], acc[it][h][x]);\n"
 	"\t\t\t\t\t}\n"
 	"\t\t\t\t}\n"
 	"\t\t\t}\n"
@@ -444,11 +583,12 @@ static const char *const htree_forward_src =
 	"}\n"
 	"\n"
 	"// The whole forward of one query group (b, t, h_kv): every layer, top-down.\n"
-	"extern \"C\" __global__ void __launch_bounds__(NT) htree_forward(const ht_params P)\n"
+	"extern \"C\" __global__ void __launch_bounds__(NT, MINB) htree_forward(const ht_params P)\n"
 	"{\n"
 	"\textern __shared__ __align__(16) unsigned char ht_smem[];\n"
 	"\tfloat *work = (float *)(ht_smem + OFF_WORK);\n"
-	"\tunsigned *keys = (unsigned *)(ht_smem + OFF_KEYS);\n"
+	"\tunsigned *keys = (unsigned *)(ht_smem + OFF_KEYS);\t// shares its bytes with work\n"
+	"\tunsigned *kept = (unsigned *)(ht_smem + OFF_KEPT);\t// bit p: candidate p kept\n"
 	"\tint *par = (int *)(ht_smem + OFF_PAR), *nxt = par + TOPK;\n"
 	"\tfloat *qr = (float *)(ht_smem + OFF_QR);\n"
 	"\tfloat *hmax = (float *)(ht_smem + OFF_H), *hlse = hmax + G, *mrun = hlse + G, *alpha = mrun + G;\n"
@@ -463,16 +603,23 @@ static const char *const htree_forward_src =
 	"\tconst long long t = P.positions ? (long long)P.positions[row] : row;\n"
 	"\tconst int L = (int)P.L;\n"
 	"\tconst long long H = P.Hkv * G;\n"
-	"\tfloat acc[NI][AE], rs[NI];\n"
+	"\tfloat acc[NI][GH][AE], rs[NI][GH];\n"
 	"#pragma unroll\n"
-	"\tfor (int it = 0; it < NI; it++) {\n"
-	"\t\trs[it] = 0.0f;\n"
+	"\tfor (int it = 0; it < NI; it++)\n"
 	"#pragma unroll\n"
-	"\t\tfor (int x = 0; x < AE; x++)\n"
-	"\t\t\tacc[it][x] = 0.0f;\n"
-	"\t}\n"
+	"\t\tfor (int h = 0; h < GH; h++) {\n"
+	"\t\t\trs[it][h] = 0.0f;\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\t\tacc[it][h][x] = 0.0f;\n"
+	"\t\t}\n"
+	"\t// layer 0 reads the caller's k and v: 16-byte loads only when both are aligned\n"
+	"\tconst bool vec0 = (((unsigned long long)P.k0 | (unsigned long long)P.v0) & 15u) == 0;\n"
 	"\tif (tid < G)\n"
 	"\t\tmrun[tid] = NEG_INF;\n"
+	"#if HT_PROF\n"
+	"\tlong long prof_c[NPHASES] = {0}, prof_t = clock64();\n"
+	"#endif\n"
 	"\tint npar = 0;\n"
 	"\tfor (int l = L - 1; l >= 0; l--) {\n"
 	"\t\tconst bool top = l == L - 1;\n"
@@ -488,6 +635,7 @@ static const char *const htree_forward_src =
 	"\t\t\tqr[g * KD + i + HALF] = __fmul_rn(__fadd_rn(__fmul_rn(x1, s), __fmul_rn(x2, c)), P.scale);\n"
 	"\t\t}\n"
 	"\t\t__syncthreads();\n"
+	"\t\tHT_MARK(0);\n"
 	"\t\tint nsel = 0;\n"
 	"\t\tif (l > 0) {\n"
 	"\t\t\tconst float *Kl = P.kl[l];\n"
@@ -502,7 +650,7 @@ static const char *const htree_forward_src =
 	"\t\t\t\tfor (int p = tid; p < n; p += NT) {\n"
 	"\t\t\t\t\tfloat kr[KD];\n"
 	"\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
-	"\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr);\n"
+	"\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr, true);\n"
 	"#pragma unroll\n"
 	"\t\t\t\t\tfor (int g = 0; g < G; g++) {\n"
 	"\t\t\t\t\t\tconst float s = ht_dot_exact(qr + g * KD, kr);\n"
@@ -515,29 +663,34 @@ static const char *const htree_forward_src =
 	"\t\t\t\t\twork[g * TS + tid] = m[g];\n"
 	"\t\t\t\t__syncthreads();\n"
 	"\t\t\t\tif (tid < CWARPS * 32) {\n"
-	"\t\t\t\t\tconst float mx = ht_colmax(work, NT);\n"
+	"\t\t\t\t\tconst float mx = ht_colmax(work, NT, TS, 1);\n"
 	"\t\t\t\t\tif (tid < G * CW && tid % CW == 0)\n"
 	"\t\t\t\t\t\thmax[tid / CW] = mx;\n"
 	"\t\t\t\t}\n"
 	"\t\t\t\t__syncthreads();\n"
+	"\t\t\t\tHT_MARK(1);\n"
 	"\t\t\t}\n"
-	"\t\t\t// pass 2: sum_g = sequential sum of exp(s - mx_g) in candidate order\n"
+	"\t\t\t// pass 2: sum_g = sequential sum of exp(s - mx_g) in candidate order.  The\n"
+	"\t\t\t// threads from CHW*32 on compute tiles of CT exp values (double buffer) while\n"
+	"\t\t\t// the first G threads fold the previous tile; with CHW > 0 the folding warps\n"
+	"\t\t\t// compute nothing, so a tile costs the longer of the two, not their sum.\n"
 	"\t\t\t{\n"
 	"\t\t\t\tfloat chain = 0.0f;\n"
-	"\t\t\t\tconst int ntile = (n + NT - 1) / NT;\n"
+	"\t\t\t\tconst int ntile = (n + CT - 1) / CT;\n"
+	"\t\t\t\tconst int ct = tid - CHW * 32;\t// this thread's column in a tile\n"
 	"\t\t\t\tfor (int j = 0; j <= ntile; j++) {\n"
 	"\t\t\t\t\tif (j > 0 && tid < G) {\n"
 	"\t\t\t\t\t\tconst float *E = work + ((j - 1) & 1) * (G * TS) + tid * TS;\n"
-	"\t\t\t\t\t\tconst int len = n - (j - 1) * NT < NT ? n - (j - 1) * NT : NT;\n"
+	"\t\t\t\t\t\tconst int len = n - (j - 1) * CT < CT ? n - (j - 1) * CT : CT;\n"
 	"\t\t\t\t\t\tfor (int u = 0; u < len; u++)\n"
 	"\t\t\t\t\t\t\tchain = __fadd_rn(chain, E[u]);\n"
 	"\t\t\t\t\t}\n"
-	"\t\t\t\t\tconst int p = j * NT + tid;\n"
-	"\t\t\t\t\tif (j < ntile && p < n) {\n"
-	"\t\t\t\t\t\tfloat *E = work + (j & 1) * (G * TS) + tid;\n"
+	"\t\t\t\t\tconst int p = j * CT + ct;\n"
+	"\t\t\t\t\tif (ct >= 0 && j < ntile && p < n) {\n"
+	"\t\t\t\t\t\tfloat *E = work + (j & 1) * (G * TS) + ct;\n"
 	"\t\t\t\t\t\tfloat kr[KD];\n"
 	"\t\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
-	"\t\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr);\n"
+	"\t\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr, true);\n"
 	"#pragma unroll\n"
 	"\t\t\t\t\t\tfor (int g = 0; g < G; g++)\n"
 	"\t\t\t\t\t\t\tE[g * TS] = ht_exp_ref(__fsub_rn(ht_dot_exact(qr + g * KD, kr), hmax[g]));\n"
@@ -547,12 +700,13 @@ static const char *const htree_forward_src =
 	"\t\t\t\tif (tid < G)\n"
 	"\t\t\t\t\thlse[tid] = __fadd_rn(hmax[tid], ht_log_ref(chain));\n"
 	"\t\t\t\t__syncthreads();\n"
+	"\t\t\t\tHT_MARK(2);\n"
 	"\t\t\t}\n"
 	"\t\t\t// pass 3: shared importance keys\n"
 	"\t\t\tfor (int p = tid; p < n; p += NT) {\n"
 	"\t\t\t\tfloat kr[KD];\n"
 	"\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
-	"\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr);\n"
+	"\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr, true);\n"
 	"\t\t\t\tfloat imp = 0.0f;\n"
 	"#pragma unroll\n"
 	"\t\t\t\tfor (int g = 0; g < G; g++) {\n"
@@ -566,12 +720,12 @@ static const char *const htree_forward_src =
 	"\t\t\t\tkeys[p] = __float_as_uint(imp) & KEYMASK;\n"
 	"\t\t\t}\n"
 	"\t\t\t__syncthreads();\n"
-	"\t\t\t// shared top-K: keys[p] becomes 1 for the kept candidates, 0 for the leaves\n"
+	"\t\t\tHT_MARK(3);\n"
+	"\t\t\t// shared top-K: the kept candidates' bits in kept (the leaves need them only when\n"
+	"\t\t\t// n > TOPK), their nodes ascending in nxt\n"
 	"\t\t\tif (n <= TOPK) {\n"
-	"\t\t\t\tfor (int p = tid; p < n; p += NT) {\n"
-	"\t\t\t\t\tkeys[p] = 1u;\n"
+	"\t\t\t\tfor (int p = tid; p < n; p += NT)\n"
 	"\t\t\t\t\tnxt[p] = (int)ht_cand(par, top, p);\n"
-	"\t\t\t\t}\n"
 	"\t\t\t\tnsel = n;\n"
 	"\t\t\t} else {\n"
 	"\t\t\t\tunsigned prefix = 0u, pmask = 0u;\n"
@@ -633,8 +787,9 @@ static const char *const htree_forward_src =
 	"\t\t\t\t\tconst bool sel = p < n && (k > kth || (k == kth && er < kleft));\n"
 	"\t\t\t\t\tconst int sr = selbase + ht_scan(sel, wcnt, &tot);\n"
 	"\t\t\t\t\tselbase += tot;\n"
-	"\t\t\t\t\tif (p < n)\n"
-	"\t\t\t\t\t\tkeys[p] = sel ? 1u : 0u;\n"
+	"\t\t\t\t\tconst unsigned selw = __ballot_sync(0xffffffffu, sel);\n"
+	"\t\t\t\t\tif (lane == 0)\n"
+	"\t\t\t\t\t\tkept[(base >> 5) + warp] = selw;\n"
 	"\t\t\t\t\tif (sel)\n"
 	"\t\t\t\t\t\tnxt[sr] = (int)ht_cand(par, top, p);\n"
 	"\t\t\t\t}\n"
@@ -644,19 +799,21 @@ static const char *const htree_forward_src =
 	"\t\t\tif (P.trace_sel)\n"
 	"\t\t\t\tfor (int x = tid; x < TOPK; x += NT)\n"
 	"\t\t\t\t\tP.trace_sel[(gi * (L - 1) + (l - 1)) * TOPK + x] = x < nsel ? nxt[x] : -1;\n"
+	"\t\t\tHT_MARK(4);\n"
 	"\t\t}\n"
 	"\t\tif (P.trace_ncand && tid == 0)\n"
 	"\t\t\tP.trace_ncand[gi * L + l] = n;\n"
 	"\t\tif (l == 0)\n"
-	"\t\t\tht_leaves<in_t>(P, P.k0, P.v0, P.T, b, hkv, top, false, n, par, keys, qr, mrun, alpha, work, acc, rs);\n"
+	"\t\t\tht_leaves<in_t>(P, P.k0, P.v0, P.T, b, hkv, top, false, vec0, n, par, kept, qr, mrun, alpha, work, acc, rs);\n"
 	"\t\telse if (n > TOPK)\n"
-	"\t\t\tht_leaves<float>(P, P.kl[l], P.vl[l], P.N[l], b, hkv, top, true, n, par, keys, qr, mrun, alpha,\n"
+	"\t\t\tht_leaves<float>(P, P.kl[l], P.vl[l], P.N[l], b, hkv, top, true, true, n, par, kept, qr, mrun, alpha,\n"
 	"\t\t\t\t\t work, acc, rs);\n"
 	"\t\tint *tmp = par;\n"
 	"\t\tpar = nxt;\n"
 	"\t\tnxt = tmp;\n"
 	"\t\tnpar = nsel;\n"
 	"\t\t__syncthreads();\n"
+	"\t\tHT_MARK(l == 0 ? 6 : 5);\n"
 	"\t}\n"
 	"\t// the partial states of the slices, summed in slice order; o = U / max(S, eps)\n"
 	"#pragma unroll\n"
@@ -664,34 +821,62 @@ static const char *const htree_forward_src =
 	"\t\tconst int item = NI == 1 ? tid % ITEMS : tid + it * NT;\n"
 	"\t\tconst int slice = NI == 1 ? tid / ITEMS : 0;\n"
 	"\t\tif (item < ITEMS && slice < JS) {\n"
-	"\t\t\tfloat *red = work + (slice * ITEMS + item) * (AE + 1);\n"
+	"\t\t\tfloat *red = work + (slice * ITEMS + item) * RW;\n"
 	"#pragma unroll\n"
-	"\t\t\tfor (int x = 0; x < AE; x++)\n"
-	"\t\t\t\tred[x] = acc[it][x];\n"
-	"\t\t\tred[AE] = rs[it];\n"
+	"\t\t\tfor (int h = 0; h < GH; h++) {\n"
+	"#pragma unroll\n"
+	"\t\t\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\t\t\tred[h * AE + x] = acc[it][h][x];\n"
+	"\t\t\t\tred[GH * AE + h] = rs[it][h];\n"
+	"\t\t\t}\n"
 	"\t\t}\n"
 	"\t}\n"
 	"\t__syncthreads();\n"
 	"\tfor (int item = tid; item < ITEMS; item += NT) {\n"
-	"\t\tfloat u[AE], s = 0.0f;\n"
+	"\t\tfloat u[GH][AE], s[GH];\n"
 	"#pragma unroll\n"
-	"\t\tfor (int x = 0; x < AE; x++)\n"
-	"\t\t\tu[x] = 0.0f;\n"
-	"\t\tfor (int sl = 0; sl < JS; sl++) {\n"
-	"\t\t\tconst float *red = work + (sl * ITEMS + item) * (AE + 1);\n"
+	"\t\tfor (int h = 0; h < GH; h++) {\n"
+	"\t\t\ts[h] = 0.0f;\n"
 	"#pragma unroll\n"
 	"\t\t\tfor (int x = 0; x < AE; x++)\n"
-	"\t\t\t\tu[x] += red[x];\n"
-	"\t\t\ts += red[AE];\n"
+	"\t\t\t\tu[h][x] = 0.0f;\n"
 	"\t\t}\n"
-	"\t\tconst int g = item / VQ, e0 = (item % VQ) * AE;\n"
-	"\t\tconst float den = fmaxf(s, SUM_EPS);\n"
-	"\t\tfloat *orow = P.o + ((b * P.rows + row) * H + (long long)hkv * G + g) * VD + e0;\n"
+	"\t\tfor (int sl = 0; sl < JS; sl++) {\n"
+	"\t\t\tconst float *red = work + (sl * ITEMS + item) * RW;\n"
 	"#pragma unroll\n"
-	"\t\tfor (int x = 0; x < AE; x++)\n"
-	"\t\t\torow[x] = u[x] / den;\n"
+	"\t\t\tfor (int h = 0; h < GH; h++) {\n"
+	"#pragma unroll\n"
+	"\t\t\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\t\t\tu[h][x] += red[h * AE + x];\n"
+	"\t\t\t\ts[h] += red[GH * AE + h];\n"
+	"\t\t\t}\n"
+	"\t\t}\n"
+	"\t\tconst int g0 = (item / VQ) * GH, e0 = (item % VQ) * AE;\n"
+	"#pragma unroll\n"
+	"\t\tfor (int h = 0; h < GH; h++) {\n"
+	"\t\t\tconst float den = fmaxf(s[h], SUM_EPS);\n"
+	"\t\t\tfloat *orow = P.o + ((b * P.rows + row) * H + (long long)hkv * G + g0 + h) * VD + e0;\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int x = 0; x < AE; x++)\n"
+	"\t\t\t\torow[x] = u[h][x] / den;\n"
+	"\t\t}\n"
 	"\t}\n"
+	"#if HT_PROF\n"
+	"\tHT_MARK(7);\n"
+	"\tif (tid == 0 && P.prof)\n"
+	"\t\tfor (int ph = 0; ph < NPHASES; ph++)\n"
+	"\t\t\tatomicAdd(P.prof + ph, (unsigned long long)prof_c[ph]);\n"
+	"#endif\n"
 	"}\n";
+
+/* The forward's launch bounds: blocks an SM should hold with nt threads (c->min_blocks,
+ * else as many as 128 registers a thread allow). */
+static int min_blocks(const tinyc_htree_kernel_config *c, int nt)
+{
+	if (c->min_blocks > 0)
+		return c->min_blocks;
+	return nt >= 512 ? 1 : 512 / nt;
+}
 
 /* Append the CUDA text of the htree kernels for configuration c to out. */
 int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, tinyc_buf *out)
@@ -731,21 +916,24 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 	tinyc_buf_printf(out,
 			 "constexpr int R = %d, LOGR = %d, TOPK = %d;\n"
 			 "constexpr int G = %d, KD = %d, HALF = %d, VD = %d;\n"
-			 "constexpr int NT = %d, NW = %d, TS = %d, CW = %d, CWARPS = %d;\n"
-			 "constexpr int AE = %d, VQ = %d, ITEMS = %d, JS = %d, NI = %d;\n"
-			 "constexpr int MAXL = %d, NDIGITS = %d, HT_PARAMS_BYTES = %d;\n"
+			 "constexpr int NT = %d, NW = %d, MINB = %d, TS = %d, CW = %d, CWARPS = %d, CHW = %d, CT = %d;\n"
+			 "constexpr int AE = %d, VQ = %d, GH = %d, ITEMS = %d, JS = %d, NI = %d;\n"
+			 "constexpr int SS = %d, VS = %d, RW = %d;\n"
+			 "constexpr int MAXL = %d, NDIGITS = %d, HT_PARAMS_BYTES = %d, NPHASES = %d;\n"
+			 "#define HT_PROF %d\n"
 			 "constexpr unsigned KEYMASK = 0x%08Xu;\n"
-			 "constexpr float IMP_FORCED = %.1ff, SUM_EPS = 1e-30f;\n"
+			 "constexpr float IMP_FORCED = %.1ff, SUM_EPS = 1e-30f, LAZY = 8.0f;\n"
 			 "#define NEG_INF __int_as_float(0xff800000)\n"
-			 "constexpr int OFF_WORK = %lld, OFF_KEYS = %lld, OFF_PAR = %lld, OFF_QR = %lld, "
+			 "constexpr int OFF_WORK = %lld, OFF_KEYS = %lld, OFF_KEPT = %lld, OFF_PAR = %lld, OFF_QR = %lld, "
 			 "OFF_H = %lld, OFF_MISC = %lld;\n"
 			 "\n",
 			 c->compression_rate, ilog2(c->compression_rate), c->top_k, c->G, c->K,
-			 c->K / 2, c->V, lo.nt, lo.nw, lo.ts, lo.cw,
-			 (c->G * lo.cw + 31) / 32, lo.ae, lo.vq, lo.items,
-			 lo.js, lo.ni, TINYC_HTREE_MAX_LAYERS, ndigits, (int)sizeof(tinyc_htree_kparams),
+			 c->K / 2, c->V, lo.nt, lo.nw, min_blocks(c, lo.nt), lo.ts, lo.cw,
+			 (c->G * lo.cw + 31) / 32, lo.chw, lo.ct, lo.ae, lo.vq, lo.gh, lo.items,
+			 lo.js, lo.ni, lo.ss, lo.vs, lo.rw, TINYC_HTREE_MAX_LAYERS, ndigits, (int)sizeof(tinyc_htree_kparams),
+			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0,
 			 (unsigned)keymask, (double)TINYC_HTREE_IMP_FORCED, (long long)lo.off_work,
-			 (long long)lo.off_keys, (long long)lo.off_par, (long long)lo.off_qr,
+			 (long long)lo.off_keys, (long long)lo.off_kept, (long long)lo.off_par, (long long)lo.off_qr,
 			 (long long)lo.off_h, (long long)lo.off_misc);
 	tinyc_buf_puts(out, htree_common);
 	tinyc_buf_puts(out, htree_forward_src);
@@ -754,4 +942,4 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 	return 0;
 }
 _Static_assert(TINYC_HTREE_MAX_LAYERS == 64, "tinyc_htree_kparams has 64 layer slots");
-_Static_assert(sizeof(tinyc_htree_kparams) == 1664, "tinyc_htree_kparams: 8-byte fields, no padding");
+_Static_assert(sizeof(tinyc_htree_kparams) == 1672, "tinyc_htree_kparams: 8-byte fields, no padding");

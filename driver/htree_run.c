@@ -55,6 +55,7 @@ struct tinyc_htree_gpu {
 	tinyc_devptr vl[TINYC_HTREE_MAX_LAYERS];	/* pooled values, layers >= 1 (owned) */
 	tinyc_devptr cos_tab, sin_tab;		/* RoPE table (owned) */
 	tinyc_devptr positions;			/* int [rows] query positions, or 0 (owned) */
+	tinyc_devptr prof;			/* u64 [TINYC_HTREE_NPHASES] profile, or 0 (owned) */
 	int no_pipeline;			/* build the tree with the pooling kernels */
 	int ntk;				/* pipeline tree build: kernels */
 	tree_kernel *tk;			/* in launch order (owned) */
@@ -573,6 +574,8 @@ tinyc_htree_gpu *tinyc_htree_gpu_alloc(tinyc_ctx *ctx, tinyc_cuda *cu, const tin
 	if (opts) {
 		h->no_pipeline = opts->tree_kernels;
 		h->kc.threads = opts->threads;
+		h->kc.profile = opts->profile;
+		h->kc.min_blocks = opts->min_blocks;
 	}
 	if (prepare_check(h, cfg) < 0) {
 		free(h);
@@ -590,6 +593,9 @@ tinyc_htree_gpu *tinyc_htree_gpu_alloc(tinyc_ctx *ctx, tinyc_cuda *cu, const tin
 	h->info.smem_bytes = h->smem;
 	h->info.tree_path = TINYC_HTREE_TREE_KERNELS;
 	if (compile_kernels(h) < 0)
+		goto fail;
+	if (h->kc.profile && (tinyc_cuda_alloc(cu, TINYC_HTREE_NPHASES * sizeof(uint64_t), &h->prof) < 0 ||
+			      tinyc_cuda_memset8(cu, h->prof, 0, TINYC_HTREE_NPHASES * sizeof(uint64_t)) < 0))
 		goto fail;
 	for (int l = 1; l < h->L; l++)
 		if (tinyc_cuda_alloc(cu, (size_t)(B * h->N[l] * Hkv * K) * sizeof(float), &h->kl[l]) < 0 ||
@@ -624,6 +630,7 @@ void tinyc_htree_gpu_free(tinyc_htree_gpu *h)
 	tinyc_cuda_free(h->cu, h->cos_tab);
 	tinyc_cuda_free(h->cu, h->sin_tab);
 	tinyc_cuda_free(h->cu, h->positions);
+	tinyc_cuda_free(h->cu, h->prof);
 	tinyc_kernel_free(h->kfwd);
 	tinyc_kernel_free(h->kpool_in);
 	tinyc_kernel_free(h->kpool_f32);
@@ -635,6 +642,17 @@ void tinyc_htree_gpu_free(tinyc_htree_gpu *h)
 void tinyc_htree_gpu_get_info(const tinyc_htree_gpu *h, tinyc_htree_gpu_info *info)
 {
 	*info = h->info;
+}
+
+/* Read and zero the per-phase profile. */
+int tinyc_htree_gpu_profile(tinyc_htree_gpu *h, uint64_t *cycles)
+{
+	if (!h->prof)
+		return tinyc_error(h->ctx, "HtreeInvalidArgument", "the forward was prepared without a profile");
+	size_t bytes = TINYC_HTREE_NPHASES * sizeof(uint64_t);
+	if (tinyc_cuda_sync(h->cu) < 0 || tinyc_cuda_download(h->cu, cycles, h->prof, bytes) < 0)
+		return -1;
+	return tinyc_cuda_memset8(h->cu, h->prof, 0, bytes);
 }
 
 /* One pooling launch: y = pool(x) with x [B, n, inner]. */
@@ -691,6 +709,7 @@ static void fill_params(const tinyc_htree_gpu *h, tinyc_devptr q, tinyc_devptr k
 	p->rows = rows;
 	p->table_rows = h->table_rows;
 	p->scale = h->scale;
+	p->prof = h->prof;
 }
 
 /* Launch htree_forward over B * rows * Hkv query groups. */

@@ -53,6 +53,8 @@ typedef enum tinyc_htree_tree_path {
 typedef struct tinyc_htree_gpu_opts {
 	int tree_kernels;	/* 1: build the tree with the pooling kernels, not the pipeline */
 	int threads;		/* htree_forward block size (power of two 64..1024), 0: chosen */
+	int profile;		/* 1: count per-phase cycles (tinyc_htree_gpu_profile) */
+	int min_blocks;		/* htree_forward launch bounds: blocks an SM should hold, 0: chosen */
 } tinyc_htree_gpu_opts;
 
 /* Prepare a forward: validate the configuration and shapes (q [B,T,H,K], k [B,T,Hkv,K],
@@ -94,6 +96,11 @@ typedef struct tinyc_htree_gpu_info {
 } tinyc_htree_gpu_info;
 
 void tinyc_htree_gpu_get_info(const tinyc_htree_gpu *h, tinyc_htree_gpu_info *info);
+
+/* The per-phase cycles (thread 0 of every block, summed; TINYC_HTREE_PH_*) of the forwards
+ * run since the last call into cycles[TINYC_HTREE_NPHASES], when prepared with
+ * opts->profile; then zeroes them.  Synchronous.  0, or -1 (no profile: diagnostic). */
+int tinyc_htree_gpu_profile(tinyc_htree_gpu *h, uint64_t *cycles);
 
 /* The whole forward on host tensors, like tinyc_htree_forward_cpu: upload, run, download.
  * q, k, v may have different dtypes (converted to float on the host then).  *o is a new

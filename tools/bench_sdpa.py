@@ -7,14 +7,15 @@ Usage: tools/bench_sdpa.py [--heads 16] [--kv-heads 1] [--dim 16] [--dtype float
 Same shapes as the htree benchmark: q [B=1, H, T, D], k and v [1, H_kv, T, D] (GQA: the
 k/v heads are repeated to H, as SDPA wants one head per query head), causal mask.  For each
 T prints the median of CUDA-event-timed calls after warm-up, the backend PyTorch can use, and
-one machine-readable line "BENCH sdpa T=<T> ms=<median>" (ms=nan when it cannot run, e.g.
-out of memory).
+one machine-readable line "BENCH sdpa T=<T> ms=<median> b2b_ms=<per call>" (b2b: --iters
+calls back to back between two events, divided by their count; nan when it cannot run, e.g.
+out of memory).  The tag is "sdpa" for float32, "sdpa-<dtype>" otherwise.
 """
 import argparse
 import statistics
 import sys
 
-from torch_timing import event_times_ms
+from torch_timing import event_times_ms, loop_us
 
 
 def main():
@@ -27,18 +28,19 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
     a = ap.parse_args()
+    tag = "sdpa" if a.dtype == "float32" else "sdpa-" + a.dtype
     try:
         import torch
         import torch.nn.functional as F
     except ImportError:
         print("bench_sdpa: PyTorch is not installed")
         for T in a.T:
-            print("BENCH sdpa T=%d ms=nan" % T)
+            print("BENCH %s T=%d ms=nan b2b_ms=nan" % (tag, T))
         return 0
     if not torch.cuda.is_available():
         print("bench_sdpa: no CUDA device for PyTorch")
         for T in a.T:
-            print("BENCH sdpa T=%d ms=nan" % T)
+            print("BENCH %s T=%d ms=nan b2b_ms=nan" % (tag, T))
         return 0
     dt = getattr(torch, a.dtype)
     dev = torch.device("cuda")
@@ -48,7 +50,7 @@ def main():
     g = torch.Generator(device=dev)
     g.manual_seed(0)
     for T in a.T:
-        ms = float("nan")
+        ms = b2b = float("nan")
         try:
             q = torch.randn(1, a.heads, T, a.dim, device=dev, dtype=dt, generator=g)
             k = torch.randn(1, a.kv_heads, T, a.dim, device=dev, dtype=dt, generator=g)
@@ -62,13 +64,15 @@ def main():
 
             times = event_times_ms(run, a.iters, a.warmup)
             ms = statistics.median(times)
-            print("sdpa T=%d: median %.3f ms, min %.3f ms over %d runs (warm-up %d)"
-                  % (T, ms, min(times), a.iters, a.warmup))
+            b2b = loop_us(run, a.iters, warmup=0) / 1e3
+            print("sdpa T=%d %s: median %.3f ms, min %.3f ms over %d runs (warm-up %d), "
+                  "%.3f ms a call back to back" % (T, a.dtype, ms, min(times), a.iters, a.warmup, b2b))
         except RuntimeError as err:  # out of memory, no kernel for this dtype
             print("sdpa T=%d: cannot run: %s" % (T, str(err).splitlines()[0]))
         finally:
             torch.cuda.empty_cache()
-        print("BENCH sdpa T=%d ms=%s" % (T, "nan" if ms != ms else "%.4f" % ms))
+        print("BENCH %s T=%d ms=%s b2b_ms=%s" % (tag, T, "nan" if ms != ms else "%.4f" % ms,
+                                                 "nan" if b2b != b2b else "%.4f" % b2b))
         sys.stdout.flush()
     return 0
 

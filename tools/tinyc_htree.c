@@ -9,7 +9,8 @@
  * per-layer selections at some positions (--trace-position) or compares the GPU result
  * with the CPU reference (--check).  The second form times the GPU forward at the
  * benchmark shape (B=1, H=16, H_kv=1, K=V=16, fp32 unless told otherwise) for each
- * sequence length: median of event-timed runs after warm-up.
+ * sequence length: median of event-timed runs after warm-up, and the time per forward of
+ * as many forwards back to back between two events.
  *
  * Exit status: 0 success, 1 diagnostics or a failed check, 2 usage error.
  */
@@ -24,6 +25,7 @@
 #include "ir/ctx.h"
 #include "ir/htree.h"
 #include "ir/tensor.h"
+#include "codegen/codegen.h"
 #include "driver/htree_run.h"
 #include "runtime/runtime.h"
 #include "tinyc_args.h"
@@ -51,6 +53,9 @@ typedef struct ht_cli {
 	const char *dtype_name;		/* --dtype */
 	tinyc_dtype dtype;		/* bench dtype */
 	int warmup, iters;		/* bench timing */
+	int profile;			/* --profile: per-phase cycles of the forward */
+	int threads;			/* --threads: htree_forward block size, 0 = chosen */
+	int min_blocks;			/* --min-blocks: its launch bounds, 0 = chosen */
 } ht_cli;
 
 #define F(field) offsetof(ht_cli, field)
@@ -101,6 +106,12 @@ static const tinyc_arg ht_bench_opts[] = {
 	 "untimed forwards first (default 3)"},
 	{"--iters", NULL, TINYC_ARG_INT, F(iters), "N", 1, 1000, NULL, NULL,
 	 "timed forwards, median kept (default 10)"},
+	{"--threads", NULL, TINYC_ARG_INT, F(threads), "N", 64, 1024, NULL, NULL,
+	 "htree_forward block size (power of two; default chosen)"},
+	{"--min-blocks", NULL, TINYC_ARG_INT, F(min_blocks), "N", 1, 32, NULL, NULL,
+	 "blocks of htree_forward an SM should hold (launch\nbounds; default: 128 registers a thread)"},
+	{"--profile", NULL, TINYC_ARG_FLAG, F(profile), NULL, 0, 0, NULL, NULL,
+	 "also print the forward's cycles per phase (clock64 of\neach block's thread 0; slower)"},
 	{0},
 };
 
@@ -117,7 +128,8 @@ static const tinyc_command ht_args = {
 	"q [B,T,H,K], k [B,T,H_kv,K], v [B,T,H_kv,V] -> o [B,T,H,V] (float).\n"
 	"The benchmark (--bench, GPU) runs B=1, H=16, H_kv=1, K=V=16, fp32, the default\n"
 	"config, at T = 16384, 65536, 120000 unless --seq-len is given, and prints the\n"
-	"median time per forward (tree build included) after warm-up.\n",
+	"median time per forward (tree build included) after warm-up, and the time per\n"
+	"forward of --iters forwards back to back between two events.\n",
 	{&ht_group, &ht_bench_group, &tinyc_args_other, NULL},
 	NULL, 0, NULL,
 	"Exit status: 0 success, 1 diagnostics or failed check, 2 usage error.\n", NULL,
@@ -213,7 +225,7 @@ static int ht_run(tinyc_ctx *ctx, ht_cli *c)
 	if (c->device_cuda) {
 		if (!(cu = tinyc_cuda_open(ctx, 0)))
 			goto done;
-		tinyc_htree_gpu_opts opts = {c->tree_kernels, 0};
+		tinyc_htree_gpu_opts opts = {c->tree_kernels, 0, 0};
 		if (tinyc_htree_forward_cuda(ctx, cu, &c->cfg, &opts, q, k, v, &o,
 					     c->ntrace ? &tr : NULL) < 0)
 			goto done;
@@ -291,6 +303,23 @@ static int ht_bench_once(tinyc_cuda *cu, void *arg)
 	return tinyc_htree_gpu_run(r->h, r->q, r->k, r->v, r->o);
 }
 
+/* Print the forward's cycles per phase, summed over the timed and warm-up runs. */
+static int ht_print_profile(tinyc_htree_gpu *h, int64_t T)
+{
+	static const char *const names[TINYC_HTREE_NPHASES] = {
+		"qrot", "sel-max", "sel-sum", "sel-keys", "topk", "leaves-l>0", "leaves-l0", "final"};
+	uint64_t cyc[TINYC_HTREE_NPHASES];
+	if (tinyc_htree_gpu_profile(h, cyc) < 0)
+		return -1;
+	double tot = 0;
+	for (int i = 0; i < TINYC_HTREE_NPHASES; i++)
+		tot += (double)cyc[i];
+	for (int i = 0; i < TINYC_HTREE_NPHASES; i++)
+		printf("PROFILE htree T=%lld phase=%s cycles=%.4g share=%.1f%%\n", (long long)T, names[i],
+		       (double)cyc[i], tot > 0 ? 100.0 * (double)cyc[i] / tot : 0.0);
+	return 0;
+}
+
 /* Time the forward at one sequence length; prints one result line.  0 or -1. */
 static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 {
@@ -312,7 +341,7 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 	for (int i = 0; i < HT_BENCH_CHECK_ROWS; i++)
 		pos[i] = i < HT_BENCH_CHECK_ROWS / 2 ? (T - 1) * i / (HT_BENCH_CHECK_ROWS / 2)
 						     : T - HT_BENCH_CHECK_ROWS + i;
-	tinyc_htree_gpu_opts opts = {c->tree_kernels, 0};
+	tinyc_htree_gpu_opts opts = {c->tree_kernels, c->threads, c->profile, c->min_blocks};
 	r.h = tinyc_htree_gpu_alloc(ctx, cu, &c->cfg, &opts, c->dtype, B, T, H, Hkv, D, D);
 	if (!r.h)
 		goto done;
@@ -328,7 +357,9 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 		goto done;
 	double med = 0;
 	double times[1000];
+	double b2b = 0;
 	if (tinyc_cuda_time(cu, ht_bench_once, &r, c->warmup, c->iters, &med, times) < 0 ||
+	    tinyc_cuda_time_run(cu, ht_bench_once, &r, 0, c->iters, &b2b) < 0 ||
 	    tinyc_cuda_download(cu, o->data, r.o, (size_t)tinyc_tensor_numel(o) * sizeof(float)) < 0)
 		goto done;
 	double tmin = times[0];
@@ -359,8 +390,9 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 		}
 	tinyc_htree_gpu_info info;
 	tinyc_htree_gpu_get_info(r.h, &info);
-	printf("htree T=%lld: median %.3f ms, min %.3f ms over %d runs (warm-up %d); layers %d (",
-	       (long long)T, med, tmin, c->iters, c->warmup, info.num_layers);
+	printf("htree T=%lld: median %.3f ms, min %.3f ms over %d runs (warm-up %d), %.3f ms a "
+	       "forward back to back; layers %d (", (long long)T, med, tmin, c->iters, c->warmup, b2b,
+	       info.num_layers);
 	for (int l = 0; l < info.num_layers; l++)
 		printf("%s%lld", l ? "," : "", (long long)info.layer_sizes[l]);
 	printf("); tree %s%s%s; forward %d threads, %d regs, %lld B smem; check vs CPU at %d "
@@ -368,7 +400,9 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 	       info.tree_path == TINYC_HTREE_TREE_PIPELINE ? "pipeline" : "kernels",
 	       info.tree_note[0] ? " - " : "", info.tree_note, info.threads, info.regs,
 	       (long long)info.smem_bytes, HT_BENCH_CHECK_ROWS, max_abs, (long long)over);
-	printf("BENCH htree T=%lld ms=%.4f\n", (long long)T, med);
+	printf("BENCH htree T=%lld ms=%.4f b2b_ms=%.4f\n", (long long)T, med, b2b);
+	if (c->profile && ht_print_profile(r.h, T) < 0)
+		goto done;
 	fflush(stdout);
 	rc = 0;
 done:

@@ -74,6 +74,8 @@ static const tinyc_htree_kernel_config more_cfgs[] = {
 	{16, 64, 1024, 8, 64, 64, TINYC_HALF, 13, 128},		/* half, 128 threads */
 	{8, 64, 512, 3, 16, 6, TINYC_BFLOAT16, 13, 64},		/* bf16, G = 3, V = 6 */
 	{16, 16, 256, 32, 16, 64, TINYC_FLOAT, 0, 0},		/* 2 accumulator items a thread */
+	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 1, 0},	/* the benchmark's, profiled */
+	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 128, 0, 5},	/* 128 threads, 5 blocks */
 };
 
 Test(htree_gpu_emit, benchmark_config_compiles_for_sm80, .timeout = 300)
@@ -174,6 +176,9 @@ Test(htree_gpu_emit, bad_configurations_are_diagnostics)
 	emit_fails(c, "HtreeUnsupportedConfig");
 	c = bench_kcfg();
 	c.threads = 96;
+	emit_fails(c, "HtreeInvalidConfig");
+	c = bench_kcfg();
+	c.min_blocks = 33;
 	emit_fails(c, "HtreeInvalidConfig");
 }
 
@@ -518,7 +523,7 @@ static void golden_gpu(const char *name, int tree_kernels)
 		tr.positions = spos;
 		tr.num_positions = (int)tinyc_tensor_numel(sp);
 	}
-	tinyc_htree_gpu_opts opts = {tree_kernels, 0};
+	tinyc_htree_gpu_opts opts = {tree_kernels, 0, 0};
 	tinyc_tensor *o = NULL;
 	int r = tinyc_htree_forward_cuda(ctx, cu, &cfg, &opts, q, k, v, &o, sp ? &tr : NULL);
 	if (r < 0)
