@@ -22,6 +22,7 @@
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
 #include "codegen/attention_mask.h"
+#include "codegen/attention_out.h"
 #include "sched/attention.h"
 
 /* State of one kernel build. */
@@ -519,6 +520,24 @@ static void kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt
 	mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
 }
 
+/* Store the kernel's value for O = b->out at O's index idx (pred: the row exists): the
+ * value's ops applied, at the value's own index (a cast and a head merge after O go
+ * straight into the consumer's layout, attention_out.c). */
+static void store_out(abuild *b, tinyc_gstmt *eb, const tinyc_skernel *sk, tinyc_gexpr *const *idx,
+		      tinyc_gexpr *pred)
+{
+	tinyc_gexpr *vidx[TINYC_MAX_RANK];
+	if (tinyc_attn_out_index(b->em, sk->value, b->m->pv, idx, vidx) < 0) {
+		b->failed = 1;
+		return;
+	}
+	tinyc_emit_scope_enter(b->em);
+	tinyc_gexpr *ov = tinyc_emit_value(b->em, eb, sk->value, vidx, pred);
+	tinyc_emit_scope_leave(b->em);
+	b->out = NULL;
+	app(b, eb, tinyc_emit_store(b->em, sk->out_buf, vidx, ov, pred));
+}
+
 /* Build the SIMT kernel body into k (see the top of the file). */
 static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 		       const tinyc_attn_plan *ap)
@@ -713,11 +732,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	tinyc_gexpr *t[2] = {row, E}, *idx[TINYC_MAX_RANK];
 	view_index(b, m->pv, nb, p, 2, t, idx);
 	b->out = bin(b, TINYC_GX_MUL, tinyc_gx_load(k, acc, E, NULL), tinyc_gx_var(k, linv));
-	tinyc_emit_scope_enter(em);
-	tinyc_gexpr *ov = tinyc_emit_value(em, eb, sk->value, idx, vrow);
-	tinyc_emit_scope_leave(em);
-	b->out = NULL;
-	app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vrow));
+	store_out(b, eb, sk, idx, vrow);
 	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
 }
 
@@ -948,11 +963,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		view_index(b, m->pv, nb, p, 2, t, idx);
 		tinyc_gstmt *eb = tinyc_gs_block(k);
 		b->out = bin(b, TINYC_GX_DIV, tinyc_gx_load(k, oacc, ic(b, i), NULL), tinyc_gx_var(k, lv[h]));
-		tinyc_emit_scope_enter(em);
-		tinyc_gexpr *ov = tinyc_emit_value(em, eb, sk->value, idx, vr);
-		tinyc_emit_scope_leave(em);
-		b->out = NULL;
-		app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vr));
+		store_out(b, eb, sk, idx, vr);
 		app(b, body, eb);
 	}
 }

@@ -214,5 +214,15 @@ int tinyc_contraction_mul(const tinyc_graph *g, int r);
  * recomputed inside the contraction's k loop.  mark has g->n entries; b may be NULL. */
 void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
 				 unsigned char *mark);
+/* mark[i] = 1 for the value that ends a contraction's epilogue chain when several
+ * consumers read it: the chain is the contraction's REDUCE under same-shaped elementwise
+ * ops, one user each, whose other operands are loads (a cast, a bias, a residual add:
+ * GPT-2's attention projection + bias + x, read by LayerNorm 2 and the MLP's residual).
+ * The contraction's epilogue stores it in its own dtype, once; its readers load one
+ * buffer instead of the raw reduction, the bias and the residual.  Not for a chain ending
+ * at an OUTPUT or at a value prod (tinyc_contraction_producers) already stores.  0, or
+ * -1 out of memory (nothing marked). */
+int tinyc_contraction_store_ends(const tinyc_graph *g, const unsigned char *prod,
+				 unsigned char *mark);
 
 #endif

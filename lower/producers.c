@@ -16,6 +16,8 @@
  * stores what is marked in a buffer of its own dtype, and the epilogue extraction stores
  * it from the kernel of the contraction that produces it when it can run there.
  */
+#include <stdlib.h>
+
 #include "lower/lower.h"
 
 /* Value of a dim under bindings b (may be NULL), -1 when unknown. */
@@ -165,4 +167,131 @@ void tinyc_contraction_producers(const tinyc_graph *g, const tinyc_bindings *b,
 			mark[q] = 1;
 		}
 	}
+}
+
+/* Whether nodes a and b have the same shape (constants or the same symbols). */
+static int same_shape(const tinyc_uop *a, const tinyc_uop *b)
+{
+	if (a->rank != b->rank)
+		return 0;
+	for (int d = 0; d < a->rank; d++)
+		if (a->shape[d].sym != b->shape[d].sym ||
+		    (a->shape[d].sym < 0 && a->shape[d].val != b->shape[d].val))
+			return 0;
+	return 1;
+}
+
+/* Live users of every node (CSR: users of i are ulist[uoff[i]..uoff[i+1]), one entry per
+ * operand slot) and whether an OUTPUT reads it.  0, or -1 out of memory. */
+typedef struct users {
+	int *uoff, *ulist;	/* the lists */
+	unsigned char *outsrc;	/* per node: an OUTPUT reads it */
+} users;
+
+/* Fill u for g (see users).  0 or -1. */
+static int users_build(const tinyc_graph *g, users *u)
+{
+	unsigned char *live = calloc((size_t)g->n + 1, 1);
+	int *fill = calloc((size_t)g->n + 1, sizeof(int));
+	u->uoff = calloc((size_t)g->n + 2, sizeof(int));
+	u->outsrc = calloc((size_t)g->n + 1, 1);
+	int rc = -1;
+	if (!live || !fill || !u->uoff || !u->outsrc)
+		goto out;
+	for (int i = g->n - 1; i >= 0; i--) {	/* backwards from the OUTPUTs */
+		live[i] |= g->nodes[i].op == TINYC_OP_OUTPUT;
+		for (int j = 0; live[i] && j < g->nodes[i].nsrc; j++) {
+			live[g->nodes[i].src[j]] = 1;
+			u->uoff[g->nodes[i].src[j] + 1]++;
+			u->outsrc[g->nodes[i].src[j]] |= g->nodes[i].op == TINYC_OP_OUTPUT;
+		}
+	}
+	for (int i = 0; i < g->n; i++)
+		u->uoff[i + 1] += u->uoff[i];
+	if (!(u->ulist = malloc(sizeof(int) * (size_t)(u->uoff[g->n] + 1))))
+		goto out;
+	for (int i = 0; i < g->n; i++)
+		for (int j = 0; live[i] && j < g->nodes[i].nsrc; j++) {
+			int o = g->nodes[i].src[j];
+			u->ulist[u->uoff[o] + fill[o]++] = i;
+		}
+	rc = 0;
+out:
+	free(live), free(fill);
+	return rc;
+}
+
+/* Whether node u continues an epilogue chain from contraction r: same-shaped elementwise,
+ * its operands the chain's value or loads. */
+static int chain_op(const tinyc_graph *g, int r, int u, int cur)
+{
+	const tinyc_uop *un = &g->nodes[u];
+	if (tinyc_op_info(un->op)->kind != TINYC_KIND_ELEMENTWISE || !same_shape(un, &g->nodes[r]))
+		return 0;
+	for (int j = 0; j < un->nsrc; j++) {
+		tinyc_op leaf = g->nodes[below_loads(g, un->src[j])].op;
+		if (un->src[j] != cur && leaf != TINYC_OP_BUFFER && leaf != TINYC_OP_CONST)
+			return 0;
+	}
+	return 1;
+}
+
+/* How many distinct values outside e's elementwise region of same-shaped ops read it
+ * (stopping at prod values, which are stored): 2 means at least two.  work, seen:
+ * scratch of g->n + 1 entries (seen all zero; left so). */
+static int exits(const tinyc_graph *g, const users *us, const unsigned char *prod, int e, int r,
+		 int *work, unsigned char *seen)
+{
+	int nw = 0, nseen = 0, count = 0;
+	work[nw++] = e;
+	seen[e] = 1;
+	int *undo = work + g->n + 1;	/* the nodes seen, to clear them */
+	undo[nseen++] = e;
+	while (nw > 0 && count < 2) {
+		int n = work[--nw];
+		for (int k = us->uoff[n]; k < us->uoff[n + 1] && count < 2; k++) {
+			int u = us->ulist[k];
+			if (seen[u])
+				continue;
+			seen[u] = 1;
+			undo[nseen++] = u;
+			const tinyc_uop *un = &g->nodes[u];
+			if (!prod[u] && tinyc_op_info(un->op)->kind == TINYC_KIND_ELEMENTWISE &&
+			    same_shape(un, &g->nodes[r])) {
+				work[nw++] = u;
+			} else {
+				count++;	/* a new reader outside the region */
+			}
+		}
+	}
+	for (int i = 0; i < nseen; i++)
+		seen[undo[i]] = 0;
+	return count;
+}
+
+int tinyc_contraction_store_ends(const tinyc_graph *g, const unsigned char *prod,
+				 unsigned char *mark)
+{
+	users us = {NULL, NULL, NULL};
+	int *work = malloc(sizeof(int) * 2 * ((size_t)g->n + 1));
+	unsigned char *seen = calloc((size_t)g->n + 1, 1);
+	int rc = -1;
+	for (int i = 0; i < g->n; i++)
+		mark[i] = 0;
+	if (!work || !seen || users_build(g, &us) < 0)
+		goto out;
+	for (int r = 0; r < g->n; r++) {
+		if (us.uoff[r] == us.uoff[r + 1] || prod[r] || tinyc_contraction_mul(g, r) < 0)
+			continue;
+		int cur = r;	/* along single users that continue the chain */
+		while (us.uoff[cur + 1] - us.uoff[cur] == 1 && !prod[cur] &&
+		       chain_op(g, r, us.ulist[us.uoff[cur]], cur))
+			cur = us.ulist[us.uoff[cur]];
+		if (cur != r && !prod[cur] && !us.outsrc[cur] && exits(g, &us, prod, cur, r, work, seen) >= 2)
+			mark[cur] = 1;
+	}
+	rc = 0;
+out:
+	free(us.uoff), free(us.ulist), free(us.outsrc), free(work), free(seen);
+	return rc;
 }

@@ -85,7 +85,8 @@ typedef struct ex {
 	unsigned char *covered;		/* nodes the graph computes */
 	unsigned char *live;		/* nodes that reach an OUTPUT */
 	unsigned char *prod;		/* values the schedule stores for another contraction
-					 * (tinyc_contraction_producers) */
+					 * (tinyc_contraction_producers) or for several readers
+					 * (tinyc_contraction_store_ends) */
 	unsigned char *stored;		/* prod values this graph stores */
 	tinyc_evt *gr;			/* the graph being built */
 	memo *memo;			/* built values */
@@ -1185,6 +1186,13 @@ tinyc_evt_set *tinyc_evt_extract(tinyc_ctx *ctx, const tinyc_polyview *pv)
 		rc = -1;
 	else
 		tinyc_contraction_producers(g, pv->ib->bind, x.prod);
+	/* the ends of epilogue chains that several consumers read are stored the same way */
+	unsigned char *ends = rc == 0 ? tinyc_calloc(ctx, n, 1) : NULL;
+	if (rc == 0 && (!ends || tinyc_contraction_store_ends(g, x.prod, ends) < 0))
+		rc = -1;
+	for (int i = 0; rc == 0 && i < g->n; i++)
+		x.prod[i] |= ends[i];
+	free(ends);
 	for (int i = g->n - 1; rc == 0 && i >= 0; i--) {
 		if (g->nodes[i].op == TINYC_OP_OUTPUT)
 			x.live[i] = 1;

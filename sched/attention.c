@@ -330,6 +330,59 @@ static int unclaim_interior(const tinyc_graph *g, const tinyc_attn_match *m, uns
 	return 0;
 }
 
+int tinyc_attn_out_step(const tinyc_graph *g, const tinyc_bindings *b, int n)
+{
+	const tinyc_uop *u = &g->nodes[n];
+	if (u->op == TINYC_OP_PERMUTE)
+		return 1;
+	if (u->op == TINYC_OP_RESHAPE) {	/* sizes known: the kernel maps indices */
+		const tinyc_uop *o = &g->nodes[u->src[0]];
+		for (int d = 0; d < u->rank; d++)
+			if (dimv(&u->shape[d], b) < 0)
+				return 0;
+		for (int d = 0; d < o->rank; d++)
+			if (dimv(&o->shape[d], b) < 0)
+				return 0;
+		return 1;
+	}
+	return tinyc_op_info(u->op)->kind == TINYC_KIND_ELEMENTWISE && u->nsrc == 1;
+}
+
+/* A mask computed from constants alone (tinygrad's causal mask: two aranges, each an
+ * integer REDUCE ADD, compared): its reductions are not materialised when nothing but
+ * the mask reads them.  The kernel proves the mask causal and never evaluates it
+ * (codegen/attention_mask.c), or evaluates it per score, reductions inline. */
+static void inline_const_mask(const tinyc_graph *g, const tinyc_attn_match *m, const int *nusers,
+			      unsigned char *mat)
+{
+	if (m->bias < 0)
+		return;
+	int *work = malloc(sizeof(int) * (size_t)(g->n + 1));
+	int *uses = calloc((size_t)g->n + 1, sizeof(int));	/* operand slots in the mask */
+	unsigned char *seen = calloc((size_t)g->n + 1, 1);
+	int nw = 0, ok = work && uses && seen;
+	if (ok) {
+		work[nw++] = m->bias;
+		seen[m->bias] = 1;
+	}
+	while (ok && nw > 0) {
+		const tinyc_uop *u = &g->nodes[work[--nw]];
+		ok = u->op != TINYC_OP_BUFFER;
+		for (int j = 0; ok && j < u->nsrc; j++) {
+			uses[u->src[j]]++;
+			if (!seen[u->src[j]]) {
+				seen[u->src[j]] = 1;
+				work[nw++] = u->src[j];
+			}
+		}
+	}
+	for (int n = 0; ok && n < g->n; n++)
+		if (seen[n] && n != m->bias && g->nodes[n].op == TINYC_OP_REDUCE &&
+		    tinyc_dtype_is_int(g->nodes[n].dtype) && uses[n] == nusers[n])
+			mat[n] = 0;
+	free(work), free(uses), free(seen);
+}
+
 int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 			  const unsigned char *live, unsigned char *mat)
 {
@@ -374,8 +427,18 @@ int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 				break;
 			cur = user[cur];
 		}
-		if (!keep)
+		/* otherwise the kernel stores the last value of O's output chain that the
+		 * partition materialised (a cast, a head merge that a contraction reads),
+		 * through its view: no copy kernel after the attention */
+		int last = -1;
+		for (cur = i; !keep && nusers[cur] == 1 && tinyc_attn_out_step(g, b, user[cur]);)
+			if (mat[cur = user[cur]])
+				last = cur;
+		for (cur = i; last >= 0 && cur != last; cur = user[cur])
+			mat[cur] = 0;
+		if (!keep && last < 0)
 			mat[i] = 1;
+		inline_const_mask(g, &m, nusers, mat);
 		count++;
 	}
 out:
@@ -387,7 +450,7 @@ out:
 /* ------------------------------------------------------------------ provider ---- */
 
 /* Whether kernel k stores attention match m's output: its value is O under unary
- * elementwise ops, and it computes Q K^T and the softmax statistics itself (the claim
+ * elementwise ops and views (tinyc_attn_out_step), and it computes Q K^T and the softmax statistics itself (the claim
  * kept them out of buffers). */
 static int kernel_is_attention(const tinyc_schedule *s, const tinyc_skernel *k,
 			       const tinyc_attn_match *m)
@@ -399,10 +462,9 @@ static int kernel_is_attention(const tinyc_schedule *s, const tinyc_skernel *k,
 		return 0;
 	int n = k->value;
 	while (n != pv) {
-		const tinyc_uop *u = &s->g->nodes[n];
-		if (tinyc_op_info(u->op)->kind != TINYC_KIND_ELEMENTWISE || u->nsrc != 1)
+		if (!tinyc_attn_out_step(s->g, s->bind, n))
 			return 0;
-		n = u->src[0];
+		n = s->g->nodes[n].src[0];
 	}
 	return 1;
 }
@@ -519,4 +581,37 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 	return 0;
 }
 
-const tinyc_plan_provider tinyc_plan_attention = {"attention", attention_propose};
+/* The chosen attention plan's output and mask lines: what the kernel stores instead of O
+ * and why, and a constant mask's reductions left inline. */
+static void attention_print_plan(const tinyc_schedule *s, const tinyc_skernel *k, tinyc_buf *out)
+{
+	const tinyc_plan *p = tinyc_skernel_plan(k);
+	if (!p || p->kind != TINYC_PLAN_ATTENTION || !p->ext)
+		return;
+	const tinyc_attn_plan *ap = p->ext;
+	const tinyc_graph *g = s->g;
+	if (k->value != ap->m.pv) {
+		tinyc_buf_printf(out, "  attention output: O %%%d stored as %%%d through", ap->m.pv, k->value);
+		int chain[64], n = 0;	/* ops printed bottom up (at most 64) */
+		for (int v = k->value; v != ap->m.pv && n < 64; v = g->nodes[v].src[0])
+			chain[n++] = g->nodes[v].op;
+		while (n > 0)
+			tinyc_buf_printf(out, " %s", tinyc_op_info((tinyc_op)chain[--n])->name);
+		tinyc_buf_printf(out, ": in the consumer's layout and dtype, no copy after the "
+				 "attention (the stores cost what O's own would)\n");
+	}
+	int first = 1;
+	for (int r = 0; r < k->nred; r++) {
+		int n = k->reds[r];
+		if (n == ap->m.qk || n == ap->m.rmax || n == ap->m.rsum || n == ap->m.pv)
+			continue;
+		tinyc_buf_printf(out, first ? "  attention mask: from constants, its reductions inline: %%%d" :
+				 " %%%d", n);
+		first = 0;
+	}
+	if (!first)
+		tinyc_buf_printf(out, " (no buffer: proven causal, or evaluated per score)\n");
+}
+
+const tinyc_plan_provider tinyc_plan_attention = {"attention", attention_propose, NULL, NULL,
+						  attention_print_plan, NULL};

@@ -59,11 +59,18 @@ int tinyc_attention_match(const tinyc_graph *g, const tinyc_bindings *b, int pv,
 
 /* Called by tinyc_partition once it has decided which values to materialise (mat, per
  * node) among the live ones (live, per node): un-materialises the inner reductions of
- * every attention, and materialises O unless only elementwise ops lie between it and an
- * OUTPUT.  TINYC_ATTENTION=0 in the environment turns this off.  Returns the number of
+ * every attention and the integer reductions of a mask computed from constants, and
+ * materialises O unless only elementwise ops lie between it and an OUTPUT; where the
+ * partition materialised a value of O's output chain (tinyc_attn_out_step), the last such
+ * value is stored instead of O.  TINYC_ATTENTION=0 in the environment turns this off.  Returns the number of
  * attentions claimed. */
 int tinyc_attention_claim(const tinyc_graph *g, const tinyc_bindings *b,
 			  const unsigned char *live, unsigned char *mat);
+
+/* Whether node n may lie on the chain from O to the value the attention kernel stores:
+ * a unary elementwise op, a PERMUTE, or a RESHAPE of known sizes (the kernel maps its
+ * output index through them, codegen/attention_out.c). */
+int tinyc_attn_out_step(const tinyc_graph *g, const tinyc_bindings *b, int n);
 
 /* The attention provider (plan.c lists it). */
 extern const tinyc_plan_provider tinyc_plan_attention;

@@ -6,6 +6,8 @@
  *   - a value a contraction reads with broadcasting that is not a load (a BUFFER or CONST
  *     below movement and CASTs; tinyc_contraction_producers): computed once and stored
  *     in its own dtype, never recomputed inside the contraction's k loop;
+ *   - the end of a contraction's epilogue chain that several consumers read (a residual
+ *     sum; tinyc_contraction_store_ends): stored once in its own dtype;
  *   - a REDUCE result that cannot be computed inline by the kernel that consumes it.
  * A REDUCE is computed inline (as a loop inside its consumer's statement) when every path
  * from it through its users reaches one and the same materialised value (or REDUCE), and
@@ -123,6 +125,7 @@ typedef struct part {
 	unsigned char *mat;	/* per node: materialised */
 	unsigned char *seen;	/* scratch for traversals */
 	unsigned char *prod;	/* per node: a contraction's producer (materialised) */
+	unsigned char *own;	/* per node: an epilogue chain's end several consumers read */
 	int *uoff;		/* per node: start of its live users in ulist (n + 1 entries) */
 	int *ulist;		/* live users, one entry per operand slot */
 	int *stack;		/* scratch work list (n entries) */
@@ -321,6 +324,8 @@ static const char *boundary_why(const part *p, int i)
 		return "a graph output";
 	if (p->prod[i])
 		return "a contraction reads it with broadcasting: computed once, not per k step";
+	if (p->own[i])
+		return "a contraction's epilogue result that several consumers read: stored once";
 	if (u->op == TINYC_OP_REDUCE)
 		return "a reduction its consumers broadcast or share";
 	if (u->op == TINYC_OP_CONTIGUOUS)
@@ -332,7 +337,7 @@ static const char *boundary_why(const part *p, int i)
 static void part_free(part *p)
 {
 	free(p->nusers), free(p->user), free(p->live), free(p->mat), free(p->seen);
-	free(p->prod), free(p->uoff), free(p->ulist), free(p->stack);
+	free(p->prod), free(p->own), free(p->uoff), free(p->ulist), free(p->stack);
 }
 
 tinyc_schedule *tinyc_partition(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_bindings *b)
@@ -350,7 +355,7 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 	s->g = g;
 	s->bind = b;
 	s->assumed_sym = 1024;
-	part p = {ctx, s, g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+	part p = {ctx, s, g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	size_t n = (size_t)g->n + 1;
 	s->node_buf = tinyc_malloc(ctx, sizeof(int) * n);
 	s->node_kernel = tinyc_malloc(ctx, sizeof(int) * n);
@@ -360,10 +365,11 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 	p.mat = tinyc_calloc(ctx, n, 1);
 	p.seen = tinyc_calloc(ctx, n, 1);
 	p.prod = tinyc_calloc(ctx, n, 1);
+	p.own = tinyc_calloc(ctx, n, 1);
 	p.uoff = tinyc_calloc(ctx, n + 1, sizeof(int));
 	p.stack = tinyc_calloc(ctx, n, sizeof(int));
 	if (!s->node_buf || !s->node_kernel || !p.nusers || !p.user || !p.live || !p.mat || !p.seen ||
-	    !p.prod || !p.uoff || !p.stack)
+	    !p.prod || !p.own || !p.uoff || !p.stack)
 		goto fail;
 	for (int i = 0; i < g->n; i++)
 		s->node_buf[i] = s->node_kernel[i] = -1;
@@ -407,10 +413,13 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 				goto fail;
 		}
 
-	/* what contractions read with broadcasting is computed once */
+	/* what contractions read with broadcasting is computed once; so is the end of an
+	 * epilogue chain several consumers read (a residual sum), in its own dtype */
 	tinyc_contraction_producers(g, b, p.prod);
+	if (tinyc_contraction_store_ends(g, p.prod, p.own) < 0)
+		goto fail;
 	for (int i = 0; i < g->n; i++)
-		if (p.live[i] && p.prod[i])
+		if (p.live[i] && (p.prod[i] || p.own[i]))
 			p.mat[i] = 1;
 
 	/* materialisation decisions, users before operands */
@@ -418,7 +427,7 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 		const tinyc_uop *u = &g->nodes[i];
 		if (!p.live[i])
 			continue;
-		if (p.prod[i])
+		if (p.prod[i] || p.own[i])
 			continue;
 		if (u->op == TINYC_OP_CONTIGUOUS)
 			p.mat[i] = !(p.nusers[i] == 1 && g->nodes[p.user[i]].op == TINYC_OP_OUTPUT);
@@ -445,7 +454,8 @@ tinyc_schedule *tinyc_partition_fused(tinyc_ctx *ctx, const tinyc_graph *g,
 			 * there (only a REDUCE result is materialised in 16 bits); a contraction's
 			 * operand is stored in its own dtype, which the tensor cores read */
 			tinyc_dtype dt = u->dtype;
-			if (u->op != TINYC_OP_REDUCE && !p.prod[i] && tinyc_dtype_is_16bit_float(dt))
+			if (u->op != TINYC_OP_REDUCE && !p.prod[i] && !p.own[i] &&
+			    tinyc_dtype_is_16bit_float(dt))
 				dt = TINYC_FLOAT;
 			if ((s->node_buf[i] = add_buf(ctx, s, TINYC_SB_TEMP, ntemp++, i, name, dt)) < 0)
 				goto fail;
