@@ -27,6 +27,9 @@
 struct tinyc_context {
 	tinyc_ctx *ctx;		/* the diagnostics of the last call (owned) */
 	char *text;		/* their rendering for tinyc_context_diagnostics (owned, or NULL) */
+	int no_isolate;		/* tinyc_context_set_gpu_isolation(ctx, 0) */
+	double gpu_timeout;	/* an isolated run's time limit, seconds (0: none) */
+	tinyc_worker *worker;	/* the GPU worker of isolated runs (owned; NULL until used) */
 };
 
 struct tinyc_program {
@@ -116,6 +119,7 @@ tinyc_context *tinyc_context_new(void)
 		free(c);
 		return NULL;
 	}
+	c->gpu_timeout = TINYC_GPU_TIMEOUT_DEFAULT;
 	return c;
 }
 
@@ -123,9 +127,26 @@ void tinyc_context_free(tinyc_context *c)
 {
 	if (!c)
 		return;
+	tinyc_worker_free(c->worker);
 	tinyc_ctx_free(c->ctx);
 	free(c->text);
 	free(c);
+}
+
+tinyc_status tinyc_context_set_gpu_isolation(tinyc_context *c, int on)
+{
+	if (!c)
+		return TINYC_ERROR_USAGE;
+	c->no_isolate = !on;
+	return TINYC_OK;
+}
+
+tinyc_status tinyc_context_set_gpu_timeout(tinyc_context *c, double seconds)
+{
+	if (!c || !(seconds >= 0))
+		return TINYC_ERROR_USAGE;
+	c->gpu_timeout = seconds;
+	return TINYC_OK;
 }
 
 /* Start a public call: forget the previous call's diagnostics. */
@@ -548,6 +569,10 @@ tinyc_status tinyc_program_run(tinyc_program *p, const void *const *inputs, void
 		rc = tinyc_eval(ctx, p->m->uop, p->sizes, &io);
 	} else if (!strcmp(p->device, "gpuir")) {
 		rc = tinyc_gpu_run_interp(ctx, tinyc_module_gpuir(p->m), p->sym, &io);
+	} else if (!p->c->no_isolate) {	/* in the context's GPU worker */
+		if (p->c->worker || (p->c->worker = tinyc_gpu_worker_new(ctx)))
+			rc = tinyc_gpu_run_isolated(ctx, p->c->worker, tinyc_module_gpuir(p->m), p->sym,
+						    &io, NULL, p->c->gpu_timeout, NULL);
 	} else if (load(p) == 0) {
 		rc = tinyc_cuda_make_current(p->cu);
 		if (rc == 0)

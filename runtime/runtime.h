@@ -243,6 +243,10 @@ int tinyc_cuda_sync_kernel(tinyc_cuda *cu, const char *kernel);
  * them is a no-op (their addresses may belong to new allocations).  Callers that cache
  * kernels or memory drop them (tinyc_kernel_free, tinyc_cuda_free), then renew cu. */
 int tinyc_cuda_stale(const tinyc_cuda *cu);
+/* For a worker process (runtime/worker.h): a sticky fault is reported without the reset
+ * (the worker exits instead), and tinyc_cuda_faulted says whether one happened. */
+void tinyc_cuda_set_contained(tinyc_cuda *cu);
+int tinyc_cuda_faulted(const tinyc_cuda *cu);
 /* Start using the new context with cu (after tinyc_cuda_stale; a no-op otherwise). */
 int tinyc_cuda_renew(tinyc_cuda *cu);
 /* The device's free and total memory (cuMemGetInfo). */
