@@ -133,21 +133,7 @@ void tinyc_context_free(tinyc_context *c)
 	free(c);
 }
 
-tinyc_status tinyc_context_set_gpu_isolation(tinyc_context *c, int on)
-{
-	if (!c)
-		return TINYC_ERROR_USAGE;
-	c->no_isolate = !on;
-	return TINYC_OK;
-}
 
-tinyc_status tinyc_context_set_gpu_timeout(tinyc_context *c, double seconds)
-{
-	if (!c || !(seconds >= 0))
-		return TINYC_ERROR_USAGE;
-	c->gpu_timeout = seconds;
-	return TINYC_OK;
-}
 
 /* Start a public call: forget the previous call's diagnostics. */
 static void begin(tinyc_context *c)
@@ -167,7 +153,8 @@ static tinyc_status failure(tinyc_context *c)
 		return TINYC_ERROR_NO_MEMORY;
 	if (!strcmp(kind, "NoGpu"))
 		return TINYC_ERROR_NO_GPU;
-	if (!strncmp(kind, "Cuda", 4) || !strcmp(kind, "NvrtcError") || !strcmp(kind, "LaunchError"))
+	if (!strncmp(kind, "Cuda", 4) || !strncmp(kind, "Gpu", 3) || !strcmp(kind, "NvrtcError") ||
+	    !strcmp(kind, "LaunchError"))
 		return TINYC_ERROR_CUDA;
 	return TINYC_ERROR_INPUT;
 }
@@ -178,6 +165,26 @@ static tinyc_status usage(tinyc_context *c, const char *fmt, const char *arg)
 	if (c)
 		tinyc_error(c->ctx, "UsageError", fmt, arg);
 	return TINYC_ERROR_USAGE;
+}
+
+tinyc_status tinyc_context_set_gpu_isolation(tinyc_context *c, int on)
+{
+	if (!c)
+		return TINYC_ERROR_USAGE;
+	begin(c);
+	c->no_isolate = !on;
+	return TINYC_OK;
+}
+
+tinyc_status tinyc_context_set_gpu_timeout(tinyc_context *c, double seconds)
+{
+	if (!c)
+		return TINYC_ERROR_USAGE;
+	begin(c);
+	if (!(seconds >= 0))
+		return usage(c, "tinyc_context_set_gpu_timeout: %s", "the limit is 0 (none) or more seconds");
+	c->gpu_timeout = seconds;
+	return TINYC_OK;
 }
 
 const char *tinyc_context_diagnostics(tinyc_context *c)

@@ -55,7 +55,7 @@ typedef enum tinyc_status {
 	TINYC_ERROR_USAGE = 2,		/* the API was misused: NULL, index out of range, wrong device */
 	TINYC_ERROR_NO_MEMORY = 3,	/* an allocation failed */
 	TINYC_ERROR_NO_GPU = 4,		/* no CUDA driver or device */
-	TINYC_ERROR_CUDA = 5,		/* the CUDA driver or nvrtc failed */
+	TINYC_ERROR_CUDA = 5,		/* the CUDA driver, nvrtc or the GPU worker failed */
 } tinyc_status;
 
 /* Element types, tinygrad's names.  16-bit floats are stored as their bit patterns, bool

@@ -536,6 +536,11 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 	tinyc_worker *w = NULL;
 	tinyc_cuda *cu = NULL;
 	const tinyc_device_info *dev = NULL;
+	if (!(c->gpu_timeout >= 0)) {
+		free(sym);
+		return tinyc_error(ctx, "InvalidOption", "--gpu-timeout=%g: the limit is 0 (none) or "
+				   "more seconds", c->gpu_timeout);
+	}
 	if (!bench && !c->no_isolate) {
 		if ((w = tinyc_gpu_worker_new(ctx)))
 			dev = tinyc_worker_device(ctx, w);
