@@ -658,19 +658,21 @@ static int dev_sync(device *d, const char *name)
 
 /* A RUN payload decoded: the plan, its kernels' images (pointing into the payload). */
 typedef struct run_req {
-	tinyc_wplan plan;	/* buffers and kernels (owned arrays) */
+	tinyc_wplan plan;	/* buffers, kernels and their params (owned arrays) */
 	tinyc_blob *images;	/* per kernel (data borrowed from the payload) */
 	uint64_t shm_bytes;	/* size of the shared memory */
 } run_req;
 
 static void run_req_clear(run_req *q)
 {
+	for (int i = 0; q->plan.kernels && i < q->plan.nkernel; i++)
+		free(q->plan.kernels[i].params);
 	free(q->plan.bufs);
 	free(q->plan.kernels);
 	free(q->images);
 }
 
-/* Decode a RUN payload (params and images point into it).  0 or -1. */
+/* Decode a RUN payload (the images point into it).  0 or -1. */
 static int get_plan(reader *r, run_req *q)
 {
 	int32_t n[2];
@@ -695,12 +697,16 @@ static int get_plan(reader *r, run_req *q)
 		tinyc_wkernel *k = &q->plan.kernels[i];
 		uint64_t size;
 		int32_t cubin;
-		if (take(r, k, sizeof(*k)) < 0 || k->nparam < 0 || k->nparam > 4096 ||
-		    (size_t)(r->end - r->p) < (size_t)k->nparam * sizeof(tinyc_wparam))
+		if (take(r, k, sizeof(*k)) < 0)
+			return -1;
+		k->params = NULL;
+		if (k->nparam < 0 || k->nparam > 4096)
 			return -1;
 		k->name[sizeof(k->name) - 1] = 0;
-		k->params = (tinyc_wparam *)r->p;	/* the payload is malloc'd: aligned */
-		r->p += (size_t)k->nparam * sizeof(tinyc_wparam);
+		k->image = NULL;
+		if (!(k->params = calloc((size_t)k->nparam + 1, sizeof(tinyc_wparam))) ||
+		    take(r, k->params, (size_t)k->nparam * sizeof(tinyc_wparam)) < 0)
+			return -1;	/* (copied: the payload has no alignment) */
 		for (int p = 0; p < k->nparam; p++)
 			if ((k->params[p].kind == TINYC_WP_PTR || k->params[p].kind == TINYC_WP_TMAP) &&
 			    (k->params[p].buf < 0 || k->params[p].buf >= n[0]))
