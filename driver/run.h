@@ -5,6 +5,7 @@
  *                 kernel cache), launches in order, timing, outputs.
  *   gpu_cache.c   the compiled-module cache (see there).
  *   gpu_launch.c  tinyc_gpu_load / tinyc_gpu_launch_async (the C API's program launch).
+ *   gpu_isolate.c finding the GPU worker executable (tinyc_gpu_run_isolated is in gpu_run.c).
  */
 #ifndef TINYC_DRIVER_RUN_H
 #define TINYC_DRIVER_RUN_H

@@ -7,6 +7,8 @@
  *             entries) and tinyc_kernel_compile_cached, which puts nvrtc behind it.
  *   cuda.c    the CUDA driver API, loaded with dlopen("libcuda.so.1") so nothing links
  *             against the driver: device properties, modules, launches, memory, timing.
+ *   worker.c  GPU work in a worker process (worker.h): a fault or hang there cannot harm
+ *             the caller.
  * The device description (tinyc_arch, tinyc_device_info, the named targets) is ir/target.h:
  * the compiler reads it, cuda.c fills it from a real device.
  *

@@ -63,12 +63,13 @@ struct tinyc_worker {
 
 /* ------------------------------------------------------------------ wire ---- */
 
-/* Write n bytes to a socket (no SIGPIPE when the peer is gone).  0 or -1. */
-static int send_all(int fd, const void *data, size_t n)
+/* Send (out) or receive n bytes on a socket, whole (no SIGPIPE when the peer is gone).  0,
+ * or -1 on an error or at the end of the stream. */
+static int xfer_all(int fd, void *data, size_t n, int out)
 {
-	const char *p = data;
+	char *p = data;
 	while (n) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -78,19 +79,14 @@ static int send_all(int fd, const void *data, size_t n)
 	return 0;
 }
 
-/* Read n bytes.  0, or -1 at the end of the stream or on an error. */
+static int send_all(int fd, const void *data, size_t n)
+{
+	return xfer_all(fd, (void *)data, n, 1);
+}
+
 static int recv_all(int fd, void *data, size_t n)
 {
-	char *p = data;
-	while (n) {
-		ssize_t k = recv(fd, p, n, 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k, n -= (size_t)k;
-	}
-	return 0;
+	return xfer_all(fd, data, n, 0);
 }
 
 /* Send one frame, with file descriptor pass_fd (>= 0) attached. */

@@ -19,6 +19,8 @@
  *                                     the next compile and run in the process works
  *   stress hang                       (GPU) a kernel that never ends, with a 2 s limit:
  *                                     GpuTimeout with its name; the next compile and run works
+ *   stress overhead N RUNS            (GPU; a measurement) tinyc_program_run's time per call
+ *                                     in the GPU worker and in this process
  *   stress alloc                      (GPU) a device allocation that cannot succeed is a
  *                                     diagnostic; the next compile and run works
  *
@@ -533,6 +535,67 @@ static int run_alloc(void)
 	return ok && api_run_works("after the allocation failure") ? 0 : 1;
 }
 
+/* Sort helper for the overhead timings. */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The cost of isolation (a measurement, not a test): the graph above through the C API on
+ * cuda, n elements, `runs` calls of tinyc_program_run after a first one, in the GPU worker
+ * and in this process; prints the first call and the median and mean of the others. */
+static int run_overhead(int n, int runs)
+{
+	if (!tinyc_cuda_available()) {
+		printf("SKIP: no CUDA device\n");
+		return SKIP;
+	}
+	char bind[32];
+	snprintf(bind, sizeof(bind), "N=%d", n);
+	float *x = calloc((size_t)n, sizeof(float)), *w = calloc((size_t)n, sizeof(float));
+	float *y = calloc((size_t)n, sizeof(float)), sum = 0;
+	double *t = calloc((size_t)runs + 1, sizeof(double));
+	int bad = !x || !w || !y || !t;
+	for (int iso = 1; iso >= 0 && !bad; iso--) {
+		tinyc_context *c = tinyc_context_new();
+		tinyc_compile_options opt = {0};
+		opt.bind = bind;
+		opt.device = "cuda";
+		tinyc_program *p = NULL;
+		const void *in[] = {x, w};
+		void *out[] = {y, &sum};
+		if (!c || tinyc_context_set_gpu_isolation(c, iso) != TINYC_OK ||
+		    tinyc_program_compile(c, graph, "overhead.uop", &opt, &p) != TINYC_OK) {
+			printf("FAIL: compile: %s\n", c ? tinyc_context_diagnostics(c) : "no context");
+			bad = 1;
+		}
+		double t0 = tinyc_now_ms(), first = 0, mean = 0;
+		for (int r = -1; r < runs && !bad; r++) {
+			double r0 = tinyc_now_ms();
+			if (tinyc_program_run(p, in, out) != TINYC_OK) {
+				printf("FAIL: run: %s\n", tinyc_context_diagnostics(c));
+				bad = 1;
+			}
+			if (r < 0)
+				first = tinyc_now_ms() - t0;
+			else
+				t[r] = tinyc_now_ms() - r0, mean += t[r] / runs;
+		}
+		if (!bad) {
+			qsort(t, (size_t)runs, sizeof(double), cmp_double);
+			printf("overhead: N=%d (%.1f MB in, %.1f MB out) %s: first call %.1f ms, then "
+			       "median %.3f ms, mean %.3f ms per tinyc_program_run (%d runs)\n", n,
+			       8.0 * n / 1e6, 4.0 * n / 1e6, iso ? "isolated (GPU worker)" : "in process",
+			       first, t[runs / 2], mean, runs);
+		}
+		tinyc_program_free(p);
+		tinyc_context_free(c);
+	}
+	free(x), free(w), free(y), free(t);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 5 && !strcmp(argv[1], "threads"))
@@ -541,6 +604,8 @@ int main(int argc, char **argv)
 		return run_cache(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 4 && !strcmp(argv[1], "cache-verify"))
 		return run_cache_verify(argv[2], atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "overhead"))
+		return run_overhead(atoi(argv[2]), atoi(argv[3]));
 	if (argc >= 2 && !strcmp(argv[1], "worker"))
 		return run_worker();
 	if (argc >= 2 && !strcmp(argv[1], "fault"))
@@ -550,6 +615,6 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "alloc"))
 		return run_alloc();
 	fprintf(stderr, "usage: stress threads N DEVICES ROUNDS | cache DIR FIRST COUNT | "
-			"cache-verify DIR COUNT | worker | fault | hang | alloc\n");
+			"cache-verify DIR COUNT | worker | fault | hang | alloc | overhead N RUNS\n");
 	return 2;
 }
