@@ -459,6 +459,12 @@ static int gone(tinyc_ctx *ctx, tinyc_worker *w, const tinyc_wplan *plan, const 
 int tinyc_worker_run(tinyc_ctx *ctx, tinyc_worker *w, const tinyc_wplan *plan,
 		     const void *const *in, void *const *out, double timeout_s)
 {
+	int st;
+	if (w->pid && waitpid(w->pid, &st, WNOHANG) == w->pid) {
+		close(w->fd);	/* it ended while idle (killed from outside): no run lost */
+		w->fd = -1;
+		w->pid = 0;
+	}
 	if (!w->pid && start(ctx, w, timeout_s) < 0)
 		return -1;
 	tinyc_buf msg = {0};

@@ -26,10 +26,12 @@
  *
  * Exit 0 on success, 1 on a failure (printed), 77 when a GPU mode finds no GPU. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "include/tinyc.h"
 #include "ir/ctx.h"
@@ -437,6 +439,13 @@ static int run_worker(void)
 		printf("%s: a bad image: %s", ok ? "ok" : "FAIL", text);
 		tinyc_ctx_free(ctx);
 		ok = ok && fake_fma_works(w, 3, "after the bad image") && tinyc_worker_pid(w) == first;
+	}
+	if (ok) {	/* a worker killed from outside while idle: the next run starts another */
+		kill(first, SIGKILL);
+		struct timespec pause_ms = {0, 50000000};
+		nanosleep(&pause_ms, NULL);
+		ok = fake_fma_works(w, 5, "after the idle worker was killed") &&
+		     tinyc_worker_pid(w) != first;
 	}
 	tinyc_worker_free(w);
 	if (ok) {	/* no worker executable: a diagnostic */
