@@ -6,11 +6,13 @@
  *   HELLO  (worker)  i32 ok; ok: tinyc_device_info; else diagnostics
  *   RUN    (caller)  i32 nbuf, i32 nkernel, u64 shared bytes; nbuf tinyc_wbuf; per kernel
  *                    tinyc_wkernel (pointers zero), nparam tinyc_wparam, u64 image bytes,
- *                    i32 is_cubin, the image; the memfd rides along (SCM_RIGHTS)
+ *                    i32 is_cubin, the image; a new memfd rides along (SCM_RIGHTS) when
+ *                    the shared memory was made or grown since the worker last saw it
  *   DONE   (worker)  i32 rc, i32 poisoned, diagnostics
  *   diagnostics = u32 count, per error: u32 bytes + kind, u32 bytes + message
  * Shared memory: a header (the kernel the worker is in, for the caller's reports), then the
- * inputs' and outputs' bytes at the offsets of the plan.
+ * inputs' and outputs' bytes at the offsets of the plan.  It is kept between runs (grown
+ * when a run needs more), so its pages are touched once, not at every run.
  */
 #define _GNU_SOURCE	/* memfd_create */
 #include "runtime/worker.h"
@@ -40,6 +42,7 @@ extern char **environ;
 #define START_LIMIT_S 60.0		/* the worker's start-up (driver and context) */
 #define STOP_GRACE_MS 5000		/* an idle worker's time to exit before it is killed */
 #define NO_KERNEL 0xffffffffu		/* shared header: no kernel started yet */
+#define SHM_GRAIN ((uint64_t)1 << 20)	/* shared memory grows in MiB steps */
 
 /* The header of a frame. */
 typedef struct frame {
@@ -59,6 +62,10 @@ struct tinyc_worker {
 	pid_t pid;		/* the process, 0 when none runs */
 	int fd;			/* our end of the socket, -1 when none */
 	tinyc_device_info dev;	/* what HELLO said */
+	int mfd;		/* the shared memory's memfd, -1 when none */
+	unsigned char *shm;	/* its mapping here (NULL when none) */
+	uint64_t shm_bytes;	/* its size */
+	int shm_sent;		/* the worker has this memfd mapped */
 };
 
 /* ------------------------------------------------------------------ wire ---- */
@@ -237,6 +244,7 @@ tinyc_worker *tinyc_worker_new(const char *exe, int fake)
 	}
 	w->fake = fake;
 	w->fd = -1;
+	w->mfd = -1;
 	return w;
 }
 
@@ -290,6 +298,10 @@ void tinyc_worker_free(tinyc_worker *w)
 		w->fd = -1;
 		reap(w, STOP_GRACE_MS);
 	}
+	if (w->shm)
+		munmap(w->shm, w->shm_bytes);
+	if (w->mfd >= 0)
+		close(w->mfd);
 	free(w->exe);
 	free(w);
 }
@@ -361,6 +373,7 @@ static int start(tinyc_ctx *ctx, tinyc_worker *w, double timeout_s)
 				   w->exe, strerror(err));
 	}
 	w->fd = sv[0];
+	w->shm_sent = 0;	/* a new worker maps the shared memory afresh */
 	double limit = timeout_s > START_LIMIT_S ? timeout_s : START_LIMIT_S;
 	uint32_t type = 0;
 	uint64_t len = 0;
@@ -456,6 +469,37 @@ static int gone(tinyc_ctx *ctx, tinyc_worker *w, const tinyc_wplan *plan, const 
 			   "restarted)", how, where);
 }
 
+/* Make the shared memory at least `need` bytes (a new memfd when it grows).  0, or -1 with
+ * a diagnostic. */
+static int ensure_shm(tinyc_ctx *ctx, tinyc_worker *w, uint64_t need)
+{
+	if (w->shm && w->shm_bytes >= need)
+		return 0;
+	if (w->shm)
+		munmap(w->shm, w->shm_bytes);
+	if (w->mfd >= 0)
+		close(w->mfd);
+	w->shm = NULL;
+	w->shm_bytes = 0;
+	w->shm_sent = 0;
+	uint64_t size = (need + SHM_GRAIN - 1) / SHM_GRAIN * SHM_GRAIN;
+	void *m = MAP_FAILED;
+	if ((w->mfd = memfd_create("tinyc-gpu-io", MFD_CLOEXEC)) < 0 ||
+	    ftruncate(w->mfd, (off_t)size) < 0 ||
+	    (m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, w->mfd, 0)) == MAP_FAILED) {
+		int e = errno;
+		if (w->mfd >= 0)
+			close(w->mfd);
+		w->mfd = -1;
+		return tinyc_error(ctx, e == ENOMEM || e == ENOSPC ? "OutOfMemory" : "GpuWorkerError",
+				   "cannot share %llu bytes with the GPU worker: %s",
+				   (unsigned long long)size, strerror(e));
+	}
+	w->shm = m;
+	w->shm_bytes = size;
+	return 0;
+}
+
 int tinyc_worker_run(tinyc_ctx *ctx, tinyc_worker *w, const tinyc_wplan *plan,
 		     const void *const *in, void *const *out, double timeout_s)
 {
@@ -468,32 +512,29 @@ int tinyc_worker_run(tinyc_ctx *ctx, tinyc_worker *w, const tinyc_wplan *plan,
 	if (!w->pid && start(ctx, w, timeout_s) < 0)
 		return -1;
 	tinyc_buf msg = {0};
-	uint64_t shm_bytes = 0;
-	put_plan(&msg, plan, &shm_bytes);
+	uint64_t need = 0;
+	int rc = -1;
+	put_plan(&msg, plan, &need);
 	if (msg.oom) {
 		tinyc_buf_free(&msg);
 		return tinyc_error(ctx, "OutOfMemory", "the GPU worker's request");
 	}
-	int rc = -1, mfd = memfd_create("tinyc-gpu-io", MFD_CLOEXEC);
-	unsigned char *shm = MAP_FAILED;
-	if (mfd < 0 || ftruncate(mfd, (off_t)shm_bytes) < 0 ||
-	    (shm = mmap(NULL, shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED) {
-		tinyc_error(ctx, errno == ENOMEM || errno == ENOSPC ? "OutOfMemory" : "GpuWorkerError",
-			    "cannot share %llu bytes with the GPU worker: %s",
-			    (unsigned long long)shm_bytes, strerror(errno));
+	if (ensure_shm(ctx, w, need) < 0)
 		goto done;
-	}
-	shm_header *h = (shm_header *)shm;
+	/* the request says the mapping's size (the worker maps all of it) */
+	memcpy(msg.data + 2 * sizeof(int32_t), &w->shm_bytes, sizeof(w->shm_bytes));
+	shm_header *h = (shm_header *)w->shm;
 	h->kernel = NO_KERNEL;
 	const tinyc_wbuf *wb = (const tinyc_wbuf *)(msg.data + 2 * sizeof(int32_t) + sizeof(uint64_t));
 	for (int i = 0; i < plan->nbuf; i++)
 		if (wb[i].role == TINYC_WB_INPUT && wb[i].io_bytes)
-			memcpy(shm + wb[i].shm_off, in[i], wb[i].io_bytes);
+			memcpy(w->shm + wb[i].shm_off, in[i], wb[i].io_bytes);
 	double deadline = timeout_s > 0 ? now_ms() + timeout_s * 1e3 : 0;
-	if (send_frame(w->fd, FRAME_RUN, msg.data, msg.len, mfd) < 0) {
+	if (send_frame(w->fd, FRAME_RUN, msg.data, msg.len, w->shm_sent ? -1 : w->mfd) < 0) {
 		gone(ctx, w, plan, h, 0, timeout_s);
 		goto done;
 	}
+	w->shm_sent = 1;
 	uint32_t type = 0;
 	uint64_t len = 0;
 	char *reply = NULL;
@@ -521,13 +562,9 @@ int tinyc_worker_run(tinyc_ctx *ctx, tinyc_worker *w, const tinyc_wplan *plan,
 		goto done;
 	for (int i = 0; i < plan->nbuf; i++)
 		if (wb[i].role == TINYC_WB_OUTPUT && wb[i].io_bytes)
-			memcpy(out[i], shm + wb[i].shm_off, wb[i].io_bytes);
+			memcpy(out[i], w->shm + wb[i].shm_off, wb[i].io_bytes);
 	rc = 0;
 done:
-	if (shm != MAP_FAILED)
-		munmap(shm, shm_bytes);
-	if (mfd >= 0)
-		close(mfd);
 	tinyc_buf_free(&msg);
 	return rc;
 }
@@ -540,6 +577,8 @@ typedef struct device {
 	tinyc_cuda *cu;		/* the CUDA device; NULL: fake */
 	int fake_pending;	/* fake: a fault reported at the next synchronisation */
 	int fake_faulted;	/* fake: the context is poisoned */
+	unsigned char *shm;	/* the caller's shared memory, mapped (NULL until sent) */
+	uint64_t shm_bytes;	/* its size */
 } device;
 
 /* A loaded kernel: CUDA's, or the fake op's name. */
@@ -833,24 +872,39 @@ done:
 	return rc;
 }
 
-/* Serve one RUN frame: decode, map the shared memory, execute, reply DONE.  0, or -1 when
- * the stream is broken. */
+/* Map a newly sent shared memory of `bytes` (replacing the old one).  0 or -1. */
+static int map_shm(device *d, int mfd, uint64_t bytes)
+{
+	if (d->shm)
+		munmap(d->shm, d->shm_bytes);
+	d->shm = NULL;
+	d->shm_bytes = 0;
+	void *m = bytes >= SHM_HEADER ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)
+				      : MAP_FAILED;
+	if (m == MAP_FAILED)
+		return tinyc_error(d->ctx, "GpuWorkerError", "the GPU worker cannot map the shared "
+				   "memory: %s", strerror(errno));
+	d->shm = m;
+	d->shm_bytes = bytes;
+	return 0;
+}
+
+/* Serve one RUN frame: decode, map a new shared memory (mfd >= 0), execute, reply DONE.  0,
+ * or -1 when the stream is broken. */
 static int serve(device *d, int fd, const char *payload, uint64_t len, int mfd)
 {
 	reader r = {payload, payload + len};
 	run_req q = {{0}};
-	unsigned char *shm = MAP_FAILED;
 	int rc = -1;
-	if (get_plan(&r, &q) < 0 || mfd < 0)
+	if (get_plan(&r, &q) < 0)
 		tinyc_error(d->ctx, "GpuWorkerError", "the GPU worker got a bad request");
-	else if (q.shm_bytes < SHM_HEADER ||
-		 (shm = mmap(NULL, q.shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED)
-		tinyc_error(d->ctx, "GpuWorkerError", "the GPU worker cannot map the shared memory: %s",
-			    strerror(errno));
+	else if (mfd >= 0 && map_shm(d, mfd, q.shm_bytes) < 0)
+		;
+	else if (!d->shm || q.shm_bytes != d->shm_bytes)
+		tinyc_error(d->ctx, "GpuWorkerError", "the GPU worker has no shared memory of %llu bytes",
+			    (unsigned long long)q.shm_bytes);
 	else
-		rc = execute(d, &q, shm);
-	if (shm != MAP_FAILED)
-		munmap(shm, q.shm_bytes);
+		rc = execute(d, &q, d->shm);
 	run_req_clear(&q);
 	tinyc_buf out = {0};
 	int32_t res[2] = {rc, dev_faulted(d)};
@@ -905,6 +959,8 @@ int tinyc_worker_main(int fd, int fake)
 			close(mfd);
 	}
 	tinyc_cuda_close(d.cu);	/* after a fault its calls fail, harmlessly */
+	if (d.shm)
+		munmap(d.shm, d.shm_bytes);
 	tinyc_ctx_free(d.ctx);
 	close(fd);
 	return status;

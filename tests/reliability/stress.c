@@ -439,6 +439,8 @@ static int run_worker(void)
 		printf("%s: a bad image: %s", ok ? "ok" : "FAIL", text);
 		tinyc_ctx_free(ctx);
 		ok = ok && fake_fma_works(w, 3, "after the bad image") && tinyc_worker_pid(w) == first;
+		ok = ok && fake_fma_works(w, 1000000, "a larger run (the shared memory grows)") &&
+		     fake_fma_works(w, 9, "a smaller one again") && tinyc_worker_pid(w) == first;
 	}
 	if (ok) {	/* a worker killed from outside while idle: the next run starts another */
 		kill(first, SIGKILL);
