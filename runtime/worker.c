@@ -357,12 +357,22 @@ static int start(tinyc_ctx *ctx, tinyc_worker *w, double timeout_s)
 	}
 	char *argv[] = {w->exe, "--fd", "3", w->fake ? "--fake" : NULL, NULL};
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none;
+	sigemptyset(&none);
 	int err = sv[1] < 0 ? errno : posix_spawn_file_actions_init(&fa);
-	if (!err) {
+	if (!err && (err = posix_spawnattr_init(&at)) != 0)
+		posix_spawn_file_actions_destroy(&fa);
+	if (!err) {	/* the socket as fd 3; no signal blocked (the caller's thread may block some) */
 		err = posix_spawn_file_actions_adddup2(&fa, sv[1], WORKER_FD);
 		if (!err)
-			err = posix_spawn(&w->pid, w->exe, &fa, NULL, argv, environ);
+			err = posix_spawnattr_setsigmask(&at, &none);
+		if (!err)
+			err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+		if (!err)
+			err = posix_spawn(&w->pid, w->exe, &fa, &at, argv, environ);
 		posix_spawn_file_actions_destroy(&fa);
+		posix_spawnattr_destroy(&at);
 	}
 	if (sv[1] >= 0)
 		close(sv[1]);
