@@ -17,6 +17,10 @@
  *   stress fault                      (GPU) a kernel that stores through a bad pointer, in the
  *                                     GPU worker: reported with its name, the worker restarted;
  *                                     the next compile and run in the process works
+ *   stress fault-in-process           (GPU) the same fault in this process (what device-pointer
+ *                                     launches meet): reported with its name, no crash; a run
+ *                                     in this process then works or fails cleanly (the driver
+ *                                     keeps the fault); an isolated run works
  *   stress hang                       (GPU) a kernel that never ends, with a 2 s limit:
  *                                     GpuTimeout with its name; the next compile and run works
  *   stress overhead N RUNS            (GPU; a measurement) tinyc_program_run's time per call
@@ -546,6 +550,70 @@ static int run_alloc(void)
 	return ok && api_run_works("after the allocation failure") ? 0 : 1;
 }
 
+/* A fault in this process (what tinyc_program_launch on the caller's pointers, or a run
+ * with isolation off, meets): reported with the kernel's name, no crash; afterwards a run in
+ * this process works where the driver allows the context reset, else fails cleanly with a
+ * CUDA diagnostic; an isolated run works either way (its CUDA is the worker's). */
+static int run_fault_in_process(void)
+{
+	if (!tinyc_cuda_available()) {
+		printf("SKIP: no CUDA device\n");
+		return SKIP;
+	}
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_cuda *cu = ctx ? tinyc_cuda_open(ctx, 0) : NULL;
+	if (!cu) {
+		printf("FAIL: cannot open the device\n");
+		tinyc_ctx_free(ctx);
+		return 1;
+	}
+	int ok = 1, reset = 0;
+	char text[4096] = "";
+	tinyc_blob img = {0};
+	tinyc_kernel *k = NULL;
+	if (tinyc_nvrtc_compile(ctx, fault_src, "fault.cu", tinyc_cuda_device_info(cu)->target, 1,
+				&img) < 0 ||
+	    !(k = tinyc_cuda_kernel_load(cu, &img, "tinyc_test_fault"))) {
+		tinyc_ctx_print_diags(ctx, stdout);
+		ok = 0;
+	} else {
+		tinyc_devptr bad = 0;
+		void *args[] = {&bad};
+		int rc = tinyc_cuda_launch(cu, k, (tinyc_dim3){1, 1, 1}, (tinyc_dim3){32, 1, 1}, 0, args);
+		if (rc == 0)
+			rc = tinyc_cuda_sync_kernel(cu, "tinyc_test_fault");
+		if (rc == 0 || !diags_contain(ctx, "in kernel 'tinyc_test_fault'", text, sizeof(text)) ||
+		    !strstr(text, "CUDA_ERROR_ILLEGAL_ADDRESS")) {
+			printf("FAIL: the fault was not reported with the kernel's name:\n%s\n", text);
+			ok = 0;
+		} else {
+			printf("ok: fault in this process reported: %s", text);
+			reset = strstr(text, "context was reset") != NULL;
+		}
+	}
+	tinyc_kernel_free(k);	/* loaded before the reset: gone, not unloaded */
+	tinyc_blob_clear(&img);
+	tinyc_cuda_close(cu);
+	tinyc_ctx_free(ctx);
+	if (ok) {	/* a run in this process: works after a reset, else fails cleanly */
+		job j = {.id = 1, .rounds = 1, .device = "cuda"};
+		tinyc_context *c = tinyc_context_new();
+		if (c && tinyc_context_set_gpu_isolation(c, 0) == TINYC_OK)
+			one_round(&j, c, 1000);
+		tinyc_context_free(c);
+		if (reset ? j.failures != 0
+			  : !j.failures || !strstr(j.why, "CUDA_ERROR_") || !strstr(text, "keeps this fault")) {
+			printf("FAIL: after the fault a run in this process neither %s: %s\n",
+			       reset ? "worked" : "failed with a CUDA diagnostic", j.why);
+			ok = 0;
+		} else {
+			printf("ok: a run in this process afterwards %s%s\n", reset ? "works" :
+			       "fails cleanly (the driver keeps the fault): ", j.why);
+		}
+	}
+	return ok && api_run_works("after the fault in this process (isolated)") ? 0 : 1;
+}
+
 /* Sort helper for the overhead timings. */
 static int cmp_double(const void *a, const void *b)
 {
@@ -621,11 +689,13 @@ int main(int argc, char **argv)
 		return run_worker();
 	if (argc >= 2 && !strcmp(argv[1], "fault"))
 		return run_gpu_contained(0);
+	if (argc >= 2 && !strcmp(argv[1], "fault-in-process"))
+		return run_fault_in_process();
 	if (argc >= 2 && !strcmp(argv[1], "hang"))
 		return run_gpu_contained(1);
 	if (argc >= 2 && !strcmp(argv[1], "alloc"))
 		return run_alloc();
 	fprintf(stderr, "usage: stress threads N DEVICES ROUNDS | cache DIR FIRST COUNT | "
-			"cache-verify DIR COUNT | worker | fault | hang | alloc | overhead N RUNS\n");
+			"cache-verify DIR COUNT | worker | fault | fault-in-process | hang | alloc | overhead N RUNS\n");
 	return 2;
 }
