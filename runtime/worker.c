@@ -96,35 +96,52 @@ static int recv_all(int fd, void *data, size_t n)
 	return xfer_all(fd, data, n, 0);
 }
 
-/* Send one frame, with file descriptor pass_fd (>= 0) attached. */
-static int send_frame(int fd, uint32_t type, const void *payload, size_t len, int pass_fd)
-{
-	frame h = {MAGIC, type, len};
-	struct iovec iov = {&h, sizeof(h)};
-	struct msghdr m = {0};
+/* A frame header as a socket message, with room for one passed descriptor. */
+typedef struct wire_msg {
+	frame h;		/* the header */
+	struct iovec iov;	/* pointing at h */
+	struct msghdr m;	/* the message */
 	union {
 		struct cmsghdr c;
 		char bytes[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
+	} ctl;			/* the descriptor's control message */
+} wire_msg;
+
+/* Point w's message at its header and its control space. */
+static void wire_msg_init(wire_msg *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->iov.iov_base = &w->h;
+	w->iov.iov_len = sizeof(w->h);
+	w->m.msg_iov = &w->iov;
+	w->m.msg_iovlen = 1;
+	w->m.msg_control = w->ctl.bytes;
+	w->m.msg_controllen = sizeof(w->ctl.bytes);
+}
+
+/* Send one frame, with file descriptor pass_fd (>= 0) attached. */
+static int send_frame(int fd, uint32_t type, const void *payload, size_t len, int pass_fd)
+{
+	wire_msg w;
+	wire_msg_init(&w);
+	w.h = (frame){MAGIC, type, len};
 	if (pass_fd >= 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		m.msg_control = ctl.bytes;
-		m.msg_controllen = sizeof(ctl.bytes);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&w.m);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	} else {
+		w.m.msg_control = NULL;
+		w.m.msg_controllen = 0;
 	}
 	ssize_t k;
 	do
-		k = sendmsg(fd, &m, MSG_NOSIGNAL);
+		k = sendmsg(fd, &w.m, MSG_NOSIGNAL);
 	while (k < 0 && errno == EINTR);
 	if (k < 0)
 		return -1;
-	if ((size_t)k < sizeof(h) && send_all(fd, (char *)&h + k, sizeof(h) - (size_t)k) < 0)
+	if ((size_t)k < sizeof(w.h) && send_all(fd, (char *)&w.h + k, sizeof(w.h) - (size_t)k) < 0)
 		return -1;
 	return send_all(fd, payload, len);
 }
@@ -133,37 +150,29 @@ static int send_frame(int fd, uint32_t type, const void *payload, size_t len, in
  * descriptor (-1 when none).  0, or -1 at the end of the stream or on a bad frame. */
 static int recv_frame(int fd, uint32_t *type, char **payload, uint64_t *len, int *passed)
 {
-	frame h;
-	struct iovec iov = {&h, sizeof(h)};
-	struct msghdr m = {0};
-	union {
-		struct cmsghdr c;
-		char bytes[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	memset(&ctl, 0, sizeof(ctl));
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = ctl.bytes;
-	m.msg_controllen = sizeof(ctl.bytes);
+	wire_msg w;
+	wire_msg_init(&w);
+	frame *h = &w.h;
+	struct msghdr *m = &w.m;
 	*payload = NULL;
 	*passed = -1;
 	ssize_t k;
 	do
-		k = recvmsg(fd, &m, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+		k = recvmsg(fd, m, MSG_WAITALL | MSG_CMSG_CLOEXEC);
 	while (k < 0 && errno == EINTR);
 	if (k <= 0)
 		return -1;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	struct cmsghdr *c = CMSG_FIRSTHDR(m);
 	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 		memcpy(passed, CMSG_DATA(c), sizeof(int));
-	if (((size_t)k < sizeof(h) && recv_all(fd, (char *)&h + k, sizeof(h) - (size_t)k) < 0) ||
-	    h.magic != MAGIC || h.len > ((uint64_t)1 << 40))
+	if (((size_t)k < sizeof(*h) && recv_all(fd, (char *)h + k, sizeof(*h) - (size_t)k) < 0) ||
+	    h->magic != MAGIC || h->len > ((uint64_t)1 << 40))
 		goto bad;
-	if (!(*payload = malloc(h.len + 1)) || recv_all(fd, *payload, h.len) < 0)
+	if (!(*payload = malloc(h->len + 1)) || recv_all(fd, *payload, h->len) < 0)
 		goto bad;
-	(*payload)[h.len] = 0;
-	*type = h.type;
-	*len = h.len;
+	(*payload)[h->len] = 0;
+	*type = h->type;
+	*len = h->len;
 	return 0;
 bad:
 	free(*payload);
