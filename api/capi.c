@@ -27,6 +27,9 @@
 struct tinyc_context {
 	tinyc_ctx *ctx;		/* the diagnostics of the last call (owned) */
 	char *text;		/* their rendering for tinyc_context_diagnostics (owned, or NULL) */
+	int no_isolate;		/* tinyc_context_set_gpu_isolation(ctx, 0) */
+	double gpu_timeout;	/* an isolated run's time limit, seconds (0: none) */
+	tinyc_worker *worker;	/* the GPU worker of isolated runs (owned; NULL until used) */
 };
 
 struct tinyc_program {
@@ -116,6 +119,7 @@ tinyc_context *tinyc_context_new(void)
 		free(c);
 		return NULL;
 	}
+	c->gpu_timeout = TINYC_GPU_TIMEOUT_DEFAULT;
 	return c;
 }
 
@@ -123,10 +127,13 @@ void tinyc_context_free(tinyc_context *c)
 {
 	if (!c)
 		return;
+	tinyc_worker_free(c->worker);
 	tinyc_ctx_free(c->ctx);
 	free(c->text);
 	free(c);
 }
+
+
 
 /* Start a public call: forget the previous call's diagnostics. */
 static void begin(tinyc_context *c)
@@ -146,7 +153,8 @@ static tinyc_status failure(tinyc_context *c)
 		return TINYC_ERROR_NO_MEMORY;
 	if (!strcmp(kind, "NoGpu"))
 		return TINYC_ERROR_NO_GPU;
-	if (!strncmp(kind, "Cuda", 4) || !strcmp(kind, "NvrtcError") || !strcmp(kind, "LaunchError"))
+	if (!strncmp(kind, "Cuda", 4) || !strncmp(kind, "Gpu", 3) || !strcmp(kind, "NvrtcError") ||
+	    !strcmp(kind, "LaunchError"))
 		return TINYC_ERROR_CUDA;
 	return TINYC_ERROR_INPUT;
 }
@@ -157,6 +165,26 @@ static tinyc_status usage(tinyc_context *c, const char *fmt, const char *arg)
 	if (c)
 		tinyc_error(c->ctx, "UsageError", fmt, arg);
 	return TINYC_ERROR_USAGE;
+}
+
+tinyc_status tinyc_context_set_gpu_isolation(tinyc_context *c, int on)
+{
+	if (!c)
+		return TINYC_ERROR_USAGE;
+	begin(c);
+	c->no_isolate = !on;
+	return TINYC_OK;
+}
+
+tinyc_status tinyc_context_set_gpu_timeout(tinyc_context *c, double seconds)
+{
+	if (!c)
+		return TINYC_ERROR_USAGE;
+	begin(c);
+	if (!(seconds >= 0))
+		return usage(c, "tinyc_context_set_gpu_timeout: %s", "the limit is 0 (none) or more seconds");
+	c->gpu_timeout = seconds;
+	return TINYC_OK;
 }
 
 const char *tinyc_context_diagnostics(tinyc_context *c)
@@ -548,6 +576,10 @@ tinyc_status tinyc_program_run(tinyc_program *p, const void *const *inputs, void
 		rc = tinyc_eval(ctx, p->m->uop, p->sizes, &io);
 	} else if (!strcmp(p->device, "gpuir")) {
 		rc = tinyc_gpu_run_interp(ctx, tinyc_module_gpuir(p->m), p->sym, &io);
+	} else if (!p->c->no_isolate) {	/* in the context's GPU worker */
+		if (p->c->worker || (p->c->worker = tinyc_gpu_worker_new(ctx)))
+			rc = tinyc_gpu_run_isolated(ctx, p->c->worker, tinyc_module_gpuir(p->m), p->sym,
+						    &io, NULL, p->c->gpu_timeout, NULL);
 	} else if (load(p) == 0) {
 		rc = tinyc_cuda_make_current(p->cu);
 		if (rc == 0)

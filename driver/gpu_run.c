@@ -235,20 +235,18 @@ typedef struct tmap_storage {
 	_Alignas(64) unsigned char bytes[128];	/* the opaque map */
 } tmap_storage;
 
-/* Build the tensor map of parameter v (a PARAM_TMAP with its description) for this launch:
- * dims, strides and offset under the symbol values, the buffer's device address.  The
- * hardware needs 16-byte aligned addresses and byte strides that are multiples of 16. */
-static int tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
-		    const tinyc_gkernel *k, const tinyc_gvar *v, const int64_t *sym,
-		    const tinyc_devptr *dptr, tmap_storage *out)
+/* Describe the tensor map of parameter v (a PARAM_TMAP with its description) for this launch:
+ * dims, strides and offset under the symbol values.  The hardware needs 16-byte aligned
+ * addresses (checked at encoding) and byte strides that are multiples of 16. */
+static int tmap_desc(tinyc_ctx *ctx, const tinyc_gpu_module *gm, const tinyc_gkernel *k,
+		     const tinyc_gvar *v, const int64_t *sym, tinyc_wparam *out)
 {
 	const tinyc_gtmap *t = v->tmap;
 	if (!t || t->buf < 0 || t->buf >= gm->nbuf)
 		return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s has no description",
 				   k->name, v->name);
 	int es = tinyc_dtype_size(t->dtype);
-	uint64_t dims[5], strides[5];
-	uint32_t box[5];
+	tinyc_wtmap *m = &out->tmap;
 	int64_t off, x;
 	if (tinyc_gpu_eval_int(t->offset, sym, &off) < 0 || off < 0)
 		return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: offset needs a symbol value",
@@ -257,26 +255,79 @@ static int tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
 		if (tinyc_gpu_eval_int(t->dim[d], sym, &x) < 0 || x < 1)
 			return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: extent %d is not "
 					   "a positive value", k->name, v->name, d);
-		dims[d] = (uint64_t)x;
+		m->dims[d] = (uint64_t)x;
 		if (tinyc_gpu_eval_int(t->stride[d], sym, &x) < 0 || x < 0)
 			return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: stride %d needs "
 					   "a symbol value", k->name, v->name, d);
 		if (d > 0) {
-			strides[d - 1] = (uint64_t)x * (uint64_t)es;
-			if (strides[d - 1] % 16)
+			m->strides[d - 1] = (uint64_t)x * (uint64_t)es;
+			if (m->strides[d - 1] % 16)
 				return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: the byte stride "
 						   "%" PRIu64 " of dim %d is not a multiple of 16 (TMA)", k->name,
-						   v->name, strides[d - 1], d);
+						   v->name, m->strides[d - 1], d);
 		}
-		box[d] = (uint32_t)t->box[d];
+		m->box[d] = (uint32_t)t->box[d];
 	}
-	tinyc_devptr base = dptr[t->buf] + (tinyc_devptr)off * (tinyc_devptr)es;
+	out->kind = TINYC_WP_TMAP;
+	out->buf = t->buf;
+	m->offset_bytes = (uint64_t)off * (uint64_t)es;
+	m->elem = t->dtype == TINYC_BFLOAT16 ? TINYC_TMAP_BF16
+		  : t->dtype == TINYC_FLOAT ? TINYC_TMAP_F32 : TINYC_TMAP_F16;
+	m->rank = t->rank;
+	m->swizzle = t->swizzle;
+	return 0;
+}
+
+/* Encode a described tensor map over the buffers at dptr[] into map (128 bytes, 64-byte
+ * aligned). */
+static int tmap_encode(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gkernel *k, const tinyc_gvar *v,
+		       const tinyc_wparam *w, const tinyc_devptr *dptr, void *map)
+{
+	const tinyc_wtmap *m = &w->tmap;
+	tinyc_devptr base = dptr[w->buf] + m->offset_bytes;
 	if (base % 16)
 		return tinyc_error(ctx, "LaunchError", "kernel %s: tensor map %s: the origin is not 16-byte "
 				   "aligned (TMA)", k->name, v->name);
-	tinyc_tmap_elem el = t->dtype == TINYC_BFLOAT16 ? TINYC_TMAP_BF16
-			     : t->dtype == TINYC_FLOAT ? TINYC_TMAP_F32 : TINYC_TMAP_F16;
-	return tinyc_cuda_tensor_map(cu, out->bytes, el, t->rank, base, dims, strides, box, t->swizzle);
+	return tinyc_cuda_tensor_map(cu, map, (tinyc_tmap_elem)m->elem, m->rank, base, m->dims,
+				     m->strides, m->box, m->swizzle);
+}
+
+int tinyc_gpu_kernel_plan(tinyc_ctx *ctx, const tinyc_gpu_module *gm, int i, const int64_t *sym,
+			  tinyc_wkernel *wk)
+{
+	const tinyc_gkernel *k = gm->kernels[i];
+	memset(wk, 0, sizeof(*wk));
+	snprintf(wk->name, sizeof(wk->name), "%s", k->name);
+	for (int d = 0; d < 3; d++) {
+		int64_t g;
+		if (tinyc_gpu_eval_int(k->grid[d], sym, &g) < 0)
+			return tinyc_error(ctx, "LaunchError", "kernel %s: grid extent needs a symbol value", k->name);
+		wk->grid[d] = g > 0 ? (unsigned)g : 0;	/* 0: nothing to compute */
+		wk->block[d] = (unsigned)k->block[d];
+	}
+	wk->smem = (unsigned)k->dyn_smem;
+	if (!wk->grid[0] || !wk->grid[1] || !wk->grid[2])
+		return 0;
+	if (!(wk->params = tinyc_calloc(ctx, (size_t)k->nparam + 1, sizeof(*wk->params))))
+		return -1;
+	wk->nparam = k->nparam;
+	for (int p = 0; p < k->nparam; p++) {
+		const tinyc_gvar *v = &k->vars[k->params[p]];
+		tinyc_wparam *w = &wk->params[p];
+		if (v->kind == TINYC_GV_PARAM_PTR) {
+			w->kind = TINYC_WP_PTR;
+			w->buf = v->buf;
+		} else if (v->kind == TINYC_GV_PARAM_INT) {
+			w->val = sym[v->sym];
+			w->kind = v->dtype == TINYC_INT ? TINYC_WP_I32 : TINYC_WP_I64;
+			if (v->dtype == TINYC_INT && w->val > INT32_MAX)
+				return tinyc_error(ctx, "LaunchError", "kernel %s: %s = %" PRId64 " does not fit int",
+						   k->name, v->name, w->val);
+		} else if (tmap_desc(ctx, gm, k, v, sym, w) < 0) {
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* Evaluate kernel i's grid and build its arguments (pointers, integers, tensor maps). */
@@ -284,48 +335,43 @@ static int launch_prepare(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module
 			  tinyc_kernel *kern, const int64_t *sym, const tinyc_devptr *dptr, launch *l)
 {
 	const tinyc_gkernel *k = gm->kernels[i];
-	int64_t grid[3];
-	for (int d = 0; d < 3; d++)
-		if (tinyc_gpu_eval_int(k->grid[d], sym, &grid[d]) < 0)
-			return tinyc_error(ctx, "LaunchError", "kernel %s: grid extent needs a symbol value", k->name);
-	l->empty = grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0;	/* nothing to compute */
-	for (int d = 0; d < 3; d++)
-		l->grid_v[d] = grid[d] > 0 ? (unsigned)grid[d] : 0;
-	if (l->empty)
-		return 0;
+	tinyc_wkernel wk;
+	int rc = tinyc_gpu_kernel_plan(ctx, gm, i, sym, &wk);
+	memcpy(l->grid_v, wk.grid, sizeof(l->grid_v));
+	l->empty = !wk.grid[0] || !wk.grid[1] || !wk.grid[2];
+	if (rc < 0 || l->empty) {
+		free(wk.params);
+		return rc;
+	}
 	l->args = calloc((size_t)k->nparam + 1, sizeof(void *));
 	l->vals = calloc((size_t)k->nparam + 1, sizeof(int64_t));
 	l->vals32 = calloc((size_t)k->nparam + 1, sizeof(int32_t));
 	l->maps = aligned_alloc(64, sizeof(tmap_storage) * ((size_t)k->nparam + 1));
-	if (!l->args || !l->vals || !l->vals32 || !l->maps)
+	if (!l->args || !l->vals || !l->vals32 || !l->maps) {
+		free(wk.params);
 		return tinyc_error(ctx, "OutOfMemory", "kernel arguments");
+	}
 	tmap_storage *maps = l->maps;
-	for (int p = 0; p < k->nparam; p++) {
-		const tinyc_gvar *v = &k->vars[k->params[p]];
-		if (v->kind == TINYC_GV_PARAM_PTR) {
-			l->args[p] = (void *)&dptr[v->buf];
-		} else if (v->kind == TINYC_GV_PARAM_INT) {
-			l->vals[p] = sym[v->sym];
-			if (v->dtype == TINYC_INT) {
-				if (l->vals[p] > INT32_MAX)
-					return tinyc_error(ctx, "LaunchError", "kernel %s: %s = %" PRId64 " does not fit int",
-							   k->name, v->name, l->vals[p]);
-				l->vals32[p] = (int32_t)l->vals[p];
-				l->args[p] = &l->vals32[p];
-			} else {
-				l->args[p] = &l->vals[p];
-			}
-		} else if (tmap_arg(ctx, cu, gm, k, v, sym, dptr, &maps[p]) == 0) {
+	for (int p = 0; p < k->nparam && rc == 0; p++) {
+		const tinyc_wparam *w = &wk.params[p];
+		if (w->kind == TINYC_WP_PTR) {
+			l->args[p] = (void *)&dptr[w->buf];
+		} else if (w->kind == TINYC_WP_I32) {
+			l->vals32[p] = (int32_t)w->val;
+			l->args[p] = &l->vals32[p];
+		} else if (w->kind == TINYC_WP_I64) {
+			l->vals[p] = w->val;
+			l->args[p] = &l->vals[p];
+		} else if ((rc = tmap_encode(ctx, cu, k, &k->vars[k->params[p]], w, dptr, &maps[p])) == 0) {
 			l->args[p] = &maps[p];
-		} else {
-			return -1;
 		}
 	}
+	free(wk.params);
 	l->k = kern;
 	l->grid = (tinyc_dim3){l->grid_v[0], l->grid_v[1], l->grid_v[2]};
 	l->block = (tinyc_dim3){(unsigned)k->block[0], (unsigned)k->block[1], (unsigned)k->block[2]};
 	l->smem = (unsigned)k->dyn_smem;
-	return 0;
+	return rc;
 }
 
 /* The timings of a bench run (the launches already ran once).  Per kernel: the median of
@@ -447,6 +493,19 @@ static int device_memory_check(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_m
 				       need);
 }
 
+/* Copy kernel i's image into opt->keep[i] when the caller keeps them (the module cache). */
+static int keep_image(tinyc_ctx *ctx, const tinyc_gpu_run_opts *opt, int i, const tinyc_blob *img)
+{
+	if (!opt->keep)
+		return 0;
+	if (!(opt->keep[i].data = malloc(img->size + 1)))
+		return tinyc_error(ctx, "OutOfMemory", "kernel image copy");
+	memcpy(opt->keep[i].data, img->data, img->size);
+	opt->keep[i].size = img->size;
+	opt->keep[i].is_cubin = img->is_cubin;
+	return 0;
+}
+
 int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
 		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
 		       tinyc_gpu_run_stats *stats)
@@ -483,15 +542,8 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 			snprintf(stats->k[i].name, sizeof(stats->k[i].name), "%s", k->name);
 			stats->k[i].cache_hit = 1;
 		}
-		if (opt->keep && !(opt->keep[i].data = malloc(img->size + 1))) {
-			tinyc_error(ctx, "OutOfMemory", "kernel image copy");
+		if (keep_image(ctx, opt, i, img) < 0)
 			goto done;
-		}
-		if (opt->keep) {
-			memcpy(opt->keep[i].data, img->data, img->size);
-			opt->keep[i].size = img->size;
-			opt->keep[i].is_cubin = img->is_cubin;
-		}
 		double t_load = tinyc_now_ms();
 		kern[i] = tinyc_cuda_kernel_load(cu, img, k->name);
 		if (stats)
@@ -583,6 +635,84 @@ done:
 	return rc;
 }
 
+/* ------------------------------------------------------ in a worker process ---- */
+
+int tinyc_gpu_run_isolated(tinyc_ctx *ctx, tinyc_worker *w, const tinyc_gpu_module *gm,
+			   const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
+			   double timeout_s, tinyc_gpu_run_stats *stats)
+{
+	tinyc_gpu_run_opts defaults = {0};
+	if (!opt)
+		opt = &defaults;
+	const tinyc_device_info *dev = NULL;
+	if (check_syms(ctx, gm, sym) < 0 || !(dev = tinyc_worker_device(ctx, w)) ||
+	    alloc_outputs(ctx, gm, sym, io) < 0)
+		return -1;
+	int rc = -1, nk = gm->nkernel, nw = 0;
+	tinyc_compile_result *results = calloc((size_t)nk + 1, sizeof(*results));
+	tinyc_wkernel *wks = calloc((size_t)nk + 1, sizeof(*wks));
+	tinyc_wbuf *wbs = calloc((size_t)gm->nbuf + 1, sizeof(*wbs));
+	const void **in = calloc((size_t)gm->nbuf + 1, sizeof(*in));
+	void **out = calloc((size_t)gm->nbuf + 1, sizeof(*out));
+	if (stats) {
+		tinyc_gpu_run_stats_clear(stats);
+		stats->k = calloc((size_t)nk + 1, sizeof(*stats->k));
+		stats->nkernel = nk;
+	}
+	if (!results || !wks || !wbs || !in || !out || (stats && !stats->k)) {
+		tinyc_error(ctx, "OutOfMemory", "isolated CUDA run");
+		goto done;
+	}
+	if (!opt->images && compile_all(ctx, gm, dev, opt, results, stats) < 0)
+		goto done;
+	/* the buffers: inputs and outputs travel through shared memory, temporaries stay there */
+	for (int i = 0; i < gm->nbuf; i++) {
+		const tinyc_gbuf *b = &gm->bufs[i];
+		int64_t n = buf_storage(b, sym), es = tinyc_dtype_size(b->dtype);
+		const tinyc_tensor *t = NULL;
+		wbs[i].bytes = (uint64_t)(n > 0 ? n : 1) * (uint64_t)es;
+		if (b->role == TINYC_GB_INPUT) {
+			if (!(t = input_of(ctx, b, sym, io)))
+				goto done;
+			wbs[i].role = TINYC_WB_INPUT;
+			in[i] = t->data;
+		} else if (b->role == TINYC_GB_OUTPUT) {
+			t = io->out[b->index];
+			wbs[i].role = TINYC_WB_OUTPUT;
+			out[i] = t->data;
+		}
+		if (t) {
+			wbs[i].io_bytes = (uint64_t)tinyc_tensor_numel(t) * (uint64_t)es;
+			wbs[i].bytes = wbs[i].io_bytes ? wbs[i].io_bytes : 1;
+		}
+	}
+	/* the launches, evaluated here; kernels with an empty grid are left out */
+	for (int i = 0; i < nk; i++) {
+		const tinyc_blob *img = opt->images ? &opt->images[i] : &results[i].blob;
+		if (keep_image(ctx, opt, i, img) < 0 || tinyc_gpu_kernel_plan(ctx, gm, i, sym, &wks[nw]) < 0) {
+			free(wks[nw].params);
+			goto done;
+		}
+		if (stats)
+			memcpy(stats->k[i].grid, wks[nw].grid, sizeof(stats->k[i].grid)),
+			memcpy(stats->k[i].block, wks[nw].block, sizeof(stats->k[i].block));
+		wks[nw].image = img;
+		if (wks[nw].params)
+			nw++;
+	}
+	tinyc_wplan plan = {gm->nbuf, wbs, nw, wks};
+	rc = tinyc_worker_run(ctx, w, &plan, in, out, timeout_s);
+done:
+	for (int i = 0; results && i < nk; i++)
+		tinyc_compile_result_clear(&results[i]);
+	for (int i = 0; wks && i < nw; i++)
+		free(wks[i].params);
+	free(results), free(wks), free(wbs), free(in), free(out);
+	if (rc < 0)
+		tinyc_io_clear_outputs(io);
+	return rc;
+}
+
 /* ---- shared with gpu_launch.c (launches on the caller's device pointers) ---- */
 
 int64_t tinyc_gpu_buf_storage(const tinyc_gbuf *b, const int64_t *sym)
@@ -594,5 +724,8 @@ int tinyc_gpu_tmap_arg(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 		       const tinyc_gkernel *k, const tinyc_gvar *v, const int64_t *sym,
 		       const tinyc_devptr *dptr, void *map)
 {
-	return tmap_arg(ctx, cu, gm, k, v, sym, dptr, map);
+	tinyc_wparam w = {0};
+	if (tmap_desc(ctx, gm, k, v, sym, &w) < 0)
+		return -1;
+	return tmap_encode(ctx, cu, k, v, &w, dptr, map);
 }

@@ -5,12 +5,14 @@
  *                 kernel cache), launches in order, timing, outputs.
  *   gpu_cache.c   the compiled-module cache (see there).
  *   gpu_launch.c  tinyc_gpu_load / tinyc_gpu_launch_async (the C API's program launch).
+ *   gpu_isolate.c finding the GPU worker executable (tinyc_gpu_run_isolated is in gpu_run.c).
  */
 #ifndef TINYC_DRIVER_RUN_H
 #define TINYC_DRIVER_RUN_H
 
 #include "codegen/gpu.h"
 #include "runtime/runtime.h"
+#include "runtime/worker.h"
 
 /* ---- gpu_run.c ---- */
 
@@ -89,6 +91,27 @@ int tinyc_gpu_run_interp(tinyc_ctx *ctx, const tinyc_gpu_module *gm, const int64
 int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *gm,
 		       const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
 		       tinyc_gpu_run_stats *stats);
+
+/* The same in a worker process (runtime/worker.h: a fault or a hang there cannot harm this
+ * process): the kernels compiled here for the worker's device (or opt->images), evaluated
+ * into a plan, inputs and outputs through shared memory; timeout_s > 0 limits the run
+ * (GpuTimeout).  opt->iters is ignored (no timing); stats gets the compile figures. */
+int tinyc_gpu_run_isolated(tinyc_ctx *ctx, tinyc_worker *w, const tinyc_gpu_module *gm,
+			   const int64_t *sym, tinyc_io *io, const tinyc_gpu_run_opts *opt,
+			   double timeout_s, tinyc_gpu_run_stats *stats);
+/* Kernel i's launch under sym[] as plain data (grid, block, shared memory, parameters; the
+ * image is left NULL): wk->params is allocated, NULL when the grid is empty (nothing to
+ * launch).  0 or -1. */
+int tinyc_gpu_kernel_plan(tinyc_ctx *ctx, const tinyc_gpu_module *gm, int i, const int64_t *sym,
+			  tinyc_wkernel *wk);
+/* The worker executable (gpu_isolate.c): $TINYC_GPU_WORKER, else tinyc-gpu-worker beside the
+ * library or the program (or in ../libexec, or ..).  A new string, or NULL when none exists. */
+__tinyc_give char *tinyc_gpu_worker_path(void);
+/* A worker handle for this process's runs (nothing started yet): NULL with a GpuWorkerError
+ * when no worker executable is found. */
+__tinyc_give tinyc_worker *tinyc_gpu_worker_new(tinyc_ctx *ctx);
+/* The default time limit of an isolated run, seconds. */
+#define TINYC_GPU_TIMEOUT_DEFAULT 60.0
 
 /* Elements of storage of buffer b under sym[] (strided: the span), -1 when a size is unbound. */
 int64_t tinyc_gpu_buf_storage(const tinyc_gbuf *b, const int64_t *sym);

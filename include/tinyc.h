@@ -55,7 +55,7 @@ typedef enum tinyc_status {
 	TINYC_ERROR_USAGE = 2,		/* the API was misused: NULL, index out of range, wrong device */
 	TINYC_ERROR_NO_MEMORY = 3,	/* an allocation failed */
 	TINYC_ERROR_NO_GPU = 4,		/* no CUDA driver or device */
-	TINYC_ERROR_CUDA = 5,		/* the CUDA driver or nvrtc failed */
+	TINYC_ERROR_CUDA = 5,		/* the CUDA driver, nvrtc or the GPU worker failed */
 } tinyc_status;
 
 /* Element types, tinygrad's names.  16-bit floats are stored as their bit patterns, bool
@@ -130,6 +130,17 @@ TINYC_API __tinyc_keep const char *tinyc_context_diagnostics(tinyc_context *ctx)
 /* The Kind of the last call's first error ("BroadcastMismatch"), or NULL.  Valid until the
  * next call on ctx. */
 TINYC_API __tinyc_keep const char *tinyc_context_error_kind(tinyc_context *ctx);
+/* GPU fault containment of tinyc_program_run on device "cuda" (docs/reliability.md): with
+ * isolation on (the default) the kernels run in a worker process of the context's, so that
+ * a kernel that faults (CudaError ... "(the GPU worker was restarted)") or runs past the time
+ * limit (GpuTimeout) fails only that call: the next call starts a fresh worker.  Off: they
+ * run in this process, where a fault leaves CUDA unusable for the rest of the process (a
+ * driver rule; tinyc_program_launch is always in this process).  TINYC_ERROR_USAGE for a
+ * NULL context. */
+TINYC_API tinyc_status tinyc_context_set_gpu_isolation(tinyc_context *ctx, int on);
+/* The time limit of an isolated run, seconds (default 60; 0: none; negative or NaN:
+ * TINYC_ERROR_USAGE). */
+TINYC_API tinyc_status tinyc_context_set_gpu_timeout(tinyc_context *ctx, double seconds);
 /* Free a string a tinyc function gave.  NULL is ignored. */
 TINYC_API void tinyc_string_free(__tinyc_take char *s);
 
@@ -178,7 +189,8 @@ TINYC_API tinyc_status tinyc_program_infer_sizes(tinyc_program *p, int n, const 
 /* Run on host memory: inputs[i] holds input i (its info's storage elements, C order),
  * outputs[i] receives output i (storage elements; a strided output is zero where nothing is
  * written).  Every size must be known.  Works on every device; on "cuda" the data is copied
- * to and from the GPU (use tinyc_program_launch to avoid that).  Synchronous. */
+ * to and from the GPU (use tinyc_program_launch to avoid that), in the context's GPU worker
+ * unless isolation is off (tinyc_context_set_gpu_isolation).  Synchronous. */
 TINYC_API tinyc_status tinyc_program_run(tinyc_program *p, __tinyc_keep const void *const *inputs,
 					 __tinyc_keep void *const *outputs);
 

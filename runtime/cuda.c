@@ -141,6 +141,8 @@ struct tinyc_cuda {
 	CUcontext pctx;			/* its primary context, retained */
 	tinyc_device_info info;		/* properties read at open */
 	int generation;			/* the context generation its handles belong to */
+	int contained;			/* a worker's: a sticky fault is reported, not reset */
+	int faulted;			/* a sticky fault happened (the context is unusable) */
 	/* cuTensorMapEncodeTiled (CUDA 12+), resolved at open; NULL when the driver lacks it */
 	CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
 					 const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
@@ -251,7 +253,9 @@ static int cuda_fail(tinyc_cuda *cu, const char *call, CUresult r, const char *e
 	if (cu->api.GetErrorString(r, &str) != CUDA_SUCCESS || !str)
 		str = "unrecognised error code";
 	char after[200] = "", why[96];
-	if (sticky_error(r)) {
+	if (sticky_error(r))
+		cu->faulted = 1;
+	if (sticky_error(r) && !cu->contained) {
 		const char *failed = cu->pctx ? recover(cu, why, sizeof(why)) : "no context";
 		if (failed)
 			snprintf(after, sizeof(after), " (the driver keeps this fault: no CUDA call works "
@@ -533,6 +537,16 @@ int tinyc_cuda_free(tinyc_cuda *cu, tinyc_devptr p)
 	if (p && cu->generation == atomic_load(&context_generation))	/* else reset: gone */
 		CHECK(cu, MemFree, ((CUdeviceptr)p));
 	return 0;
+}
+
+void tinyc_cuda_set_contained(tinyc_cuda *cu)
+{
+	cu->contained = 1;
+}
+
+int tinyc_cuda_faulted(const tinyc_cuda *cu)
+{
+	return cu->faulted;
 }
 
 int tinyc_cuda_stale(const tinyc_cuda *cu)

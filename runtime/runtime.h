@@ -7,6 +7,8 @@
  *             entries) and tinyc_kernel_compile_cached, which puts nvrtc behind it.
  *   cuda.c    the CUDA driver API, loaded with dlopen("libcuda.so.1") so nothing links
  *             against the driver: device properties, modules, launches, memory, timing.
+ *   worker.c  GPU work in a worker process (worker.h): a fault or hang there cannot harm
+ *             the caller.
  * The device description (tinyc_arch, tinyc_device_info, the named targets) is ir/target.h:
  * the compiler reads it, cuda.c fills it from a real device.
  *
@@ -243,6 +245,10 @@ int tinyc_cuda_sync_kernel(tinyc_cuda *cu, const char *kernel);
  * them is a no-op (their addresses may belong to new allocations).  Callers that cache
  * kernels or memory drop them (tinyc_kernel_free, tinyc_cuda_free), then renew cu. */
 int tinyc_cuda_stale(const tinyc_cuda *cu);
+/* For a worker process (runtime/worker.h): a sticky fault is reported without the reset
+ * (the worker exits instead), and tinyc_cuda_faulted says whether one happened. */
+void tinyc_cuda_set_contained(tinyc_cuda *cu);
+int tinyc_cuda_faulted(const tinyc_cuda *cu);
 /* Start using the new context with cu (after tinyc_cuda_stale; a no-op otherwise). */
 int tinyc_cuda_renew(tinyc_cuda *cu);
 /* The device's free and total memory (cuMemGetInfo). */

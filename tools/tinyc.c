@@ -63,6 +63,8 @@ typedef struct cli {
 	int iters;		/* bench: --iters N timed launches per kernel */
 	double passes_ms;	/* run/bench: time of the compiler passes (JIT latency report) */
 	int64_t max_memory;	/* run/bench: --max-memory=BYTES, or -1 */
+	int no_isolate;		/* run: --no-isolate, the GPU work in this process */
+	double gpu_timeout;	/* run: --gpu-timeout=SECONDS of an isolated run (0: none) */
 	double driver_ms;	/* run/bench on cuda: the CUDA driver's initialisation (once per
 				 * process, before the passes) */
 	tinyc_gpu_cached *cached;	/* run/bench on cuda: the module from the module cache */
@@ -192,6 +194,12 @@ static const tinyc_arg run_opts[] = {
 	{"--runtime-sizes", NULL, TINYC_ARG_FLAG, F(runtime_sizes), NULL, 0, 0, NULL, NULL,
 	 "compile the kernels for symbolic sizes and give the\n--bind values only at launch "
 	 "(default: --bind specialises)"},
+	{"--no-isolate", NULL, TINYC_ARG_FLAG, F(no_isolate), NULL, 0, 0, NULL, NULL,
+	 "run: launch the kernels in this process, not in the GPU\nworker (a kernel's fault "
+	 "then ends every later CUDA\ncall of the process)"},
+	{"--gpu-timeout", NULL, TINYC_ARG_DOUBLE, F(gpu_timeout), "SECONDS", 0, 0, NULL, NULL,
+	 "run on cuda: kill the GPU worker and fail (GpuTimeout)\nwhen the kernels take longer "
+	 "(default 60; 0: no limit)"},
 	{0},
 };
 
@@ -277,6 +285,7 @@ static int parse_args(int argc, char **argv, cli *c)
 	c->device = "cpu";
 	c->atol = c->rtol = -1;
 	c->max_memory = -1;
+	c->gpu_timeout = TINYC_GPU_TIMEOUT_DEFAULT;
 	c->warmup = 10;
 	c->iters = 100;
 	int skip = 0;
@@ -521,20 +530,37 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 		free(sym);
 		return rc;
 	}
-	tinyc_cuda *cu = tinyc_cuda_open(ctx, 0);
-	if (!cu) {
+	int bench = !strcmp(c->cmd, "bench");
+	/* a run goes to the GPU worker (a fault or a hang there cannot harm this process);
+	 * bench times launches here */
+	tinyc_worker *w = NULL;
+	tinyc_cuda *cu = NULL;
+	const tinyc_device_info *dev = NULL;
+	if (!(c->gpu_timeout >= 0)) {
+		free(sym);
+		return tinyc_error(ctx, "InvalidOption", "--gpu-timeout=%g: the limit is 0 (none) or "
+				   "more seconds", c->gpu_timeout);
+	}
+	if (!bench && !c->no_isolate) {
+		if ((w = tinyc_gpu_worker_new(ctx)))
+			dev = tinyc_worker_device(ctx, w);
+	} else if ((cu = tinyc_cuda_open(ctx, 0))) {
+		dev = tinyc_cuda_device_info(cu);
+	}
+	if (!dev) {
+		tinyc_worker_free(w);
+		tinyc_cuda_close(cu);
 		free(sym);
 		return -1;
 	}
-	const tinyc_device_info *dev = tinyc_cuda_device_info(cu);
-	int bench = !strcmp(c->cmd, "bench");
 	tinyc_gpu_run_opts opt = {bench ? c->warmup : 0, bench ? c->iters : 0, 0, NULL, NULL};
 	tinyc_gpu_run_stats st = {0};
 	if (c->cached)
 		opt.images = c->cached->images;
 	else if (c->store_module)
 		opt.keep = calloc((size_t)gm->nkernel + 1, sizeof(*opt.keep));
-	rc = tinyc_gpu_run_cuda(ctx, cu, gm, sym, io, &opt, &st);
+	rc = w ? tinyc_gpu_run_isolated(ctx, w, gm, sym, io, &opt, c->gpu_timeout, &st)
+	       : tinyc_gpu_run_cuda(ctx, cu, gm, sym, io, &opt, &st);
 	if (rc == 0 && opt.keep)
 		store_module(c, m, gm, sym, opt.keep);
 	for (int i = 0; opt.keep && i < gm->nkernel; i++)
@@ -559,6 +585,7 @@ static int device_run(tinyc_ctx *ctx, cli *c, tinyc_module *m, tinyc_io *io, cha
 		bench_report(c, m, dev, &st);
 	tinyc_gpu_run_stats_clear(&st);
 	tinyc_cuda_close(cu);
+	tinyc_worker_free(w);
 	free(sym);
 	return rc;
 }

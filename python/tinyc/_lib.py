@@ -61,6 +61,8 @@ def _declare(lib):
         "tinyc_context_free": (None, [P]),
         "tinyc_context_diagnostics": (S, [P]),
         "tinyc_context_error_kind": (S, [P]),
+        "tinyc_context_set_gpu_isolation": (I, [P, I]),
+        "tinyc_context_set_gpu_timeout": (I, [P, ctypes.c_double]),
         "tinyc_string_free": (None, [P]),
         "tinyc_program_compile": (I, [P, S, S, ctypes.POINTER(CompileOptions),
                                       ctypes.POINTER(P)]),

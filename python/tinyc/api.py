@@ -144,6 +144,13 @@ def _framework_of(x):
     return None
 
 
+def _host_arrays(inputs):
+    """Whether the given inputs are all NumPy arrays (host memory), at least one given."""
+    import numpy as np
+    given = [x for x in inputs.values() if x is not None]
+    return bool(given) and all(isinstance(x, np.ndarray) for x in given)
+
+
 def _is_tinygrad(x):
     """Whether x is a tinygrad Tensor."""
     return type(x).__module__.split(".")[0] == "tinygrad"
@@ -253,11 +260,16 @@ class Module:
     """A compiled graph (a tinyc_program): call it with the inputs by name."""
 
     def __init__(self, text, bind=None, device="cpu", target=None, runtime_sizes=False,
-                 name="<python>"):
+                 name="<python>", isolate=True, gpu_timeout=None):
         if device not in _DEVICES:
             raise ValueError(f"unknown device {device!r} (known: {', '.join(_DEVICES)})")
         self._ctx = Context()
         self._lib = self._ctx._lib
+        # host-array runs on cuda: in the GPU worker process (a fault there cannot harm us)
+        self._ctx.check(self._lib.tinyc_context_set_gpu_isolation(self._ctx.handle, int(isolate)))
+        if gpu_timeout is not None:
+            self._ctx.check(self._lib.tinyc_context_set_gpu_timeout(self._ctx.handle,
+                                                                     float(gpu_timeout)))
         self.device = device
         if isinstance(bind, dict):
             bind = ",".join(f"{k}={v}" for k, v in bind.items())
@@ -327,8 +339,10 @@ class Module:
         self._ctx.check(self._lib.tinyc_program_infer_sizes(self._prog, n, ranks, ptrs))
 
     def __call__(self, **inputs):
-        """Run on the inputs (by name); returns {output name: tensor}."""
-        if self.device == "cuda":
+        """Run on the inputs (by name); returns {output name: tensor}.  On "cuda", NumPy
+        arrays run through tinyc_program_run (copied to the GPU, in the GPU worker), CUDA
+        tensors through tinyc_program_launch (their device pointers, in this process)."""
+        if self.device == "cuda" and not _host_arrays(inputs):
             return self._call_cuda(inputs)
         return self._call_host(inputs)
 
@@ -480,11 +494,14 @@ class Module:
 
 
 def compile(text_or_tensors, bind=None, device="cpu", target=None, runtime_sizes=False,
-            name="<python>"):
+            name="<python>", isolate=True, gpu_timeout=None):
     """Compile tinyc-uop v0 text, or tinygrad tensors (passed to tinyc.from_tinygrad: an
     outputs tensor/list, or an (outputs, inputs) tuple), for device "cpu" (default), "ref",
     "gpuir" or "cuda".  bind: "M=64,N=32" or {"M": 64}: compile-time sizes (run-time ones
-    with runtime_sizes=True).  Sizes not bound are read off the inputs at each call."""
+    with runtime_sizes=True).  Sizes not bound are read off the inputs at each call.
+    isolate, gpu_timeout: NumPy arrays on "cuda" run in the GPU worker process (isolate=False:
+    in this process) with that time limit in seconds (default 60; 0: none);
+    docs/reliability.md."""
     text = text_or_tensors
     if not isinstance(text, str):
         try:
@@ -494,7 +511,7 @@ def compile(text_or_tensors, bind=None, device="cpu", target=None, runtime_sizes
                             f"which is not available ({e})") from None
         text = (from_tinygrad(*text) if isinstance(text, tuple) else from_tinygrad(text))
     return Module(text, bind=bind, device=device, target=target,
-                  runtime_sizes=runtime_sizes, name=name)
+                  runtime_sizes=runtime_sizes, name=name, isolate=isolate, gpu_timeout=gpu_timeout)
 
 
 def version():

@@ -79,6 +79,10 @@ class CpuApi(unittest.TestCase):
         self.assertEqual(cm.exception.kind, "InconsistentBinding")
         with self.assertRaises(ValueError):
             tinyc.compile(example("softmax.uop"), device="tpu")
+        with self.assertRaises(tinyc.TinycError) as cm:     # a negative GPU time limit
+            tinyc.compile(example("softmax.uop"), device="cuda", gpu_timeout=-1)
+        self.assertEqual(cm.exception.status, "TINYC_ERROR_USAGE")
+        self.assertIn("0 (none) or more seconds", str(cm.exception))
 
 
 if __name__ == "__main__":

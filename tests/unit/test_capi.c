@@ -213,3 +213,21 @@ Test(capi, types_and_names)
 	cr_assert_str_eq(tinyc_status_name(TINYC_ERROR_NO_GPU), "TINYC_ERROR_NO_GPU");
 	cr_assert_str_eq(tinyc_version(), "0.2.0");
 }
+
+/* The GPU isolation settings: checked arguments, a diagnostic for a bad time limit. */
+Test(capi, gpu_isolation_settings)
+{
+	cr_assert_eq(tinyc_context_set_gpu_isolation(NULL, 1), TINYC_ERROR_USAGE);
+	cr_assert_eq(tinyc_context_set_gpu_timeout(NULL, 1), TINYC_ERROR_USAGE);
+	tinyc_context *ctx = tinyc_context_new();
+	cr_assert_eq(tinyc_context_set_gpu_isolation(ctx, 0), TINYC_OK);
+	cr_assert_eq(tinyc_context_set_gpu_timeout(ctx, 2.5), TINYC_OK);
+	cr_assert_eq(tinyc_context_set_gpu_timeout(ctx, 0), TINYC_OK);
+	cr_assert_eq(tinyc_context_set_gpu_timeout(ctx, -1), TINYC_ERROR_USAGE);
+	cr_assert_str_eq(tinyc_context_error_kind(ctx), "UsageError");
+	cr_assert(strstr(tinyc_context_diagnostics(ctx), "0 (none) or more seconds"));
+	cr_assert_eq(tinyc_context_set_gpu_timeout(ctx, NAN), TINYC_ERROR_USAGE);
+	cr_assert_eq(tinyc_context_set_gpu_isolation(ctx, 1), TINYC_OK);
+	cr_assert_str_eq(tinyc_context_diagnostics(ctx), "");
+	tinyc_context_free(ctx);
+}

@@ -44,6 +44,16 @@ for n, c in ((3, 5), (64, 1000)):
     assert isinstance(y, torch.Tensor) and y.is_cuda and y.shape == (n, c), y
     check(f"softmax {n}x{c}", y, torch.softmax(x, dim=1), 1e-6)
 
+# NumPy arrays on "cuda": tinyc_program_run, in the GPU worker process (isolate=True, the
+# default) and in this process (isolate=False); torch's softmax on the same values
+for iso in (True, False):
+    mh = tinyc.compile(example("softmax.uop"), device="cuda", isolate=iso, gpu_timeout=30)
+    xh = np.random.RandomState(1).rand(7, 33).astype(np.float32)
+    yh = mh(X=xh)["Y"]
+    assert isinstance(yh, np.ndarray) and yh.shape == (7, 33), yh
+    check(f"softmax 7x33 from NumPy (isolate={iso})", torch.from_numpy(yh),
+          torch.softmax(torch.from_numpy(xh), dim=1), 1e-6)
+
 # matmul + bias + relu, fp16, compiled for bound sizes, on a non-default stream: the kernels
 # must be ordered after the inputs' producer and before the consumer on that stream
 M, N, K = 512, 384, 256
