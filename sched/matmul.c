@@ -271,7 +271,11 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	    (prob->a.dtype != TINYC_HALF && prob->a.dtype != TINYC_BFLOAT16) ||
 	    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT)
 		return -1;
-	if (bk != 64 || (bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
+	int64_t mrows = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
+	if (bm == 128 && mrows >= 1 && mrows <= 64)
+		return -1;	/* a 64-row tile holds M: the second consumer's rows would be padding */
+	if (bk != 64 || (bm != 64 && bm != 128) ||
+	    (bn != 64 && bn != 128 && bn != 192 && bn != 256) ||
 	    stages < 2 || stages > 8)
 		return -1;
 	for (int i = 0; prob->evt && i < prob->evt->n; i++)
@@ -868,11 +872,11 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		if (force >= 0 && force != v)
 			continue;
 		if (v == TINYC_MM_WGMMA) {
-			static const int wbm[] = {128, 64}, wbn[] = {256, 128, 64}, wst[] = {4, 5, 6, 3};
+			static const int wbm[] = {128, 64}, wbn[] = {256, 192, 128, 64}, wst[] = {4, 5, 6, 3};
 			/* pp: pingpong (bit 0), packing (bit 1) */
 			for (int pp = 0; pp < 4; pp++)
 				for (int i = 0; i < 2; i++)
-					for (int j = 0; j < 3; j++)
+					for (int j = 0; j < 4; j++)
 						for (int q = 0; q < 4; q++) {
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
 									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,
