@@ -662,8 +662,15 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 			       ((prob->tma_ok & TINYC_MM_TMA_B) ? 1.0 : 0.7);
 		p->eff = util * wave_eff * pipe * occ * kstep * legacy * elem;
 	}
-	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
-	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + LAUNCH_US * (1 + reduction_count(prob));
+	/* wgmma with one m tile (small M, decode): the rows the tile pads are zero-filled by
+	 * TMA, never read, so the row utilisation slows the tensor cores, not the memory
+	 * (M = 16 uses 1/4 of a 64-row tile's products but reads all of B; scaling both put
+	 * 1 x 4096 x 4096 at 1728 us, measured 21) */
+	double eff = p->eff > 1e-6 ? p->eff : 1e-6;
+	double util_m = M / (mt * t->bm);
+	double eff_mem = t->variant == TINYC_MM_WGMMA && mt == 1 ? eff / util_m : eff;
+	double tc = mp->t_compute_us / eff, tm = mp->t_memory_us / eff_mem;
+	p->est_us = (tc > tm ? tc : tm) + LAUNCH_US * (1 + reduction_count(prob));
 	/* packing: each packed operand is read and written once more by its packing kernel
 	 * (2-byte loads, 4-byte stores: about 60% of the bandwidth) */
 	for (int i = 0; i < 2; i++) {
