@@ -271,7 +271,11 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	    (prob->a.dtype != TINYC_HALF && prob->a.dtype != TINYC_BFLOAT16) ||
 	    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT)
 		return -1;
-	if (bk != 64 || (bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
+	int64_t mrows = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
+	if (bm == 128 && mrows >= 1 && mrows <= 64)
+		return -1;	/* a 64-row tile holds M: the second consumer's rows would be padding */
+	if (bk != 64 || (bm != 64 && bm != 128) ||
+	    (bn != 64 && bn != 128 && bn != 192 && bn != 256) ||
 	    stages < 2 || stages > 8)
 		return -1;
 	for (int i = 0; prob->evt && i < prob->evt->n; i++)
@@ -658,8 +662,15 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 			       ((prob->tma_ok & TINYC_MM_TMA_B) ? 1.0 : 0.7);
 		p->eff = util * wave_eff * pipe * occ * kstep * legacy * elem;
 	}
-	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
-	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + LAUNCH_US * (1 + reduction_count(prob));
+	/* wgmma with one m tile (small M, decode): the rows the tile pads are zero-filled by
+	 * TMA, never read, so the row utilisation slows the tensor cores, not the memory
+	 * (M = 16 uses 1/4 of a 64-row tile's products but reads all of B; scaling both put
+	 * 1 x 4096 x 4096 at 1728 us, measured 21) */
+	double eff = p->eff > 1e-6 ? p->eff : 1e-6;
+	double util_m = M / (mt * t->bm);
+	double eff_mem = t->variant == TINYC_MM_WGMMA && mt == 1 ? eff / util_m : eff;
+	double tc = mp->t_compute_us / eff, tm = mp->t_memory_us / eff_mem;
+	p->est_us = (tc > tm ? tc : tm) + LAUNCH_US * (1 + reduction_count(prob));
 	/* packing: each packed operand is read and written once more by its packing kernel
 	 * (2-byte loads, 4-byte stores: about 60% of the bandwidth) */
 	for (int i = 0; i < 2; i++) {
@@ -868,11 +879,11 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		if (force >= 0 && force != v)
 			continue;
 		if (v == TINYC_MM_WGMMA) {
-			static const int wbm[] = {128, 64}, wbn[] = {256, 128, 64}, wst[] = {4, 5, 6, 3};
+			static const int wbm[] = {128, 64}, wbn[] = {256, 192, 128, 64}, wst[] = {4, 5, 6, 3};
 			/* pp: pingpong (bit 0), packing (bit 1) */
 			for (int pp = 0; pp < 4; pp++)
 				for (int i = 0; i < 2; i++)
-					for (int j = 0; j < 3; j++)
+					for (int j = 0; j < 4; j++)
 						for (int q = 0; q < 4; q++) {
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
 									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,

@@ -18,8 +18,10 @@
  *         matrix descriptors, fp32 accumulators in registers, one wgmma group in flight,
  *         the epilogue graph on the accumulator fragments); setmaxnreg moves registers
  *         from the producer to the consumers; tiles visited in groups of `raster` m tiles
- *         (L2 reuse).  Proposed when every size is bound and the epilogue has no
- *         reductions.  An operand whose strides or origin are not 16-byte aligned (odd
+ *         (L2 reuse).  Tiles BM in {64, 128} x BN in {64, 128, 192, 256}, BK 64: the
+ *         192-wide tiles fill the SMs where 256 leaves a partial round (4096 x 768:
+ *         128 tiles against 96); no 128-row tile where M <= 64.  Proposed when every
+ *         size is bound and the epilogue has no reductions.  An operand whose strides or origin are not 16-byte aligned (odd
  *         row lengths: 4097, 333) is either copied by the producer's threads (element
  *         loads) or packed: a packing kernel launched before the matmul copies it into a
  *         workspace whose rows are padded to 16 bytes (zeros in the pad), which TMA then

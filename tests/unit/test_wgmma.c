@@ -42,6 +42,18 @@
 #define CONV_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/c2d_k5_s2_p2_fp16.uop"
 #define BLOCK_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/resnet_block_fp16.uop"
 
+/* y = x @ w^T with w stored [N, K] (a torch Linear weight): B is k-contiguous */
+static const char W_NK[] =
+	"%0 = BUFFER(slot=0, name=\"X\") : half[M,K]\n"
+	"%1 = BUFFER(slot=1, name=\"Wt\") : half[N,K]\n"
+	"%2 = RESHAPE(%0, shape=[M,1,K]) : half[M,1,K]\n"
+	"%3 = RESHAPE(%1, shape=[1,N,K]) : half[1,N,K]\n"
+	"%4 = MUL(%2, %3) : half[M,N,K]\n"
+	"%5 = CAST(%4) : float[M,N,K]\n"
+	"%6 = REDUCE(%5, op=ADD, axes=[2], keepdim=false) : float[M,N]\n"
+	"%7 = CAST(%6) : half[M,N]\n"
+	"%8 = OUTPUT(%7, name=\"Y\") : half[M,N]\n";
+
 /* A compiled module and what it needs. */
 typedef struct compiled {
 	tinyc_ctx *ctx;
@@ -498,19 +510,8 @@ Test(wgmma_gpuir, weight_stored_n_by_k_is_k_major)
 {
 	unsetenv("TINYC_MATMUL");
 	unsetenv("TINYC_MATMUL_TILE");
-	/* y = x @ w^T with w stored [N, K] (a torch Linear weight): B is k-contiguous */
-	const char *text =
-		"%0 = BUFFER(slot=0, name=\"X\") : half[M,K]\n"
-		"%1 = BUFFER(slot=1, name=\"Wt\") : half[N,K]\n"
-		"%2 = RESHAPE(%0, shape=[M,1,K]) : half[M,1,K]\n"
-		"%3 = RESHAPE(%1, shape=[1,N,K]) : half[1,N,K]\n"
-		"%4 = MUL(%2, %3) : half[M,N,K]\n"
-		"%5 = CAST(%4) : float[M,N,K]\n"
-		"%6 = REDUCE(%5, op=ADD, axes=[2], keepdim=false) : float[M,N]\n"
-		"%7 = CAST(%6) : half[M,N]\n"
-		"%8 = OUTPUT(%7, name=\"Y\") : half[M,N]\n";
 	compiled c;
-	cr_assert_eq(compile_to(&c, NULL, text, "sm_90a", "M=1024,N=1024,K=512", "gpuir"), 0, "%s",
+	cr_assert_eq(compile_to(&c, NULL, W_NK, "sm_90a", "M=1024,N=1024,K=512", "gpuir"), 0, "%s",
 		     first_kind(c.ctx));
 	const tinyc_mm_plan *mp = chosen(&c);
 	cr_assert_eq(mp->t.variant, TINYC_MM_WGMMA);
@@ -598,6 +599,47 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	cr_assert(chosen(&c)->t.pack_a && chosen(&c)->t.pack_b);
 	nvrtc_ok(&c, "sm_90a", "c2d_k5_s2_p2_fp16");
 	compiled_free(&c);
+}
+
+/* Wave quantisation: 4096 x 768 x 3072 (GPT-2's MLP down-projection) has 96 tiles of
+ * 128 x 256 on 132 SMs but 128 of 128 x 192; the plan takes them, and the n192 kernels
+ * (cooperative; pingpong 64 x 192 at odd sizes, B n-major and k-major) compile. */
+Test(wgmma_nvrtc, n192_tiles_against_wave_quantisation, .timeout = 300)
+{
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=768,K=3072", "schedule"), 0);
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert_eq(mp->t.variant, TINYC_MM_WGMMA);
+	cr_assert(mp->t.bm == 128 && mp->t.bn == 192 && mp->t.wgn == 192 && mp->t.grid == 128,
+		  "[%d,%d] n%d grid %d", mp->t.bm, mp->t.bn, mp->t.wgn, mp->t.grid);
+	compiled_free(&c);
+	/* where 128 x 256 fills the SMs it stays */
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=3072,K=768", "schedule"), 0);
+	cr_assert_eq(chosen(&c)->t.bn, 256);
+	compiled_free(&c);
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=768,K=3072", "cuda"), 0);
+	nvrtc_ok(&c, "sm_90a", "bias_relu 4096x768x3072 n192");
+	compiled_free(&c);
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	setenv("TINYC_MATMUL_TILE", "64x192x64x4", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=509,N=506,K=121", "cuda"), 0);
+	mp = chosen(&c);
+	cr_assert(mp->t.bn == 192 && mp->t.pingpong, "[%d,%d] pp %d", mp->t.bm, mp->t.bn, mp->t.pingpong);
+	nvrtc_ok(&c, "sm_90a", "bias_relu 509x506x121 64x192 pingpong");
+	compiled_free(&c);
+	setenv("TINYC_MATMUL_TILE", "128x192x64x4", 1);
+	cr_assert_eq(compile_to(&c, NULL, W_NK, "sm_90a", "M=300,N=200,K=256", "cuda"), 0);
+	mp = chosen(&c);
+	cr_assert(mp->t.bn == 192 && mp->t.b_kmajor, "[%d,%d] b k-major %d", mp->t.bm, mp->t.bn,
+		  mp->t.b_kmajor);
+	nvrtc_ok(&c, "sm_90a", "W[N,K] 128x192");
+	compiled_free(&c);
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
 }
 
 Test(wgmma_nvrtc, ampere_big_tiles_compile_for_sm80, .timeout = 300)
