@@ -721,6 +721,96 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
 }
 
+/* Row and column of element i of a warp's m16n8 accumulator fragments (i / 4: the 8-wide
+ * column block, i % 4: the lane's four values) in the tile at rows r0 + wrow, keys J0. */
+static void frag_pos(abuild *b, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr *gq, tinyc_gexpr *tq2,
+		     tinyc_gexpr *J0, int i, tinyc_gexpr **row, tinyc_gexpr **col)
+{
+	int nt = i / 4, r = i % 4;
+	*row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * (r / 2)))));
+	*col = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_ADD, tq2, ic(b, nt * 8 + r % 2)));
+}
+
+/* Scores of keys a row may not see (past Tk; under a causal mask past row + coff) to -inf,
+ * only in the tiles that hold such keys: the warp-uniform test is whether the tile's last
+ * key passes Tk or the diagonal of the warp's first row.  Nothing when neither can. */
+static void mask_keys_mma(abuild *b, tinyc_gstmt *wb, int sacc, int NS, tinyc_gexpr *r0,
+			  tinyc_gexpr *wrow, tinyc_gexpr *gq, tinyc_gexpr *tq2, tinyc_gexpr *J0, int BN)
+{
+	tinyc_gkernel *k = b->k;
+	const int partial = b->m->tk % BN != 0;
+	if (!partial && !b->causal)
+		return;
+	tinyc_gexpr *last = bin(b, TINYC_GX_ADD, J0, ic(b, BN - 1));
+	tinyc_gexpr *need = partial ? bin(b, TINYC_GX_GE, last, ic(b, b->m->tk)) : NULL;
+	if (b->causal) {
+		tinyc_gexpr *diag = bin(b, TINYC_GX_GT, last, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_ADD, r0, wrow),
+								   ic(b, b->coff)));
+		need = need ? bin(b, TINYC_GX_LOR, need, diag) : diag;
+	}
+	tinyc_gstmt *mb = tinyc_gs_block(k);
+	for (int i = 0; i < NS; i++) {
+		tinyc_gexpr *row, *col;
+		frag_pos(b, r0, wrow, gq, tq2, J0, i, &row, &col);
+		app(b, mb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, key_ok(b, row, col),
+			tinyc_gx_load(k, sacc, ic(b, i), NULL), fc(b, -INFINITY)), NULL));
+	}
+	app(b, wb, tinyc_gs_if(k, need, mb, NULL));
+}
+
+/* The online-softmax step of one key tile on the score fragments sacc (NS values, two
+ * rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a row, the
+ * rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators oacc (NO),
+ * then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) into the sums and, as dtype dt,
+ * into the A fragment pa.  A row whose maximum is still -inf uses 0 as its reference. */
+static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int oacc, int NS, int NO,
+			       const int *mv, const int *lv, tinyc_dtype dt)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_gexpr *ninf = fc(b, -INFINITY), *C = fc(b, b->m->exp_scale);
+	int mt[2], mc[2], al[2];
+	for (int h = 0; h < 2; h++)
+		mt[h] = reg(b, wb, h ? "mt1" : "mt0", TINYC_FLOAT, tinyc_gx_var(k, mv[h]));
+	int tmp = reg(b, wb, "other", TINYC_FLOAT, NULL);
+	if (b->failed)
+		return;
+	for (int i = 0; i < NS; i++) {
+		int h = (i % 4) / 2;
+		app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
+							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
+	}
+	for (int h = 0; h < 2; h++) {
+		for (int off = 1; off <= 2; off *= 2) {
+			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
+			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, tmp))));
+		}
+		mc[h] = reg(b, wb, h ? "mscaled1" : "mscaled0", TINYC_FLOAT,
+			    bin(b, TINYC_GX_MUL, tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt[h]), ninf),
+								 fc(b, 0), tinyc_gx_var(k, mt[h])), C));
+		al[h] = reg(b, wb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
+			    tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, mv[h]), C,
+				tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))), NULL, NULL));
+		if (b->failed)
+			return;
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
+		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	}
+	for (int i = 0; i < NO; i++)
+		app(b, wb, tinyc_gs_store(k, oacc, ic(b, i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, i), NULL),
+								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+	app(b, wb, tinyc_gs_decl(k, pa, NULL));
+	for (int i = 0; i < NS; i++) {
+		int h = (i % 4) / 2;
+		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
+			tinyc_gx_load(k, sacc, ic(b, i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
+			NULL, NULL);
+		app(b, wb, tinyc_gs_store(k, sacc, ic(b, i), pe, NULL));
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
+		app(b, wb, tinyc_gs_store(k, pa, ic(b, i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, i), NULL)), NULL));
+	}
+}
+
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
@@ -849,16 +939,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 				app(b, wb, tinyc_gs_mma(k, sacc, ic(b, (2 * np + h) * 4), qa, ic(b, kk * 8), kb,
 							ic(b, h * 4), sacc, ic(b, (2 * np + h) * 4)));
 		}
-	/* scale and mask through the graph, keys past Tk at -inf; row maxima */
-	int mt[2];
-	for (int h = 0; h < 2; h++)
-		mt[h] = reg(b, wb, h ? "mt1" : "mt0", TINYC_FLOAT, tinyc_gx_var(k, mv[h]));
-	if (b->failed)
-		return;
+	/* scale (and an additive mask) through the graph, then the key bounds, row maxima,
+	 * the online-softmax update and P */
 	for (int i = 0; i < NS; i++) {
-		int nt = i / 4, r = i % 4, h = r / 2;
-		tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * h))));
-		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_ADD, tq2, ic(b, nt * 8 + r % 2)));
+		tinyc_gexpr *row, *col;
+		frag_pos(b, r0, wrow, gq, tq2, J0, i, &row, &col);
 		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, col, ic(b, m->tk));
 		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
 		view_index(b, m->score, nb, p, 2, t, idx);
@@ -869,48 +954,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 			bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)), vj));
 		tinyc_emit_scope_leave(em);
 		b->dot = NULL;
-		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, key_ok(b, row, col),
-			tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf), NULL));
-		app(b, eb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
-							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
+		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_cast(k, TINYC_FLOAT, sv), NULL));
 		app(b, wb, eb);
 	}
-	tinyc_gexpr *C = fc(b, m->exp_scale);
-	int tmp = tinyc_gk_reg(k, "other", TINYC_FLOAT);
-	if (tmp < 0) {
-		b->failed = 1;
-		return;
-	}
-	app(b, wb, tinyc_gs_decl(k, tmp, NULL));
-	int mu[2], al[2];
-	for (int h = 0; h < 2; h++) {
-		for (int off = 1; off <= 2; off *= 2) {
-			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
-			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, tmp))));
-		}
-		mu[h] = reg(b, wb, h ? "mref1" : "mref0", TINYC_FLOAT,
-			    tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt[h]), ninf), fc(b, 0), tinyc_gx_var(k, mt[h])));
-		al[h] = reg(b, wb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
-			    tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
-					  tinyc_gx_var(k, mv[h]), tinyc_gx_var(k, mu[h])), C), NULL, NULL));
-		if (b->failed)
-			return;
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
-		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
-	}
-	for (int i = 0; i < NO; i++)
-		app(b, wb, tinyc_gs_store(k, oacc, ic(b, i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, i), NULL),
-								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
-	app(b, wb, tinyc_gs_decl(k, pa, NULL));
-	for (int i = 0; i < NS; i++) {
-		int h = (i % 4) / 2;
-		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
-			tinyc_gx_load(k, sacc, ic(b, i), NULL), tinyc_gx_var(k, mu[h])), C), NULL, NULL);
-		app(b, wb, tinyc_gs_store(k, sacc, ic(b, i), pe, NULL));
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
-							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
-		app(b, wb, tinyc_gs_store(k, pa, ic(b, i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, i), NULL)), NULL));
-	}
+	mask_keys_mma(b, wb, sacc, NS, r0, wrow, gq, tq2, J0, BN);
+	online_softmax_mma(b, wb, sacc, pa, oacc, NS, NO, mv, lv, dt);
 	app(b, wb, tinyc_gs_decl(k, vb, NULL));
 	for (int kk = 0; kk < BN / 16; kk++)
 		for (int ep = 0; ep < DV / 16; ep++) {
