@@ -443,7 +443,11 @@ static int tile_async_ok(abuild *b, int node, int kind, tinyc_gexpr *const *p)
 
 /* Issue the cp.async copies of rows [r0, r0 + nrows) x cols [0, W) of view `node` (as in
  * load_tile; tile_async_ok holds) into shared `sh` from element `base` (row stride S);
- * rows at or past `limit` are zero-filled (their source row clamped to 0). */
+ * rows at or past `limit` are zero-filled (their source row clamped to 0).  r0 is a
+ * multiple of nrows below limit, so when nrows divides limit no row needs the guard.  The
+ * loop has a constant trip count (copies / threads, unrolled), and when the block covers
+ * whole rows per step a thread's row and column are tid / CW + step and a constant
+ * column: no per-copy division, no remainder loop. */
 static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *base, int64_t S,
 			    int node, int kind, tinyc_gexpr *const *p, tinyc_gexpr *r0, int nrows,
 			    int64_t W, int64_t limit, int threads)
@@ -452,14 +456,24 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 	const int nb = b->m->rank - 2;
 	const int ce = 16 / tinyc_dtype_size(b->m->in_dtype);	/* elements per 16-byte copy */
 	const int64_t CW = W / ce;	/* copies per row */
-	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)), *rr, *c;
-	tinyc_gstmt *lb;
-	int t = tile_iter(b, "tc", CW, ce, &lb, &rr, &c);
-	if (t < 0)
+	const int64_t total = (int64_t)nrows * CW, steps = (total + threads - 1) / threads;
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
+	int it = iter(b, "cs");
+	tinyc_gstmt *lb = tinyc_gs_block(k);
+	if (it < 0 || !lb)
 		return;
+	tinyc_gexpr *I = tinyc_gx_var(k, it), *rr, *c;
+	tinyc_gexpr *t = bin(b, TINYC_GX_ADD, tx, bin(b, TINYC_GX_MUL, I, ic(b, threads)));
+	if (threads % CW == 0) {
+		rr = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_DIV, tx, ic(b, CW)), bin(b, TINYC_GX_MUL, I, ic(b, threads / CW)));
+		c = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, tx, ic(b, CW)), ic(b, ce));
+	} else {
+		rr = bin(b, TINYC_GX_DIV, t, ic(b, CW));
+		c = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, t, ic(b, CW)), ic(b, ce));
+	}
 	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
-	tinyc_gexpr *in = bin(b, TINYC_GX_LT, row, ic(b, limit));
-	tinyc_gexpr *srow = tinyc_gx_select(k, in, row, ic(b, 0));
+	tinyc_gexpr *in = limit % nrows ? bin(b, TINYC_GX_LT, row, ic(b, limit)) : NULL;
+	tinyc_gexpr *srow = in ? tinyc_gx_select(k, in, row, ic(b, 0)) : row;
 	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK], *off;
 	tile_trailing(b, kind, srow, c, tr);
 	view_index(b, node, nb, p, 3, tr, idx);
@@ -469,8 +483,14 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 		return;
 	}
 	tinyc_gexpr *dst = bin(b, TINYC_GX_ADD, base, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)), c));
-	app(b, lb, tinyc_gs_copy(k, sh, dst, b->em->buf_param[buf], off, ce, in, 1));
-	app(b, blk, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * CW), ic(b, threads), 0, lb));
+	tinyc_gstmt *cp = tinyc_gs_copy(k, sh, dst, b->em->buf_param[buf], off, ce, in, 1);
+	if (total % threads) {	/* the last step: only the threads with a copy left */
+		tinyc_gstmt *g = tinyc_gs_block(k);
+		app(b, g, cp);
+		cp = tinyc_gs_if(k, bin(b, TINYC_GX_LT, t, ic(b, total)), g, NULL);
+	}
+	app(b, lb, cp);
+	app(b, blk, tinyc_gs_for_range(k, it, ic(b, 0), ic(b, steps), ic(b, 1), -1, lb));
 }
 
 /* The per-tile K/V traffic of the key loop (body tb, J0 its first key, work block wb
@@ -517,6 +537,35 @@ static void kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt
 	*kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * KS));
 	*vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * VS));
 	mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
+}
+
+/* The dot product of the register row q with the D floats of shared `ks` from `base`, as
+ * a register declared in lb: four independent FMA chains (D a multiple of 4), summed at
+ * the end, so that consecutive FMAs do not wait on each other.  The register or -1. */
+static int simt_dot(abuild *b, tinyc_gstmt *lb, int q, int ks, tinyc_gexpr *base, int64_t D)
+{
+	tinyc_gkernel *k = b->k;
+	const int nch = D % 4 == 0 ? 4 : 1;
+	int part = tinyc_gk_reg_array(k, "dotp", TINYC_FLOAT, nch);
+	int c = iter(b, "c");
+	if (part < 0 || c < 0) {
+		b->failed = 1;
+		return -1;
+	}
+	app(b, lb, tinyc_gs_decl(k, part, fc(b, 0)));
+	tinyc_gstmt *cb = tinyc_gs_block(k);
+	for (int r = 0; r < nch; r++) {
+		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, tinyc_gx_var(k, c), ic(b, r));
+		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, base, col), NULL);
+		app(b, cb, tinyc_gs_store(k, part, ic(b, r), tinyc_gx_call(k, TINYC_GM_FMA,
+			tinyc_gx_load(k, q, col, NULL), kv, tinyc_gx_load(k, part, ic(b, r), NULL)), NULL));
+	}
+	app(b, lb, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, nch), -1, cb));
+	tinyc_gexpr *sum = tinyc_gx_load(k, part, ic(b, 0), NULL);
+	if (nch == 4)
+		sum = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_ADD, sum, tinyc_gx_load(k, part, ic(b, 1), NULL)),
+			  bin(b, TINYC_GX_ADD, tinyc_gx_load(k, part, ic(b, 2), NULL), tinyc_gx_load(k, part, ic(b, 3), NULL)));
+	return reg(b, lb, "dot", TINYC_FLOAT, sum);
 }
 
 /* Build the SIMT kernel body into k (see the top of the file). */
@@ -629,14 +678,9 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
 		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, JJ);
 		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, j, ic(b, m->tk));
-		int dot = reg(b, lb, "dot", TINYC_FLOAT, fc(b, 0));
-		int c = iter(b, "c");
-		tinyc_gstmt *cb = tinyc_gs_block(k);
-		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD,
-			bin(b, TINYC_GX_MUL, JJ, ic(b, D)), tinyc_gx_var(k, c))), NULL);
-		app(b, cb, tinyc_gs_assign(k, dot, tinyc_gx_call(k, TINYC_GM_FMA,
-			tinyc_gx_load(k, q, tinyc_gx_var(k, c), NULL), kv, tinyc_gx_var(k, dot))));
-		app(b, lb, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, cb));
+		int dot = simt_dot(b, lb, q, ks, bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_MUL, JJ, ic(b, D))), D);
+		if (dot < 0)
+			return;
 		/* the graph's scale and mask on the dot product */
 		tinyc_gexpr *t[2] = {row, j}, *idx[TINYC_MAX_RANK];
 		view_index(b, m->score, nb, p, 2, t, idx);
@@ -811,6 +855,49 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 	}
 }
 
+/* The output of the tensor-core kernel: the row sums lv completed over the 4 lanes of a
+ * row, then each accumulator element oacc[i] (NO of them, in the m16n8 fragment layout)
+ * times 1 / l through the graph's elementwise ops after the P*V reduction, stored at its
+ * (row, column) of the output view (rows past Tq not stored). */
+static void store_output_mma(abuild *b, tinyc_gstmt *body, const tinyc_skernel *sk, int oacc, int NO,
+			     const int *lv, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr *gq,
+			     tinyc_gexpr *tq2, tinyc_gexpr *const *p)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_attn_match *m = b->m;
+	const int nb = m->rank - 2;
+	int tmp = reg(b, body, "other", TINYC_FLOAT, NULL);
+	if (tmp < 0)
+		return;
+	int linv[2];
+	for (int h = 0; h < 2; h++) {
+		for (int off = 1; off <= 2; off *= 2) {
+			app(b, body, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, lv[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
+			app(b, body, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, tmp))));
+		}
+		linv[h] = reg(b, body, h ? "linv1" : "linv0", TINYC_FLOAT,
+			      bin(b, TINYC_GX_DIV, fc(b, 1), tinyc_gx_var(k, lv[h])));
+		if (linv[h] < 0)
+			return;
+	}
+	for (int i = 0; i < NO; i++) {
+		int h = (i % 4) / 2;
+		tinyc_gexpr *row, *col;
+		frag_pos(b, r0, wrow, gq, tq2, ic(b, 0), i, &row, &col);
+		tinyc_gexpr *vr = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
+		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->pv, nb, p, 2, t, idx);
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		b->out = bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, i), NULL), tinyc_gx_var(k, linv[h]));
+		tinyc_emit_scope_enter(b->em);
+		tinyc_gexpr *ov = tinyc_emit_value(b->em, eb, sk->value, idx, vr);
+		tinyc_emit_scope_leave(b->em);
+		b->out = NULL;
+		app(b, eb, tinyc_emit_store(b->em, sk->out_buf, idx, ov, vr));
+		app(b, body, eb);
+	}
+}
+
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
@@ -975,34 +1062,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (pipe)
 		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 
-	/* row sums over the 4 lanes of a row, then O = acc / l through the graph's ops */
-	int tmp2 = tinyc_gk_reg(k, "other", TINYC_FLOAT);
-	if (tmp2 < 0) {
-		b->failed = 1;
-		return;
-	}
-	app(b, body, tinyc_gs_decl(k, tmp2, NULL));
-	for (int h = 0; h < 2; h++)
-		for (int off = 1; off <= 2; off *= 2) {
-			app(b, body, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp2, tinyc_gx_var(k, lv[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
-			app(b, body, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, tmp2))));
-		}
-	for (int i = 0; i < NO; i++) {
-		int et = i / 4, r = i % 4, h = r / 2;
-		tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * h))));
-		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, tq2, ic(b, et * 8 + r % 2));
-		tinyc_gexpr *vr = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
-		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
-		view_index(b, m->pv, nb, p, 2, t, idx);
-		tinyc_gstmt *eb = tinyc_gs_block(k);
-		b->out = bin(b, TINYC_GX_DIV, tinyc_gx_load(k, oacc, ic(b, i), NULL), tinyc_gx_var(k, lv[h]));
-		tinyc_emit_scope_enter(em);
-		tinyc_gexpr *ov = tinyc_emit_value(em, eb, sk->value, idx, vr);
-		tinyc_emit_scope_leave(em);
-		b->out = NULL;
-		app(b, eb, tinyc_emit_store(em, sk->out_buf, idx, ov, vr));
-		app(b, body, eb);
-	}
+	store_output_mma(b, body, sk, oacc, NO, lv, r0, wrow, gq, tq2, p);
 }
 
 int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
