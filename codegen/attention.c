@@ -775,10 +775,10 @@ static void frag_pos(abuild *b, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr 
 	*col = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_ADD, tq2, ic(b, nt * 8 + r % 2)));
 }
 
-/* Scores of keys a row may not see (past Tk; under a causal mask past row + coff) to -inf,
- * only in the tiles that hold such keys: the warp-uniform test is whether the tile's last
+/* Scores of keys a row may not see (past Tk; under a causal mask past row + coff) to -inf
+ * (the NS fragment values from sacc[so]), only in the tiles that hold such keys: the warp-uniform test is whether the tile's last
  * key passes Tk or the diagonal of the warp's first row.  Nothing when neither can. */
-static void mask_keys_mma(abuild *b, tinyc_gstmt *wb, int sacc, int NS, tinyc_gexpr *r0,
+static void mask_keys_mma(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, tinyc_gexpr *r0,
 			  tinyc_gexpr *wrow, tinyc_gexpr *gq, tinyc_gexpr *tq2, tinyc_gexpr *J0, int BN)
 {
 	tinyc_gkernel *k = b->k;
@@ -796,19 +796,19 @@ static void mask_keys_mma(abuild *b, tinyc_gstmt *wb, int sacc, int NS, tinyc_ge
 	for (int i = 0; i < NS; i++) {
 		tinyc_gexpr *row, *col;
 		frag_pos(b, r0, wrow, gq, tq2, J0, i, &row, &col);
-		app(b, mb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, key_ok(b, row, col),
-			tinyc_gx_load(k, sacc, ic(b, i), NULL), fc(b, -INFINITY)), NULL));
+		app(b, mb, tinyc_gs_store(k, sacc, ic(b, so + i), tinyc_gx_select(k, key_ok(b, row, col),
+			tinyc_gx_load(k, sacc, ic(b, so + i), NULL), fc(b, -INFINITY)), NULL));
 	}
 	app(b, wb, tinyc_gs_if(k, need, mb, NULL));
 }
 
-/* The online-softmax step of one key tile on the score fragments sacc (NS values, two
- * rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a row, the
- * rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators oacc (NO),
- * then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) into the sums and, as dtype dt,
- * into the A fragment pa.  A row whose maximum is still -inf uses 0 as its reference. */
-static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int oacc, int NS, int NO,
-			       const int *mv, const int *lv, tinyc_dtype dt)
+/* The online-softmax step of one key tile on a 16-row block's score fragments sacc[so..]
+ * (NS values, two rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a
+ * row, the rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators
+ * oacc[oo..] (NO), then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) into the sums
+ * and, as dtype dt, into the A fragment pa[so..].  A row whose maximum is still -inf uses 0 as its reference. */
+static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int so, int oacc, int oo,
+			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt)
 {
 	tinyc_gkernel *k = b->k;
 	tinyc_gexpr *ninf = fc(b, -INFINITY), *C = fc(b, b->m->exp_scale);
@@ -821,7 +821,7 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 	for (int i = 0; i < NS; i++) {
 		int h = (i % 4) / 2;
 		app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
-							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
+							 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
 	}
 	for (int h = 0; h < 2; h++) {
 		for (int off = 1; off <= 2; off *= 2) {
@@ -840,26 +840,25 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
 	}
 	for (int i = 0; i < NO; i++)
-		app(b, wb, tinyc_gs_store(k, oacc, ic(b, i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, i), NULL),
+		app(b, wb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
 								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
-	app(b, wb, tinyc_gs_decl(k, pa, NULL));
 	for (int i = 0; i < NS; i++) {
 		int h = (i % 4) / 2;
 		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
-			tinyc_gx_load(k, sacc, ic(b, i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
+			tinyc_gx_load(k, sacc, ic(b, so + i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
 			NULL, NULL);
-		app(b, wb, tinyc_gs_store(k, sacc, ic(b, i), pe, NULL));
+		app(b, wb, tinyc_gs_store(k, sacc, ic(b, so + i), pe, NULL));
 		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
-							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
-		app(b, wb, tinyc_gs_store(k, pa, ic(b, i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, i), NULL)), NULL));
+							 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
+		app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
 	}
 }
 
-/* The output of the tensor-core kernel: the row sums lv completed over the 4 lanes of a
- * row, then each accumulator element oacc[i] (NO of them, in the m16n8 fragment layout)
+/* The output of a 16-row block of the tensor-core kernel: the row sums lv completed over
+ * the 4 lanes of a row, then each accumulator element oacc[oo + i] (NO of them, in the m16n8 fragment layout)
  * times 1 / l through the graph's elementwise ops after the P*V reduction, stored at its
  * (row, column) of the output view (rows past Tq not stored). */
-static void store_output_mma(abuild *b, tinyc_gstmt *body, const tinyc_skernel *sk, int oacc, int NO,
+static void store_output_mma(abuild *b, tinyc_gstmt *body, const tinyc_skernel *sk, int oacc, int oo, int NO,
 			     const int *lv, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr *gq,
 			     tinyc_gexpr *tq2, tinyc_gexpr *const *p)
 {
@@ -888,7 +887,7 @@ static void store_output_mma(abuild *b, tinyc_gstmt *body, const tinyc_skernel *
 		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
 		view_index(b, m->pv, nb, p, 2, t, idx);
 		tinyc_gstmt *eb = tinyc_gs_block(k);
-		b->out = bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, i), NULL), tinyc_gx_var(k, linv[h]));
+		b->out = bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL), tinyc_gx_var(k, linv[h]));
 		tinyc_emit_scope_enter(b->em);
 		tinyc_gexpr *ov = tinyc_emit_value(b->em, eb, sk->value, idx, vr);
 		tinyc_emit_scope_leave(b->em);
@@ -912,9 +911,10 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	const tinyc_attn_match *m = b->m;
 	const tinyc_graph *g = s->g;
 	const tinyc_uop *su = &g->nodes[m->score];
-	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = BM * 2;
+	const int MB = ap->mb > 1 ? ap->mb : 1;	/* 16-row blocks a warp */
+	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = BM * 2 / MB;
 	const int64_t D = m->d, DV = m->dv, QS = D + 8, VS = DV + 8;
-	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4;
+	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4, NQ = (int)(D / 16) * 8;
 	const tinyc_dtype dt = m->in_dtype;
 	tinyc_gstmt *body = k->body;
 	tinyc_gexpr *ninf = fc(b, -INFINITY);
@@ -951,7 +951,10 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	tinyc_gexpr *kc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, L, ic(b, 8)), ic(b, 2)), ic(b, 8));
 	tinyc_gexpr *gq = bin(b, TINYC_GX_DIV, L, ic(b, 4));
 	tinyc_gexpr *tq2 = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, L, ic(b, 4)), ic(b, 2));
-	tinyc_gexpr *wrow = bin(b, TINYC_GX_MUL, Wp, ic(b, 16));
+	/* the first row of each 16-row block of the warp */
+	tinyc_gexpr *wrow[2];
+	for (int mb = 0; mb < MB; mb++)
+		wrow[mb] = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, Wp, ic(b, 16 * MB)), ic(b, 16 * mb));
 
 	/* pipelined: K and V through 2-stage cp.async rings (the Q tile passes through the
 	 * K ring before the loop); else one synchronous tile each and a Q tile */
@@ -968,12 +971,12 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
 	if (pipe)
 		qs = ks;
-	int qa = tinyc_gk_reg_array(k, "qa", dt, D / 16 * 8);
+	int qa = tinyc_gk_reg_array(k, "qa", dt, MB * NQ);
 	int kb = tinyc_gk_reg_array(k, "kb", dt, 8);
 	int vb = tinyc_gk_reg_array(k, "vb", dt, 8);
-	int pa = tinyc_gk_reg_array(k, "pa", dt, NS * 2 / 2);
-	int sacc = tinyc_gk_reg_array(k, "sacc", TINYC_FLOAT, NS);
-	int oacc = tinyc_gk_reg_array(k, "oacc", TINYC_FLOAT, NO);
+	int pa = tinyc_gk_reg_array(k, "pa", dt, MB * NS);
+	int sacc = tinyc_gk_reg_array(k, "sacc", TINYC_FLOAT, MB * NS);
+	int oacc = tinyc_gk_reg_array(k, "oacc", TINYC_FLOAT, MB * NO);
 	if (qs < 0 || ks < 0 || vs < 0 || cp < 0 || qa < 0 || kb < 0 || vb < 0 || pa < 0 || sacc < 0 ||
 	    oacc < 0) {
 		b->failed = 1;
@@ -988,15 +991,16 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	}
 	app(b, body, tinyc_gs_barrier(k));
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
-	for (int kk = 0; kk < D / 16; kk++)
-		app(b, body, tinyc_gs_ldmatrix(k, qa, ic(b, kk * 8), qs,
-			bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, wrow, lr), ic(b, QS)),
-			    bin(b, TINYC_GX_ADD, ic(b, kk * 16), lc)), 4, 0));
+	for (int mb = 0; mb < MB; mb++)
+		for (int kk = 0; kk < D / 16; kk++)
+			app(b, body, tinyc_gs_ldmatrix(k, qa, ic(b, mb * NQ + kk * 8), qs,
+				bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, wrow[mb], lr), ic(b, QS)),
+				    bin(b, TINYC_GX_ADD, ic(b, kk * 16), lc)), 4, 0));
 	app(b, body, tinyc_gs_decl(k, oacc, fc(b, 0)));
-	int mv[2], lv[2];
-	for (int h = 0; h < 2; h++) {
-		mv[h] = reg(b, body, h ? "m1" : "m0", TINYC_FLOAT, ninf);
-		lv[h] = reg(b, body, h ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
+	int mv[4], lv[4];	/* row maximum and sum of rows gq and gq + 8 of each block */
+	for (int h = 0; h < 2 * MB; h++) {
+		mv[h] = reg(b, body, h % 2 ? "m1" : "m0", TINYC_FLOAT, ninf);
+		lv[h] = reg(b, body, h % 2 ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
 	}
 	if (b->failed)
 		return;
@@ -1022,15 +1026,18 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
 				bin(b, TINYC_GX_ADD, ic(b, np * 16), kn), ic(b, QS)), bin(b, TINYC_GX_ADD, ic(b, kk * 16), kc)));
 			app(b, wb, tinyc_gs_ldmatrix(k, kb, ic(b, 0), ks, src, 4, 0));
-			for (int h = 0; h < 2; h++)
-				app(b, wb, tinyc_gs_mma(k, sacc, ic(b, (2 * np + h) * 4), qa, ic(b, kk * 8), kb,
-							ic(b, h * 4), sacc, ic(b, (2 * np + h) * 4)));
+			for (int mb = 0; mb < MB; mb++)
+				for (int h = 0; h < 2; h++) {
+					tinyc_gexpr *so = ic(b, mb * NS + (2 * np + h) * 4);
+					app(b, wb, tinyc_gs_mma(k, sacc, so, qa, ic(b, mb * NQ + kk * 8), kb,
+								ic(b, h * 4), sacc, ic(b, mb * NS + (2 * np + h) * 4)));
+				}
 		}
 	/* scale (and an additive mask) through the graph, then the key bounds, row maxima,
 	 * the online-softmax update and P */
-	for (int i = 0; i < NS; i++) {
+	for (int i = 0; i < MB * NS; i++) {
 		tinyc_gexpr *row, *col;
-		frag_pos(b, r0, wrow, gq, tq2, J0, i, &row, &col);
+		frag_pos(b, r0, wrow[i / NS], gq, tq2, J0, i % NS, &row, &col);
 		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, col, ic(b, m->tk));
 		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
 		view_index(b, m->score, nb, p, 2, t, idx);
@@ -1044,17 +1051,23 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_cast(k, TINYC_FLOAT, sv), NULL));
 		app(b, wb, eb);
 	}
-	mask_keys_mma(b, wb, sacc, NS, r0, wrow, gq, tq2, J0, BN);
-	online_softmax_mma(b, wb, sacc, pa, oacc, NS, NO, mv, lv, dt);
+	app(b, wb, tinyc_gs_decl(k, pa, NULL));
+	for (int mb = 0; mb < MB; mb++) {
+		mask_keys_mma(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
+		online_softmax_mma(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb, lv + 2 * mb, dt);
+	}
 	app(b, wb, tinyc_gs_decl(k, vb, NULL));
 	for (int kk = 0; kk < BN / 16; kk++)
 		for (int ep = 0; ep < DV / 16; ep++) {
 			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, vbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
 				bin(b, TINYC_GX_ADD, ic(b, kk * 16), lr), ic(b, VS)), bin(b, TINYC_GX_ADD, ic(b, ep * 16), lc)));
 			app(b, wb, tinyc_gs_ldmatrix(k, vb, ic(b, 0), vs, src, 4, 1));
-			for (int h = 0; h < 2; h++)
-				app(b, wb, tinyc_gs_mma(k, oacc, ic(b, (2 * ep + h) * 4), pa, ic(b, kk * 8), vb,
-							ic(b, h * 4), oacc, ic(b, (2 * ep + h) * 4)));
+			for (int mb = 0; mb < MB; mb++)
+				for (int h = 0; h < 2; h++) {
+					tinyc_gexpr *oo = ic(b, mb * NO + (2 * ep + h) * 4);
+					app(b, wb, tinyc_gs_mma(k, oacc, oo, pa, ic(b, mb * NS + kk * 8), vb,
+								ic(b, h * 4), oacc, ic(b, mb * NO + (2 * ep + h) * 4)));
+				}
 		}
 	if (pipe)	/* the next tile's copies overwrite this stage */
 		app(b, tb, tinyc_gs_barrier(k));
@@ -1062,7 +1075,8 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (pipe)
 		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 
-	store_output_mma(b, body, sk, oacc, NO, lv, r0, wrow, gq, tq2, p);
+	for (int mb = 0; mb < MB; mb++)
+		store_output_mma(b, body, sk, oacc, mb * NO, NO, lv + 2 * mb, r0, wrow[mb], gq, tq2, p);
 }
 
 int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
@@ -1097,7 +1111,7 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	double batch = 1;
 	for (int d = 0; d < ap->m.rank - 2; d++)
 		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
-	k->block[0] = ap->mma ? 2 * ap->bm : ap->bm, k->block[1] = k->block[2] = 1;
+	k->block[0] = ap->mma ? 2 * ap->bm / (ap->mb > 1 ? ap->mb : 1) : ap->bm, k->block[1] = k->block[2] = 1;
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
 	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
