@@ -450,6 +450,10 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 		 * a finer last wave (T=512, B*H=96 on an H100: 0.79x the time, causal) */
 		if (bm == 128 && ceil((double)m.tq / 128) * batch < 3.0 * 2 * s->dev.sm_count)
 			bm = 64, minb = 4;
+		/* 128-row blocks: 4 warps of 32 rows, each K and V fragment serving two 16-row
+		 * blocks (H100, T=8192: 0.87x the time unmasked, 0.92x causal) */
+		if (bm == 128)
+			mb = 2;
 		const int *f = s->opt.attn_tile;	/* TINYC_ATTN_TILE (experiments) */
 		if ((f[0] == 64 || f[0] == 128) && (f[1] == 32 || f[1] == 64 || f[1] == 128))
 			bm = f[0], bn = f[1], minb = f[2], mb = f[3] == 2 ? 2 : 1;
