@@ -911,7 +911,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	const tinyc_attn_match *m = b->m;
 	const tinyc_graph *g = s->g;
 	const tinyc_uop *su = &g->nodes[m->score];
-	const int MB = ap->mb > 1 ? ap->mb : 1;	/* 16-row blocks a warp */
+	const int MB = ap->mb > 1 ? 2 : 1;	/* 16-row blocks a warp (wrow, mv, lv hold 2) */
 	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = BM * 2 / MB;
 	const int64_t D = m->d, DV = m->dv, QS = D + 8, VS = DV + 8;
 	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4, NQ = (int)(D / 16) * 8;
@@ -1111,7 +1111,7 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	double batch = 1;
 	for (int d = 0; d < ap->m.rank - 2; d++)
 		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
-	k->block[0] = ap->mma ? 2 * ap->bm / (ap->mb > 1 ? ap->mb : 1) : ap->bm, k->block[1] = k->block[2] = 1;
+	k->block[0] = ap->mma ? 2 * ap->bm / (ap->mb > 1 ? 2 : 1) : ap->bm, k->block[1] = k->block[2] = 1;
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
 	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
