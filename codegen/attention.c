@@ -444,7 +444,11 @@ static int tile_async_ok(abuild *b, int node, int kind, tinyc_gexpr *const *p)
 
 /* Issue the cp.async copies of rows [r0, r0 + nrows) x cols [0, W) of view `node` (as in
  * load_tile; tile_async_ok holds) into shared `sh` from element `base` (row stride S);
- * rows at or past `limit` are zero-filled (their source row clamped to 0). */
+ * rows at or past `limit` are zero-filled (their source row clamped to 0).  r0 is a
+ * multiple of nrows below limit, so when nrows divides limit no row needs the guard.  The
+ * loop has a constant trip count (copies / threads, unrolled), and when the block covers
+ * whole rows per step a thread's row and column are tid / CW + step and a constant
+ * column: no per-copy division, no remainder loop. */
 static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *base, int64_t S,
 			    int node, int kind, tinyc_gexpr *const *p, tinyc_gexpr *r0, int nrows,
 			    int64_t W, int64_t limit, int threads)
@@ -453,14 +457,24 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 	const int nb = b->m->rank - 2;
 	const int ce = 16 / tinyc_dtype_size(b->m->in_dtype);	/* elements per 16-byte copy */
 	const int64_t CW = W / ce;	/* copies per row */
-	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)), *rr, *c;
-	tinyc_gstmt *lb;
-	int t = tile_iter(b, "tc", CW, ce, &lb, &rr, &c);
-	if (t < 0)
+	const int64_t total = (int64_t)nrows * CW, steps = (total + threads - 1) / threads;
+	tinyc_gexpr *tx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X));
+	int it = iter(b, "cs");
+	tinyc_gstmt *lb = tinyc_gs_block(k);
+	if (it < 0 || !lb)
 		return;
+	tinyc_gexpr *I = tinyc_gx_var(k, it), *rr, *c;
+	tinyc_gexpr *t = bin(b, TINYC_GX_ADD, tx, bin(b, TINYC_GX_MUL, I, ic(b, threads)));
+	if (threads % CW == 0) {
+		rr = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_DIV, tx, ic(b, CW)), bin(b, TINYC_GX_MUL, I, ic(b, threads / CW)));
+		c = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, tx, ic(b, CW)), ic(b, ce));
+	} else {
+		rr = bin(b, TINYC_GX_DIV, t, ic(b, CW));
+		c = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, t, ic(b, CW)), ic(b, ce));
+	}
 	tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, rr);
-	tinyc_gexpr *in = bin(b, TINYC_GX_LT, row, ic(b, limit));
-	tinyc_gexpr *srow = tinyc_gx_select(k, in, row, ic(b, 0));
+	tinyc_gexpr *in = limit % nrows ? bin(b, TINYC_GX_LT, row, ic(b, limit)) : NULL;
+	tinyc_gexpr *srow = in ? tinyc_gx_select(k, in, row, ic(b, 0)) : row;
 	tinyc_gexpr *tr[3], *idx[TINYC_MAX_RANK], *off;
 	tile_trailing(b, kind, srow, c, tr);
 	view_index(b, node, nb, p, 3, tr, idx);
@@ -470,8 +484,14 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 		return;
 	}
 	tinyc_gexpr *dst = bin(b, TINYC_GX_ADD, base, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)), c));
-	app(b, lb, tinyc_gs_copy(k, sh, dst, b->em->buf_param[buf], off, ce, in, 1));
-	app(b, blk, tinyc_gs_for_range(k, t, tx, ic(b, (int64_t)nrows * CW), ic(b, threads), 0, lb));
+	tinyc_gstmt *cp = tinyc_gs_copy(k, sh, dst, b->em->buf_param[buf], off, ce, in, 1);
+	if (total % threads) {	/* the last step: only the threads with a copy left */
+		tinyc_gstmt *g = tinyc_gs_block(k);
+		app(b, g, cp);
+		cp = tinyc_gs_if(k, bin(b, TINYC_GX_LT, t, ic(b, total)), g, NULL);
+	}
+	app(b, lb, cp);
+	app(b, blk, tinyc_gs_for_range(k, it, ic(b, 0), ic(b, steps), ic(b, 1), -1, lb));
 }
 
 /* The per-tile K/V traffic of the key loop (body tb, J0 its first key, work block wb
@@ -536,6 +556,35 @@ static void store_out(abuild *b, tinyc_gstmt *eb, const tinyc_skernel *sk, tinyc
 	tinyc_emit_scope_leave(b->em);
 	b->out = NULL;
 	app(b, eb, tinyc_emit_store(b->em, sk->out_buf, vidx, ov, pred));
+}
+
+/* The dot product of the register row q with the D floats of shared `ks` from `base`, as
+ * a register declared in lb: four independent FMA chains (D a multiple of 4), summed at
+ * the end, so that consecutive FMAs do not wait on each other.  The register or -1. */
+static int simt_dot(abuild *b, tinyc_gstmt *lb, int q, int ks, tinyc_gexpr *base, int64_t D)
+{
+	tinyc_gkernel *k = b->k;
+	const int nch = D % 4 == 0 ? 4 : 1;
+	int part = tinyc_gk_reg_array(k, "dotp", TINYC_FLOAT, nch);
+	int c = iter(b, "c");
+	if (part < 0 || c < 0) {
+		b->failed = 1;
+		return -1;
+	}
+	app(b, lb, tinyc_gs_decl(k, part, fc(b, 0)));
+	tinyc_gstmt *cb = tinyc_gs_block(k);
+	for (int r = 0; r < nch; r++) {
+		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, tinyc_gx_var(k, c), ic(b, r));
+		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, base, col), NULL);
+		app(b, cb, tinyc_gs_store(k, part, ic(b, r), tinyc_gx_call(k, TINYC_GM_FMA,
+			tinyc_gx_load(k, q, col, NULL), kv, tinyc_gx_load(k, part, ic(b, r), NULL)), NULL));
+	}
+	app(b, lb, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, nch), -1, cb));
+	tinyc_gexpr *sum = tinyc_gx_load(k, part, ic(b, 0), NULL);
+	if (nch == 4)
+		sum = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_ADD, sum, tinyc_gx_load(k, part, ic(b, 1), NULL)),
+			  bin(b, TINYC_GX_ADD, tinyc_gx_load(k, part, ic(b, 2), NULL), tinyc_gx_load(k, part, ic(b, 3), NULL)));
+	return reg(b, lb, "dot", TINYC_FLOAT, sum);
 }
 
 /* Build the SIMT kernel body into k (see the top of the file). */
@@ -648,14 +697,9 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		tinyc_gexpr *JJ = tinyc_gx_var(k, jj);
 		tinyc_gexpr *j = bin(b, TINYC_GX_ADD, J0, JJ);
 		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, j, ic(b, m->tk));
-		int dot = reg(b, lb, "dot", TINYC_FLOAT, fc(b, 0));
-		int c = iter(b, "c");
-		tinyc_gstmt *cb = tinyc_gs_block(k);
-		tinyc_gexpr *kv = tinyc_gx_load(k, ks, bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD,
-			bin(b, TINYC_GX_MUL, JJ, ic(b, D)), tinyc_gx_var(k, c))), NULL);
-		app(b, cb, tinyc_gs_assign(k, dot, tinyc_gx_call(k, TINYC_GM_FMA,
-			tinyc_gx_load(k, q, tinyc_gx_var(k, c), NULL), kv, tinyc_gx_var(k, dot))));
-		app(b, lb, tinyc_gs_for_range(k, c, ic(b, 0), ic(b, D), ic(b, 1), -1, cb));
+		int dot = simt_dot(b, lb, q, ks, bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_MUL, JJ, ic(b, D))), D);
+		if (dot < 0)
+			return;
 		/* the graph's scale and mask on the dot product */
 		tinyc_gexpr *t[2] = {row, j}, *idx[TINYC_MAX_RANK];
 		view_index(b, m->score, nb, p, 2, t, idx);
@@ -736,6 +780,134 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	app(b, body, tinyc_gs_for_range(k, e, ic(b, 0), ic(b, DV), ic(b, 1), -1, eb));
 }
 
+/* Row and column of element i of a warp's m16n8 accumulator fragments (i / 4: the 8-wide
+ * column block, i % 4: the lane's four values) in the tile at rows r0 + wrow, keys J0. */
+static void frag_pos(abuild *b, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr *gq, tinyc_gexpr *tq2,
+		     tinyc_gexpr *J0, int i, tinyc_gexpr **row, tinyc_gexpr **col)
+{
+	int nt = i / 4, r = i % 4;
+	*row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * (r / 2)))));
+	*col = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_ADD, tq2, ic(b, nt * 8 + r % 2)));
+}
+
+/* Scores of keys a row may not see (past Tk; under a causal mask past row + coff) to -inf
+ * (the NS fragment values from sacc[so]), only in the tiles that hold such keys: the warp-uniform test is whether the tile's last
+ * key passes Tk or the diagonal of the warp's first row.  Nothing when neither can. */
+static void mask_keys_mma(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, tinyc_gexpr *r0,
+			  tinyc_gexpr *wrow, tinyc_gexpr *gq, tinyc_gexpr *tq2, tinyc_gexpr *J0, int BN)
+{
+	tinyc_gkernel *k = b->k;
+	const int partial = b->m->tk % BN != 0;
+	if (!partial && !b->causal)
+		return;
+	tinyc_gexpr *last = bin(b, TINYC_GX_ADD, J0, ic(b, BN - 1));
+	tinyc_gexpr *need = partial ? bin(b, TINYC_GX_GE, last, ic(b, b->m->tk)) : NULL;
+	if (b->causal) {
+		tinyc_gexpr *diag = bin(b, TINYC_GX_GT, last, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_ADD, r0, wrow),
+								   ic(b, b->coff)));
+		need = need ? bin(b, TINYC_GX_LOR, need, diag) : diag;
+	}
+	tinyc_gstmt *mb = tinyc_gs_block(k);
+	for (int i = 0; i < NS; i++) {
+		tinyc_gexpr *row, *col;
+		frag_pos(b, r0, wrow, gq, tq2, J0, i, &row, &col);
+		app(b, mb, tinyc_gs_store(k, sacc, ic(b, so + i), tinyc_gx_select(k, key_ok(b, row, col),
+			tinyc_gx_load(k, sacc, ic(b, so + i), NULL), fc(b, -INFINITY)), NULL));
+	}
+	app(b, wb, tinyc_gs_if(k, need, mb, NULL));
+}
+
+/* The online-softmax step of one key tile on a 16-row block's score fragments sacc[so..]
+ * (NS values, two rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a
+ * row, the rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators
+ * oacc[oo..] (NO), then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) into the sums
+ * and, as dtype dt, into the A fragment pa[so..].  A row whose maximum is still -inf uses 0 as its reference. */
+static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int so, int oacc, int oo,
+			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_gexpr *ninf = fc(b, -INFINITY), *C = fc(b, b->m->exp_scale);
+	int mt[2], mc[2], al[2];
+	for (int h = 0; h < 2; h++)
+		mt[h] = reg(b, wb, h ? "mt1" : "mt0", TINYC_FLOAT, tinyc_gx_var(k, mv[h]));
+	int tmp = reg(b, wb, "other", TINYC_FLOAT, NULL);
+	if (b->failed)
+		return;
+	for (int i = 0; i < NS; i++) {
+		int h = (i % 4) / 2;
+		app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
+							 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
+	}
+	for (int h = 0; h < 2; h++) {
+		for (int off = 1; off <= 2; off *= 2) {
+			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
+			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, tmp))));
+		}
+		mc[h] = reg(b, wb, h ? "mscaled1" : "mscaled0", TINYC_FLOAT,
+			    bin(b, TINYC_GX_MUL, tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt[h]), ninf),
+								 fc(b, 0), tinyc_gx_var(k, mt[h])), C));
+		al[h] = reg(b, wb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
+			    tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, mv[h]), C,
+				tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))), NULL, NULL));
+		if (b->failed)
+			return;
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
+		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	}
+	for (int i = 0; i < NO; i++)
+		app(b, wb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
+								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+	for (int i = 0; i < NS; i++) {
+		int h = (i % 4) / 2;
+		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
+			tinyc_gx_load(k, sacc, ic(b, so + i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
+			NULL, NULL);
+		app(b, wb, tinyc_gs_store(k, sacc, ic(b, so + i), pe, NULL));
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+							 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
+		app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
+	}
+}
+
+/* The output of a 16-row block of the tensor-core kernel: the row sums lv completed over
+ * the 4 lanes of a row, then each accumulator element oacc[oo + i] (NO of them, in the m16n8 fragment layout)
+ * times 1 / l through the graph's elementwise ops after the P*V reduction, stored at its
+ * (row, column) of the output view (rows past Tq not stored). */
+static void store_output_mma(abuild *b, tinyc_gstmt *body, const tinyc_skernel *sk, int oacc, int oo, int NO,
+			     const int *lv, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr *gq,
+			     tinyc_gexpr *tq2, tinyc_gexpr *const *p)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_attn_match *m = b->m;
+	const int nb = m->rank - 2;
+	int tmp = reg(b, body, "other", TINYC_FLOAT, NULL);
+	if (tmp < 0)
+		return;
+	int linv[2];
+	for (int h = 0; h < 2; h++) {
+		for (int off = 1; off <= 2; off *= 2) {
+			app(b, body, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, lv[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
+			app(b, body, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, tmp))));
+		}
+		linv[h] = reg(b, body, h ? "linv1" : "linv0", TINYC_FLOAT,
+			      bin(b, TINYC_GX_DIV, fc(b, 1), tinyc_gx_var(k, lv[h])));
+		if (linv[h] < 0)
+			return;
+	}
+	for (int i = 0; i < NO; i++) {
+		int h = (i % 4) / 2;
+		tinyc_gexpr *row, *col;
+		frag_pos(b, r0, wrow, gq, tq2, ic(b, 0), i, &row, &col);
+		tinyc_gexpr *vr = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
+		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->pv, nb, p, 2, t, idx);
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		b->out = bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL), tinyc_gx_var(k, linv[h]));
+		store_out(b, eb, sk, idx, vr);
+		app(b, body, eb);
+	}
+}
+
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
@@ -750,9 +922,10 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	const tinyc_attn_match *m = b->m;
 	const tinyc_graph *g = s->g;
 	const tinyc_uop *su = &g->nodes[m->score];
-	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = BM * 2;
+	const int MB = ap->mb > 1 ? 2 : 1;	/* 16-row blocks a warp (wrow, mv, lv hold 2) */
+	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = BM * 2 / MB;
 	const int64_t D = m->d, DV = m->dv, QS = D + 8, VS = DV + 8;
-	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4;
+	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4, NQ = (int)(D / 16) * 8;
 	const tinyc_dtype dt = m->in_dtype;
 	tinyc_gstmt *body = k->body;
 	tinyc_gexpr *ninf = fc(b, -INFINITY);
@@ -789,7 +962,10 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	tinyc_gexpr *kc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, L, ic(b, 8)), ic(b, 2)), ic(b, 8));
 	tinyc_gexpr *gq = bin(b, TINYC_GX_DIV, L, ic(b, 4));
 	tinyc_gexpr *tq2 = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, L, ic(b, 4)), ic(b, 2));
-	tinyc_gexpr *wrow = bin(b, TINYC_GX_MUL, Wp, ic(b, 16));
+	/* the first row of each 16-row block of the warp */
+	tinyc_gexpr *wrow[2];
+	for (int mb = 0; mb < MB; mb++)
+		wrow[mb] = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, Wp, ic(b, 16 * MB)), ic(b, 16 * mb));
 
 	/* pipelined: K and V through 2-stage cp.async rings (the Q tile passes through the
 	 * K ring before the loop); else one synchronous tile each and a Q tile */
@@ -806,12 +982,12 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
 	if (pipe)
 		qs = ks;
-	int qa = tinyc_gk_reg_array(k, "qa", dt, D / 16 * 8);
+	int qa = tinyc_gk_reg_array(k, "qa", dt, MB * NQ);
 	int kb = tinyc_gk_reg_array(k, "kb", dt, 8);
 	int vb = tinyc_gk_reg_array(k, "vb", dt, 8);
-	int pa = tinyc_gk_reg_array(k, "pa", dt, NS * 2 / 2);
-	int sacc = tinyc_gk_reg_array(k, "sacc", TINYC_FLOAT, NS);
-	int oacc = tinyc_gk_reg_array(k, "oacc", TINYC_FLOAT, NO);
+	int pa = tinyc_gk_reg_array(k, "pa", dt, MB * NS);
+	int sacc = tinyc_gk_reg_array(k, "sacc", TINYC_FLOAT, MB * NS);
+	int oacc = tinyc_gk_reg_array(k, "oacc", TINYC_FLOAT, MB * NO);
 	if (qs < 0 || ks < 0 || vs < 0 || cp < 0 || qa < 0 || kb < 0 || vb < 0 || pa < 0 || sacc < 0 ||
 	    oacc < 0) {
 		b->failed = 1;
@@ -826,15 +1002,16 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	}
 	app(b, body, tinyc_gs_barrier(k));
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
-	for (int kk = 0; kk < D / 16; kk++)
-		app(b, body, tinyc_gs_ldmatrix(k, qa, ic(b, kk * 8), qs,
-			bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, wrow, lr), ic(b, QS)),
-			    bin(b, TINYC_GX_ADD, ic(b, kk * 16), lc)), 4, 0));
+	for (int mb = 0; mb < MB; mb++)
+		for (int kk = 0; kk < D / 16; kk++)
+			app(b, body, tinyc_gs_ldmatrix(k, qa, ic(b, mb * NQ + kk * 8), qs,
+				bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, wrow[mb], lr), ic(b, QS)),
+				    bin(b, TINYC_GX_ADD, ic(b, kk * 16), lc)), 4, 0));
 	app(b, body, tinyc_gs_decl(k, oacc, fc(b, 0)));
-	int mv[2], lv[2];
-	for (int h = 0; h < 2; h++) {
-		mv[h] = reg(b, body, h ? "m1" : "m0", TINYC_FLOAT, ninf);
-		lv[h] = reg(b, body, h ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
+	int mv[4], lv[4];	/* row maximum and sum of rows gq and gq + 8 of each block */
+	for (int h = 0; h < 2 * MB; h++) {
+		mv[h] = reg(b, body, h % 2 ? "m1" : "m0", TINYC_FLOAT, ninf);
+		lv[h] = reg(b, body, h % 2 ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
 	}
 	if (b->failed)
 		return;
@@ -860,20 +1037,18 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
 				bin(b, TINYC_GX_ADD, ic(b, np * 16), kn), ic(b, QS)), bin(b, TINYC_GX_ADD, ic(b, kk * 16), kc)));
 			app(b, wb, tinyc_gs_ldmatrix(k, kb, ic(b, 0), ks, src, 4, 0));
-			for (int h = 0; h < 2; h++)
-				app(b, wb, tinyc_gs_mma(k, sacc, ic(b, (2 * np + h) * 4), qa, ic(b, kk * 8), kb,
-							ic(b, h * 4), sacc, ic(b, (2 * np + h) * 4)));
+			for (int mb = 0; mb < MB; mb++)
+				for (int h = 0; h < 2; h++) {
+					tinyc_gexpr *so = ic(b, mb * NS + (2 * np + h) * 4);
+					app(b, wb, tinyc_gs_mma(k, sacc, so, qa, ic(b, mb * NQ + kk * 8), kb,
+								ic(b, h * 4), sacc, ic(b, mb * NS + (2 * np + h) * 4)));
+				}
 		}
-	/* scale and mask through the graph, keys past Tk at -inf; row maxima */
-	int mt[2];
-	for (int h = 0; h < 2; h++)
-		mt[h] = reg(b, wb, h ? "mt1" : "mt0", TINYC_FLOAT, tinyc_gx_var(k, mv[h]));
-	if (b->failed)
-		return;
-	for (int i = 0; i < NS; i++) {
-		int nt = i / 4, r = i % 4, h = r / 2;
-		tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * h))));
-		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, J0, bin(b, TINYC_GX_ADD, tq2, ic(b, nt * 8 + r % 2)));
+	/* scale (and an additive mask) through the graph, then the key bounds, row maxima,
+	 * the online-softmax update and P */
+	for (int i = 0; i < MB * NS; i++) {
+		tinyc_gexpr *row, *col;
+		frag_pos(b, r0, wrow[i / NS], gq, tq2, J0, i % NS, &row, &col);
 		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, col, ic(b, m->tk));
 		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
 		view_index(b, m->score, nb, p, 2, t, idx);
@@ -884,47 +1059,13 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 			bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)), vj));
 		tinyc_emit_scope_leave(em);
 		b->dot = NULL;
-		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_select(k, key_ok(b, row, col),
-			tinyc_gx_cast(k, TINYC_FLOAT, sv), ninf), NULL));
-		app(b, eb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
-							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
+		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_cast(k, TINYC_FLOAT, sv), NULL));
 		app(b, wb, eb);
 	}
-	tinyc_gexpr *C = fc(b, m->exp_scale);
-	int tmp = tinyc_gk_reg(k, "other", TINYC_FLOAT);
-	if (tmp < 0) {
-		b->failed = 1;
-		return;
-	}
-	app(b, wb, tinyc_gs_decl(k, tmp, NULL));
-	int mu[2], al[2];
-	for (int h = 0; h < 2; h++) {
-		for (int off = 1; off <= 2; off *= 2) {
-			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
-			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, tmp))));
-		}
-		mu[h] = reg(b, wb, h ? "mref1" : "mref0", TINYC_FLOAT,
-			    tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt[h]), ninf), fc(b, 0), tinyc_gx_var(k, mt[h])));
-		al[h] = reg(b, wb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
-			    tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
-					  tinyc_gx_var(k, mv[h]), tinyc_gx_var(k, mu[h])), C), NULL, NULL));
-		if (b->failed)
-			return;
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
-		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
-	}
-	for (int i = 0; i < NO; i++)
-		app(b, wb, tinyc_gs_store(k, oacc, ic(b, i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, i), NULL),
-								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
 	app(b, wb, tinyc_gs_decl(k, pa, NULL));
-	for (int i = 0; i < NS; i++) {
-		int h = (i % 4) / 2;
-		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_SUB,
-			tinyc_gx_load(k, sacc, ic(b, i), NULL), tinyc_gx_var(k, mu[h])), C), NULL, NULL);
-		app(b, wb, tinyc_gs_store(k, sacc, ic(b, i), pe, NULL));
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
-							 tinyc_gx_load(k, sacc, ic(b, i), NULL))));
-		app(b, wb, tinyc_gs_store(k, pa, ic(b, i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, i), NULL)), NULL));
+	for (int mb = 0; mb < MB; mb++) {
+		mask_keys_mma(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
+		online_softmax_mma(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb, lv + 2 * mb, dt);
 	}
 	app(b, wb, tinyc_gs_decl(k, vb, NULL));
 	for (int kk = 0; kk < BN / 16; kk++)
@@ -932,9 +1073,12 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, vbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
 				bin(b, TINYC_GX_ADD, ic(b, kk * 16), lr), ic(b, VS)), bin(b, TINYC_GX_ADD, ic(b, ep * 16), lc)));
 			app(b, wb, tinyc_gs_ldmatrix(k, vb, ic(b, 0), vs, src, 4, 1));
-			for (int h = 0; h < 2; h++)
-				app(b, wb, tinyc_gs_mma(k, oacc, ic(b, (2 * ep + h) * 4), pa, ic(b, kk * 8), vb,
-							ic(b, h * 4), oacc, ic(b, (2 * ep + h) * 4)));
+			for (int mb = 0; mb < MB; mb++)
+				for (int h = 0; h < 2; h++) {
+					tinyc_gexpr *oo = ic(b, mb * NO + (2 * ep + h) * 4);
+					app(b, wb, tinyc_gs_mma(k, oacc, oo, pa, ic(b, mb * NS + kk * 8), vb,
+								ic(b, h * 4), oacc, ic(b, mb * NO + (2 * ep + h) * 4)));
+				}
 		}
 	if (pipe)	/* the next tile's copies overwrite this stage */
 		app(b, tb, tinyc_gs_barrier(k));
@@ -942,30 +1086,8 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (pipe)
 		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 
-	/* row sums over the 4 lanes of a row, then O = acc / l through the graph's ops */
-	int tmp2 = tinyc_gk_reg(k, "other", TINYC_FLOAT);
-	if (tmp2 < 0) {
-		b->failed = 1;
-		return;
-	}
-	app(b, body, tinyc_gs_decl(k, tmp2, NULL));
-	for (int h = 0; h < 2; h++)
-		for (int off = 1; off <= 2; off *= 2) {
-			app(b, body, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp2, tinyc_gx_var(k, lv[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
-			app(b, body, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, tmp2))));
-		}
-	for (int i = 0; i < NO; i++) {
-		int et = i / 4, r = i % 4, h = r / 2;
-		tinyc_gexpr *row = bin(b, TINYC_GX_ADD, r0, bin(b, TINYC_GX_ADD, wrow, bin(b, TINYC_GX_ADD, gq, ic(b, 8 * h))));
-		tinyc_gexpr *col = bin(b, TINYC_GX_ADD, tq2, ic(b, et * 8 + r % 2));
-		tinyc_gexpr *vr = bin(b, TINYC_GX_LT, row, ic(b, m->tq));
-		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
-		view_index(b, m->pv, nb, p, 2, t, idx);
-		tinyc_gstmt *eb = tinyc_gs_block(k);
-		b->out = bin(b, TINYC_GX_DIV, tinyc_gx_load(k, oacc, ic(b, i), NULL), tinyc_gx_var(k, lv[h]));
-		store_out(b, eb, sk, idx, vr);
-		app(b, body, eb);
-	}
+	for (int mb = 0; mb < MB; mb++)
+		store_output_mma(b, body, sk, oacc, mb * NO, NO, lv + 2 * mb, r0, wrow[mb], gq, tq2, p);
 }
 
 int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
@@ -1000,7 +1122,7 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	double batch = 1;
 	for (int d = 0; d < ap->m.rank - 2; d++)
 		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
-	k->block[0] = ap->mma ? 2 * ap->bm : ap->bm, k->block[1] = k->block[2] = 1;
+	k->block[0] = ap->mma ? 2 * ap->bm / (ap->mb > 1 ? 2 : 1) : ap->bm, k->block[1] = k->block[2] = 1;
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
 	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);

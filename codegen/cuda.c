@@ -301,6 +301,14 @@ static void ccall(cprint *p, const tinyc_gexpr *e)
 		tinyc_buf_puts(o, is16f(t) ? "))" : ")");
 		return;
 	}
+	if (e->math == TINYC_GM_EXP2_APPROX && t == TINYC_FLOAT) {	/* MUFU.EX2 alone */
+		tinyc_buf_puts(o, "[](float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y; }(");
+		cexpr(p, e->arg[0]);
+		tinyc_buf_putc(o, ')');
+		return;
+	}
+	if (e->math == TINYC_GM_EXP2_APPROX)	/* other dtypes: the exact function */
+		fn = "exp2";
 	if (is16f(t)) {	/* through float */
 		tinyc_buf_puts(o, t == TINYC_HALF ? "__float2half_rn(" : "__float2bfloat16_rn(");
 		tinyc_buf_printf(o, "%sf(", fn);

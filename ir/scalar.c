@@ -73,6 +73,7 @@ double tinyc_gmath_apply(tinyc_gmath f, double x, double y, double z)
 	case TINYC_GM_TANH: return tanh(x);
 	case TINYC_GM_FMA: return fma(x, y, z);
 	case TINYC_GM_RCP_APPROX: return 1.0 / x;
+	case TINYC_GM_EXP2_APPROX: return exp2(x) < 0x1p-126 ? 0.0 : exp2(x);
 	default: return NAN;
 	}
 }

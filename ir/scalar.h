@@ -26,7 +26,9 @@
 	X(TANH, "tanh", 1)             \
 	X(FMA, "fma", 3)	/* a * b + c, rounded once */ \
 	X(RCP_APPROX, "rcp_approx", 1)	/* 1 / a within 2 ulp of float, no slow path
-					 * (__fdividef): only for 16-bit float results */
+					 * (__fdividef): only for 16-bit float results */ \
+	X(EXP2_APPROX, "exp2_approx", 1)	/* 2^a by ex2.approx.ftz (2 ulp, results below \
+						 * 2^-126 flushed to 0): softmax weights */
 
 /* Math functions (float/double; the result has the argument's dtype). */
 typedef enum tinyc_gmath {

@@ -48,7 +48,9 @@ typedef struct tinyc_attn_plan {
 	int bn;			/* keys per shared-memory tile */
 	int stages;		/* K/V tiles in flight (cp.async ring depth, 1 = synchronous;
 				 * the kernel falls back to 1 where a view is not 16-byte copyable) */
-	int mma;		/* 1: tensor cores (mma.sync, bm / 16 warps of 16 rows) */
+	int mma;		/* 1: tensor cores (mma.sync, bm / (16 mb) warps of 16 mb rows) */
+	int mb;			/* mma: 16-row blocks a warp owns (1, 2: the K and V fragments
+				 * serve both, half the ldmatrix traffic a score) */
 	int min_blocks;		/* mma: blocks per SM the registers are capped for (0: none) */
 } tinyc_attn_plan;
 

@@ -106,9 +106,9 @@ Test(codegen, nvrtc_compiles_attention_for_sm80_and_sm90a, .timeout = 600)
 	if (tinyc_nvrtc_version() < 0)
 		cr_skip_test("nvrtc is not available");
 	const char *files[] = {"causal-gqa-fp16.uop", "bias-bf16.uop", "mqa-d128-fp32.uop",
-			       "causal-skip-fp32.uop", "anticausal-fp16.uop"};
+			       "causal-skip-fp32.uop", "anticausal-fp16.uop", "causal-t2048-fp16.uop"};
 	const char *targets[] = {"sm_80", "sm_90a"};
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		for (int t = 0; t < 2; t++) {
 			char path[1024];
 			snprintf(path, sizeof(path), "%s/tests/lit/attention/%s", TINYC_SOURCE_DIR, files[i]);
