@@ -1,0 +1,175 @@
+/* The 3xTF32 tensor-core tile for fp32 contractions (sched/matmul.h: variant tf32x3).
+ *
+ * Each fp32 operand x is split into hi = tf32(x) and lo = tf32(x - hi) (tf32: the float
+ * rounded to 10 mantissa bits, nearest, ties away from zero: PTX's cvt.rna.tf32.f32, here
+ * as integer arithmetic on the bits, (u + 0x1000) & ~0x1fff, which the GPU IR interpreter
+ * runs as it is), and
+ *
+ *   acc += a_lo * b_hi + a_hi * b_lo + a_hi * b_hi
+ *
+ * by three mma.sync m16n8k8 .tf32 with fp32 accumulation (the small terms first); the
+ * dropped a_lo * b_lo and the splits' rounding leave about 2^-21 relative per product,
+ * the accuracy of fp32 FMAs.
+ *
+ * CTA tile 128 x 128, k-step BK (16 or 32), 8 warps of 64 x 32 (2 x 4), each a 4 x 4 grid
+ * of m16n8 fragments.  The operands travel as fp32 through the two-stage register
+ * prefetch of the SIMT tile (codegen/simt_tile.c: tinyc_mm_two_stage_loop):
+ *
+ *   shared As[2][128][BK + 8] (m-major rows of k), Bs[2][128][BK + 8] (n-major rows of k)
+ *
+ * Within each 8-wide k step the mma's k index j is stored at k 2j (j < 4) and 2(j-4) + 1
+ * (j >= 4): A and B use the same order, so the sum is unchanged, and a lane's two k of a
+ * fragment row (q and q + 4) are adjacent: one 8-byte shared load.  Rows of BK + 8 floats
+ * (24 or 40: 8 or 24 modulo 32 banks) make those loads conflict-free.  The splits happen
+ * in registers on the loaded fragments, so shared memory holds each fp32 value once.
+ *
+ * Then the epilogue of codegen/evt_emit.c on the m16n8 accumulator fragments.
+ */
+#include <string.h>
+
+#include "codegen/matmul.h"
+
+#define BM 128			/* CTA tile rows */
+#define BN 128			/* CTA tile columns */
+#define WM 64			/* warp tile rows (warps 2 x 4) */
+#define WN 32			/* warp tile columns */
+#define MI (WM / 16)		/* m16 fragments per warp */
+#define NI (WN / 8)		/* n8 fragments per warp */
+#define THREADS 256
+
+/* Shorthands for index arithmetic. */
+static tinyc_gexpr *I(tinyc_mmk *b, int64_t v)
+{
+	return tinyc_gx_int(b->k, b->it, v);
+}
+
+static tinyc_gexpr *bin(tinyc_mmk *b, tinyc_gx_op op, tinyc_gexpr *x, tinyc_gexpr *y)
+{
+	return tinyc_gx_binary(b->k, op, x, y);
+}
+
+/* tf32(x): x rounded to 10 mantissa bits, to nearest, ties away from zero (the bits of
+ * cvt.rna.tf32.f32 for every non-NaN x). */
+static tinyc_gexpr *tf32_round(tinyc_mmk *b, tinyc_gexpr *x)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_gexpr *u = tinyc_gx_bitcast(k, TINYC_UINT, x);
+	u = bin(b, TINYC_GX_ADD, u, tinyc_gx_int(k, TINYC_UINT, 0x1000));
+	u = bin(b, TINYC_GX_AND, u, tinyc_gx_int(k, TINYC_UINT, 0xffffe000u));
+	return tinyc_gx_bitcast(k, TINYC_FLOAT, u);
+}
+
+/* hi[dst] = tf32(raw[src]), lo[dst] = tf32(raw[src] - hi[dst]) (appended to blk). */
+static void split(tinyc_mmk *b, tinyc_gstmt *blk, int raw, int src, int hi, int lo, int dst)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_gexpr *x = tinyc_gx_load(k, raw, I(b, src), NULL);
+	tinyc_mmk_append(b, blk, tinyc_gs_store(k, hi, I(b, dst), tf32_round(b, x), NULL));
+	tinyc_gexpr *h = tinyc_gx_load(k, hi, I(b, dst), NULL);
+	tinyc_gexpr *r = tf32_round(b, bin(b, TINYC_GX_SUB, x, h));
+	tinyc_mmk_append(b, blk, tinyc_gs_store(k, lo, I(b, dst), r, NULL));
+}
+
+/* What the k-loop body reads: the shared tiles, the fragment arrays, the lane's place. */
+typedef struct tf32_stage {
+	int As, Bs;		/* shared tiles */
+	int araw, ahi, alo;	/* A fragments: as loaded, hi and lo parts (MI x 4) */
+	int braw, bhi, blo;	/* B fragments (NI x 2) */
+	tinyc_gexpr *arow, *brow;	/* the lane's first shared row (warp origin + g) */
+	tinyc_gexpr *kq;	/* the lane's k offset in a step: 2 * (lane % 4) */
+	int bk, ld;		/* k-step, shared row length */
+} tf32_stage;
+
+/* The k-loop body on stage st: per 8-wide k step, the B fragments and their splits, then
+ * per m16 fragment its A fragment, splits and 3 x NI mma. */
+static void tf32_compute(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *arg)
+{
+	const tf32_stage *c = arg;
+	tinyc_gkernel *k = b->k;
+	tinyc_gexpr *abase = bin(b, TINYC_GX_MUL, st, I(b, (int64_t)BM * c->ld));
+	tinyc_gexpr *bbase = bin(b, TINYC_GX_MUL, st, I(b, (int64_t)BN * c->ld));
+	tinyc_gexpr *a0 = bin(b, TINYC_GX_ADD, abase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, c->arow, I(b, c->ld)), c->kq));
+	tinyc_gexpr *b0 = bin(b, TINYC_GX_ADD, bbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, c->brow, I(b, c->ld)), c->kq));
+	for (int ks = 0; ks < c->bk / 8; ks++) {
+		for (int ni = 0; ni < NI; ni++) {
+			tinyc_gexpr *ix = bin(b, TINYC_GX_ADD, b0, I(b, (int64_t)ni * 8 * c->ld + ks * 8));
+			tinyc_mmk_append(b, blk, tinyc_gs_copy(k, c->braw, I(b, ni * 2), c->Bs, ix, 2, NULL, 0));
+			for (int e = 0; e < 2; e++)
+				split(b, blk, c->braw, ni * 2 + e, c->bhi, c->blo, ni * 2 + e);
+		}
+		for (int mi = 0; mi < MI; mi++) {
+			/* rows g and g + 8, each the lane's k pair: araw = (g, q) (g, q+4) (g+8, q) (g+8, q+4) */
+			for (int h = 0; h < 2; h++) {
+				tinyc_gexpr *ix = bin(b, TINYC_GX_ADD, a0,
+						      I(b, (int64_t)(mi * 16 + h * 8) * c->ld + ks * 8));
+				tinyc_mmk_append(b, blk, tinyc_gs_copy(k, c->araw, I(b, mi * 4 + h * 2), c->As, ix, 2,
+								      NULL, 0));
+			}
+			/* the mma's order: (g, q) (g+8, q) (g, q+4) (g+8, q+4) */
+			static const int from[4] = {0, 2, 1, 3};
+			for (int e = 0; e < 4; e++)
+				split(b, blk, c->araw, mi * 4 + from[e], c->ahi, c->alo, mi * 4 + e);
+			for (int ni = 0; ni < NI; ni++) {
+				tinyc_gexpr *acc = I(b, (mi * NI + ni) * 4), *ao = I(b, mi * 4), *bo = I(b, ni * 2);
+				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, b->acc, acc, c->alo, ao, c->bhi, bo, b->acc, acc));
+				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, b->acc, acc, c->ahi, ao, c->blo, bo, b->acc, acc));
+				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, b->acc, acc, c->ahi, ao, c->bhi, bo, b->acc, acc));
+			}
+		}
+	}
+}
+
+int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name)
+{
+	const tinyc_mm_tiles *t = b->t;
+	int BK = t->bk, LD = BK + 8;
+	if (t->bm != BM || t->bn != BN || BK % 8 || (int64_t)BM * BK % THREADS || t->threads != THREADS ||
+	    t->warps_m != BM / WM || t->warps_n != BN / WN)
+		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the 3xTF32 tile is 128x128 with "
+				   "BK a multiple of 8 and 2x4 warps (got %dx%dx%d)", name, t->bm, t->bn, BK);
+	if (b->gm->arch_major < 8)
+		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the 3xTF32 tile needs sm_80, the "
+				   "module targets %s", name, b->gm->target);
+	tinyc_gkernel *k = tinyc_mmk_begin(b, name, MI * NI * 4);
+	if (!k || b->error)
+		return -1;
+	tinyc_gstmt *body = k->body;
+	b->tid = tinyc_mmk_let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	tinyc_gexpr *wm = tinyc_mmk_let(b, body, "wm", bin(b, TINYC_GX_DIV, b->warp, I(b, t->warps_n)));
+	tinyc_gexpr *wn = tinyc_mmk_let(b, body, "wn", bin(b, TINYC_GX_MOD, b->warp, I(b, t->warps_n)));
+	tinyc_gexpr *g = tinyc_mmk_let(b, body, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
+	tinyc_gexpr *t4 = tinyc_mmk_let(b, body, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
+	tf32_stage c;
+	memset(&c, 0, sizeof(c));
+	c.bk = BK, c.ld = LD;
+	c.As = tinyc_gk_shared(k, "As", TINYC_FLOAT, 2 * (int64_t)BM * LD, 16, t->dyn_smem);
+	c.Bs = tinyc_gk_shared(k, "Bs", TINYC_FLOAT, 2 * (int64_t)BN * LD, 16, t->dyn_smem);
+	int ra = tinyc_gk_reg_array(k, "ra", TINYC_FLOAT, (int64_t)BM * BK / THREADS);
+	int rb = tinyc_gk_reg_array(k, "rb", TINYC_FLOAT, (int64_t)BN * BK / THREADS);
+	c.araw = tinyc_gk_reg_array(k, "araw", TINYC_FLOAT, MI * 4);
+	c.ahi = tinyc_gk_reg_array(k, "ahi", TINYC_FLOAT, MI * 4);
+	c.alo = tinyc_gk_reg_array(k, "alo", TINYC_FLOAT, MI * 4);
+	c.braw = tinyc_gk_reg_array(k, "braw", TINYC_FLOAT, NI * 2);
+	c.bhi = tinyc_gk_reg_array(k, "bhi", TINYC_FLOAT, NI * 2);
+	c.blo = tinyc_gk_reg_array(k, "blo", TINYC_FLOAT, NI * 2);
+	int arrays[] = {ra, rb, c.araw, c.ahi, c.alo, c.braw, c.bhi, c.blo};
+	for (int i = 0; i < 8; i++) {
+		if (arrays[i] < 0 || c.As < 0 || c.Bs < 0)
+			return -1;
+		tinyc_mmk_append(b, body, tinyc_gs_decl(k, arrays[i], NULL));
+	}
+	k->vars[c.araw].align = 8;	/* 8-byte shared loads into them */
+	k->vars[c.braw].align = 8;
+	c.arow = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, wm, I(b, WM)), g);
+	c.brow = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, wn, I(b, WN)), g);
+	c.kq = bin(b, TINYC_GX_MUL, t4, I(b, 2));
+	k->min_blocks_per_sm = 2;	/* ptxas: 126 registers at BK 16 without the bound */
+	tinyc_mm_tile_io ia, ib;
+	tinyc_mm_tile_io_init(b, &ia, 0, BM, BK, 0, LD, c.As, ra);
+	tinyc_mm_tile_io_init(b, &ib, 1, BK, BN, 1, LD, c.Bs, rb);
+	if (b->error || tinyc_mm_two_stage_loop(b, body, &ia, &ib, tf32_compute, &c) < 0)
+		return -1;
+	tinyc_mm_frag f;
+	tinyc_mm_frag_mma(b, &f, wm, wn, g, t4, WM, WN);
+	return tinyc_evt_emit_epilogue(b, &f, body);
+}
