@@ -8,7 +8,10 @@
  *               mbarrier ring, wgmma consumers, persistent tiles).  Then the epilogue,
  *               then one final-pass kernel per reduction.
  *   simt_tile.c the two-stage fp32 SIMT tile (128x128x16, 8x8 micro-tiles in 4x4 quarters,
- *               A k-major in shared memory, register prefetch of the next k tile).
+ *               A k-major in shared memory, register prefetch of the next k tile); its k
+ *               loop and operand movement are shared with
+ *   tf32_tile.c the 3xTF32 tile: fp32 on tensor cores, fragments split into tf32 hi + lo,
+ *               three mma.sync m16n8k8 .tf32 per step.
  *   evt_emit.c  the epilogue graph on the accumulator fragment in registers: broadcast
  *               vectors and scalars loaded once per thread (vector loads where contiguous
  *               and aligned), every node computed once into a register in the visit

@@ -5,11 +5,15 @@
  * as integer arithmetic on the bits, (u + 0x1000) & ~0x1fff, which the GPU IR interpreter
  * runs as it is), and
  *
- *   acc += a_lo * b_hi + a_hi * b_lo + a_hi * b_hi
+ *   part = a_lo * b_hi + a_hi * b_lo + a_hi * b_hi    acc += part
  *
- * by three mma.sync m16n8k8 .tf32 with fp32 accumulation (the small terms first); the
- * dropped a_lo * b_lo and the splits' rounding leave about 2^-21 relative per product,
- * the accuracy of fp32 FMAs.
+ * by three mma.sync m16n8k8 .tf32 (the small terms first) into a fresh m16n8 fragment
+ * `part`, then one fp32 add per element into the accumulator.  The dropped a_lo * b_lo and
+ * the splits' rounding leave about 2^-21 relative per product.  The tensor cores round
+ * their sums toward zero (H100: chaining all 3K/8 mma into the accumulator measured ~10x
+ * the error of fp32 FMAs at K = 3072-4096); the chains of 3 start from zero, and the
+ * accumulator takes K/8 round-to-nearest adds: the error of fp32 FMAs or below
+ * (docs/matmul-results.md).
  *
  * CTA tile 128 x 128, k-step BK (16 or 32), 8 warps of 64 x 32 (2 x 4), each a 4 x 4 grid
  * of m16n8 fragments.  The operands travel as fp32 through the two-stage register
@@ -75,6 +79,7 @@ typedef struct tf32_stage {
 	int As, Bs;		/* shared tiles */
 	int araw, ahi, alo;	/* A fragments: as loaded, hi and lo parts (MI x 4) */
 	int braw, bhi, blo;	/* B fragments (NI x 2) */
+	int part, zero;		/* one m16n8 step's 3 products (4 floats), zeros */
 	tinyc_gexpr *arow, *brow;	/* the lane's first shared row (warp origin + g) */
 	tinyc_gexpr *kq;	/* the lane's k offset in a step: 2 * (lane % 4) */
 	int bk, ld;		/* k-step, shared row length */
@@ -110,10 +115,16 @@ static void tf32_compute(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *
 			for (int e = 0; e < 4; e++)
 				split(b, blk, c->araw, mi * 4 + from[e], c->ahi, c->alo, mi * 4 + e);
 			for (int ni = 0; ni < NI; ni++) {
-				tinyc_gexpr *acc = I(b, (mi * NI + ni) * 4), *ao = I(b, mi * 4), *bo = I(b, ni * 2);
-				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, b->acc, acc, c->alo, ao, c->bhi, bo, b->acc, acc));
-				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, b->acc, acc, c->ahi, ao, c->blo, bo, b->acc, acc));
-				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, b->acc, acc, c->ahi, ao, c->bhi, bo, b->acc, acc));
+				tinyc_gexpr *ao = I(b, mi * 4), *bo = I(b, ni * 2), *z = I(b, 0);
+				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, c->part, z, c->alo, ao, c->bhi, bo, c->zero, z));
+				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, c->part, z, c->ahi, ao, c->blo, bo, c->part, z));
+				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, c->part, z, c->ahi, ao, c->bhi, bo, c->part, z));
+				for (int e = 0; e < 4; e++) {
+					tinyc_gexpr *ix = I(b, (mi * NI + ni) * 4 + e);
+					tinyc_gexpr *sum = bin(b, TINYC_GX_ADD, tinyc_gx_load(k, b->acc, ix, NULL),
+							       tinyc_gx_load(k, c->part, I(b, e), NULL));
+					tinyc_mmk_append(b, blk, tinyc_gs_store(k, b->acc, ix, sum, NULL));
+				}
 			}
 		}
 	}
@@ -152,18 +163,23 @@ int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name)
 	c.braw = tinyc_gk_reg_array(k, "braw", TINYC_FLOAT, NI * 2);
 	c.bhi = tinyc_gk_reg_array(k, "bhi", TINYC_FLOAT, NI * 2);
 	c.blo = tinyc_gk_reg_array(k, "blo", TINYC_FLOAT, NI * 2);
-	int arrays[] = {ra, rb, c.araw, c.ahi, c.alo, c.braw, c.bhi, c.blo};
-	for (int i = 0; i < 8; i++) {
+	c.part = tinyc_gk_reg_array(k, "part", TINYC_FLOAT, 4);
+	c.zero = tinyc_gk_reg_array(k, "zero", TINYC_FLOAT, 4);
+	int arrays[] = {ra, rb, c.araw, c.ahi, c.alo, c.braw, c.bhi, c.blo, c.part, c.zero};
+	for (int i = 0; i < 10; i++) {
 		if (arrays[i] < 0 || c.As < 0 || c.Bs < 0)
 			return -1;
-		tinyc_mmk_append(b, body, tinyc_gs_decl(k, arrays[i], NULL));
+		tinyc_gexpr *fill = arrays[i] == c.zero ? tinyc_gx_float(k, TINYC_FLOAT, 0) : NULL;
+		tinyc_mmk_append(b, body, tinyc_gs_decl(k, arrays[i], fill));
 	}
 	k->vars[c.araw].align = 8;	/* 8-byte shared loads into them */
 	k->vars[c.braw].align = 8;
 	c.arow = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, wm, I(b, WM)), g);
 	c.brow = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, wn, I(b, WN)), g);
 	c.kq = bin(b, TINYC_GX_MUL, t4, I(b, 2));
-	k->min_blocks_per_sm = 2;	/* ptxas: 126 registers at BK 16 without the bound */
+	/* ptxas: 129 registers at BK 16 (2 CTAs per SM under the bound, a few spilled), 141
+	 * at BK 32 (one CTA per SM) */
+	k->min_blocks_per_sm = BK == 16 ? 2 : 0;
 	tinyc_mm_tile_io ia, ib;
 	tinyc_mm_tile_io_init(b, &ia, 0, BM, BK, 0, LD, c.As, ra);
 	tinyc_mm_tile_io_init(b, &ib, 1, BK, BN, 1, LD, c.Bs, rb);

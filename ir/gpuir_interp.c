@@ -699,8 +699,8 @@ static double b16val(int bf16, uint16_t u)
 }
 
 /* mma.sync m16n8k8 .tf32 for the warp lane[0..32): A row-major 16x8, B column-major 8x8,
- * C/D 16x8 in PTX's fragments (gpuir.h, tinyc_gs_mma); the products summed in double, the
- * sum rounded to float once. */
+ * C/D 16x8 in PTX's fragments (gpuir.h, tinyc_gs_mma); the products and C summed in
+ * double, the sum rounded to float once toward zero (as the tensor cores round). */
 static void mma_tf32(interp *in, ithread **lane, const tinyc_gstmt *s)
 {
 	double A[16][8], B[8][8], C[16][8];
@@ -727,7 +727,10 @@ static void mma_tf32(interp *in, ithread **lane, const tinyc_gstmt *s)
 			double acc = C[r][c];
 			for (int kk = 0; kk < 8; kk++)
 				acc += A[r][kk] * B[kk][c];
-			store(in, t, s->dst.var, d0 + e, fval(TINYC_FLOAT, acc));
+			float f = (float)acc;	/* the tensor cores truncate: toward zero */
+			if (isfinite(f) && fabs((double)f) > fabs(acc))
+				f = nextafterf(f, 0.0f);
+			store(in, t, s->dst.var, d0 + e, fval(TINYC_FLOAT, f));
 		}
 	}
 }

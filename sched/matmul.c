@@ -28,6 +28,7 @@
 #include "sched/matmul.h"
 
 #define LAUNCH_US 2.0		/* one kernel launch */
+#define TF32X3_EFF_SM90 0.45	/* 3xTF32 against a third of the tf32 peak, H100 */
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
 /* --------------------------------------------------------------- problems ---- */
@@ -421,9 +422,9 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		t->smem = 2 * (int64_t)(bm + bn) * (bk + 8) * 4 +
 			  reduction_smem(prob, bm, bn, t->warps_m, t->warps_n, warps);
 		t->dyn_smem = 1;
-		/* 64 accumulators, the prefetch registers, raw + hi + lo fragments: ptxas fits
-		 * them in 126 (bk 16) to 135 (bk 32); the kernel asks for 2 CTAs per SM */
-		t->regs = 128;
+		/* 64 accumulators, the prefetch registers, raw + hi + lo fragments: ptxas, 129
+		 * registers at bk 16 (bounded to 128 for 2 CTAs per SM), 141 at bk 32 */
+		t->regs = bk == 16 ? 128 : 144;
 	} else if (v == TINYC_MM_SIMT && stages == 2) {
 		/* the fp32 tile (codegen/simt_tile.c): 128x128, k-step 16, two shared stages */
 		if (bm != 128 || bn != 128 || bk != 16 || !simt_tile_fits(prob))
@@ -605,6 +606,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	 * B once per group of `raster` m tiles */
 	double rd_a = t->variant == TINYC_MM_WGMMA ? 1 : nt;
 	double rd_b = t->variant == TINYC_MM_WGMMA ? ceil(mt / t->raster) : mt;
+	if (t->variant == TINYC_MM_TF32X3)	/* a row of n tiles runs at once: A once, B from L2 */
+		rd_a = rd_b = 1;
 	mp->bytes = L * (M * K * tinyc_dtype_size(prob->a.dtype) * rd_a +
 			 K * N * tinyc_dtype_size(prob->b.dtype) * rd_b) +
 		    epilogue_bytes(s, prob, M, N, L, t->bm, t->bn);
@@ -615,7 +618,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		peak = 1;
 	mp->t_compute_us = mp->flops / (peak * 1e12) * 1e6;
 	mp->t_memory_us = mp->bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
-	if (t->variant == TINYC_MM_WGMMA) {
+	if (t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_TF32X3) {
 		/* the SMs pull every operand tile from L2 (about 3x the DRAM bandwidth on an
 		 * H100, 7.5 TB/s measured with 128x256 tiles): narrow tiles re-read more */
 		double l2 = L * (M * K * tinyc_dtype_size(prob->a.dtype) * nt +
@@ -668,7 +671,12 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		if ((t->variant == TINYC_MM_SIMT || t->variant == TINYC_MM_TF32X3) && t->stages == 2)
 			kstep = 1.0;	/* the barrier waits on no load: it was issued a tile ago */
 		/* mma.sync issues at about 60% of the warpgroup instructions' rate on sm_90 */
-		double legacy = t->variant != TINYC_MM_SIMT && s->dev.arch.major >= 9 ? 0.6 : 1.0;
+		double legacy = t->variant == TINYC_MM_MMA && s->dev.arch.major >= 9 ? 0.6 : 1.0;
+		/* 3xTF32: the splits (5 instructions per fragment element) and an fp32 add per
+		 * accumulator per k step beside the mma; H100 measured (docs/matmul-results.md),
+		 * sm_8x a guess */
+		if (t->variant == TINYC_MM_TF32X3)
+			legacy = s->dev.arch.major >= 9 ? TF32X3_EFF_SM90 : 0.8;
 		/* a bound operand whose rows are not 16-byte aligned takes the element loads */
 		double elem = 1.0;
 		if (t->variant == TINYC_MM_MMA && (prob->tma_ok & TINYC_MM_SIZES_BOUND))
