@@ -235,6 +235,22 @@ tinyc_gkernel *tinyc_mmk_begin(tinyc_mmk *b, const char *name, int acc_count)
 	return k;
 }
 
+tinyc_gkernel *tinyc_mmk_begin_warps(tinyc_mmk *b, const char *name, int acc_count, tinyc_gexpr **wm,
+				     tinyc_gexpr **wn, tinyc_gexpr **g, tinyc_gexpr **t4)
+{
+	const tinyc_mm_tiles *t = b->t;
+	tinyc_gkernel *k = tinyc_mmk_begin(b, name, acc_count);
+	if (!k || b->error)
+		return k;
+	tinyc_gstmt *body = k->body;
+	b->tid = let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	*wm = let(b, body, "wm", bin(b, TINYC_GX_DIV, b->warp, I(b, t->warps_n)));
+	*wn = let(b, body, "wn", bin(b, TINYC_GX_MOD, b->warp, I(b, t->warps_n)));
+	*g = let(b, body, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
+	*t4 = let(b, body, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
+	return k;
+}
+
 tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v)
 {
 	return let(b, block, name, v);
@@ -515,15 +531,11 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	const tinyc_mm_tiles *t = b->t;
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages;
 	int WM = BM / t->warps_m, WN = BN / t->warps_n, MI = WM / 16, NI = WN / 8;
-	tinyc_gkernel *k = tinyc_mmk_begin(b, name, MI * NI * 4);
+	tinyc_gexpr *wm, *wn, *g, *t4;
+	tinyc_gkernel *k = tinyc_mmk_begin_warps(b, name, MI * NI * 4, &wm, &wn, &g, &t4);
 	if (!k || b->error)
 		return -1;
 	tinyc_gstmt *body = k->body;
-	b->tid = let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	tinyc_gexpr *wm = let(b, body, "wm", bin(b, TINYC_GX_DIV, b->warp, I(b, t->warps_n)));
-	tinyc_gexpr *wn = let(b, body, "wn", bin(b, TINYC_GX_MOD, b->warp, I(b, t->warps_n)));
-	tinyc_gexpr *g = let(b, body, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
-	tinyc_gexpr *t4 = let(b, body, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
 	tinyc_gexpr *lr = let(b, body, "lr", bin(b, TINYC_GX_MOD, b->lane, I(b, 16)));
 	tinyc_gexpr *lc = let(b, body, "lc", mul(b, bin(b, TINYC_GX_DIV, b->lane, I(b, 16)), I(b, 8)));
 	int As = tinyc_gk_shared(k, "As", pr->a.dtype, (int64_t)S * BM * (BK + 8), 16, t->dyn_smem);

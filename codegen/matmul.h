@@ -105,6 +105,10 @@ typedef struct tinyc_mmk {
  * t->threads): tile origin b->m0, b->n0, b->l, b->lane, b->warp, the accumulator array of
  * acc_count elements at zero.  The kernel (b->error set on failure), or NULL. */
 tinyc_gkernel *tinyc_mmk_begin(tinyc_mmk *b, const char *name, int acc_count);
+/* tinyc_mmk_begin for a 1-D block of warps (warps_m x warps_n): then b->tid, the warp's
+ * place *wm, *wn and the lane's place in an mma fragment *g = lane / 4, *t4 = lane % 4. */
+tinyc_gkernel *tinyc_mmk_begin_warps(tinyc_mmk *b, const char *name, int acc_count, tinyc_gexpr **wm,
+				     tinyc_gexpr **wn, tinyc_gexpr **g, tinyc_gexpr **t4);
 /* The element offset of (row, col) of operand op (rows m or k, columns k or n). */
 tinyc_gexpr *tinyc_mmk_op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
 			       tinyc_gexpr *col);

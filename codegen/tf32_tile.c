@@ -141,15 +141,11 @@ int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name)
 	if (b->gm->arch_major < 8)
 		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the 3xTF32 tile needs sm_80, the "
 				   "module targets %s", name, b->gm->target);
-	tinyc_gkernel *k = tinyc_mmk_begin(b, name, MI * NI * 4);
+	tinyc_gexpr *wm, *wn, *g, *t4;
+	tinyc_gkernel *k = tinyc_mmk_begin_warps(b, name, MI * NI * 4, &wm, &wn, &g, &t4);
 	if (!k || b->error)
 		return -1;
 	tinyc_gstmt *body = k->body;
-	b->tid = tinyc_mmk_let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	tinyc_gexpr *wm = tinyc_mmk_let(b, body, "wm", bin(b, TINYC_GX_DIV, b->warp, I(b, t->warps_n)));
-	tinyc_gexpr *wn = tinyc_mmk_let(b, body, "wn", bin(b, TINYC_GX_MOD, b->warp, I(b, t->warps_n)));
-	tinyc_gexpr *g = tinyc_mmk_let(b, body, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
-	tinyc_gexpr *t4 = tinyc_mmk_let(b, body, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
 	tf32_stage c;
 	memset(&c, 0, sizeof(c));
 	c.bk = BK, c.ld = LD;
