@@ -72,7 +72,7 @@ static int vec_loads(const tinyc_mmk *b, const tinyc_mm_tile_io *io)
 	const tinyc_mm_operand *op = io->op;
 	int c = tinyc_evt_poly_is_const(&op->stride[1], 1) ? 1
 		: tinyc_evt_poly_is_const(&op->stride[0], 1) ? 0 : -1;
-	if (c < 0 || (c ? io->pc : io->pr) || (c ? io->cols : io->rows) % 4)
+	if (c < 0 || op->gather.on || (c ? io->pc : io->pr) || (c ? io->cols : io->rows) % 4)
 		return 0;
 	int64_t off = bound_value(b, &op->offset), so = bound_value(b, &op->stride[1 - c]);
 	int64_t sl = b->prob->evt && b->prob->evt->batched ? bound_value(b, &op->stride[2]) : 0;
@@ -116,7 +116,14 @@ void tinyc_mm_tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_tile_io *
 			tinyc_gexpr *t = bin(b, TINYC_GX_LT, gc, io->C);
 			in = in ? bin(b, TINYC_GX_LAND, in, t) : t;
 		}
-		tinyc_gexpr *addr = tinyc_mmk_op_addr(b, io->op, gr, gc);
+		tinyc_gexpr *addr, *guard = NULL;
+		if (io->op->gather.on) {	/* im2col (a convolution): the window's guard too */
+			addr = tinyc_conv_addr(b, io->op, gr, gc, &guard);
+			if (guard)
+				in = in ? bin(b, TINYC_GX_LAND, in, guard) : guard;
+		} else {
+			addr = tinyc_mmk_op_addr(b, io->op, gr, gc);
+		}
 		if (io->vec) {	/* the vector's tail test is its first element's */
 			tinyc_mmk_append(b, blk, tinyc_gs_copy(k, io->reg, I(b, j), param, addr, 4, in, 0));
 			continue;

@@ -15,11 +15,11 @@
  * accumulator takes K/8 round-to-nearest adds: the error of fp32 FMAs or below
  * (docs/matmul-results.md).
  *
- * CTA tile 128 x 128, k-step BK (16 or 32), 8 warps of 64 x 32 (2 x 4), each a 4 x 4 grid
- * of m16n8 fragments.  The operands travel as fp32 through the two-stage register
+ * CTA tile 128 x 128 (8 warps of 64 x 32, 2 x 4) or 128 x 64 (8 warps of 32 x 32, 4 x 2), each
+ * warp a grid of m16n8 fragments, k-step BK (16 or 32).  The operands travel as fp32 through the two-stage register
  * prefetch of the SIMT tile (codegen/simt_tile.c: tinyc_mm_two_stage_loop):
  *
- *   shared As[2][128][BK + 8] (m-major rows of k), Bs[2][128][BK + 8] (n-major rows of k)
+ *   shared As[2][BM][BK + 8] (m-major rows of k), Bs[2][BN][BK + 8] (n-major rows of k)
  *
  * Within each 8-wide k step the mma's k index j is stored at k 2j (j < 4) and 2(j-4) + 1
  * (j >= 4): A and B use the same order, so the sum is unchanged, and a lane's two k of a
@@ -33,13 +33,7 @@
 
 #include "codegen/matmul.h"
 
-#define BM 128			/* CTA tile rows */
-#define BN 128			/* CTA tile columns */
-#define WM 64			/* warp tile rows (warps 2 x 4) */
-#define WN 32			/* warp tile columns */
-#define MI (WM / 16)		/* m16 fragments per warp */
-#define NI (WN / 8)		/* n8 fragments per warp */
-#define THREADS 256
+#define THREADS 256		/* 8 warps */
 
 /* Shorthands for index arithmetic. */
 static tinyc_gexpr *I(tinyc_mmk *b, int64_t v)
@@ -82,7 +76,8 @@ typedef struct tf32_stage {
 	int part, zero;		/* one m16n8 step's 3 products (4 floats), zeros */
 	tinyc_gexpr *arow, *brow;	/* the lane's first shared row (warp origin + g) */
 	tinyc_gexpr *kq;	/* the lane's k offset in a step: 2 * (lane % 4) */
-	int bk, ld;		/* k-step, shared row length */
+	int bm, bn, bk, ld;	/* CTA tile, shared row length */
+	int mi, ni;		/* m16 x n8 fragments per warp */
 } tf32_stage;
 
 /* The k-loop body on stage st: per 8-wide k step, the B fragments and their splits, then
@@ -91,8 +86,9 @@ static void tf32_compute(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *
 {
 	const tf32_stage *c = arg;
 	tinyc_gkernel *k = b->k;
-	tinyc_gexpr *abase = bin(b, TINYC_GX_MUL, st, I(b, (int64_t)BM * c->ld));
-	tinyc_gexpr *bbase = bin(b, TINYC_GX_MUL, st, I(b, (int64_t)BN * c->ld));
+	int MI = c->mi, NI = c->ni;
+	tinyc_gexpr *abase = bin(b, TINYC_GX_MUL, st, I(b, (int64_t)c->bm * c->ld));
+	tinyc_gexpr *bbase = bin(b, TINYC_GX_MUL, st, I(b, (int64_t)c->bn * c->ld));
 	tinyc_gexpr *a0 = bin(b, TINYC_GX_ADD, abase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, c->arow, I(b, c->ld)), c->kq));
 	tinyc_gexpr *b0 = bin(b, TINYC_GX_ADD, bbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, c->brow, I(b, c->ld)), c->kq));
 	for (int ks = 0; ks < c->bk / 8; ks++) {
@@ -133,11 +129,13 @@ static void tf32_compute(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *
 int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name)
 {
 	const tinyc_mm_tiles *t = b->t;
-	int BK = t->bk, LD = BK + 8;
-	if (t->bm != BM || t->bn != BN || BK % 8 || (int64_t)BM * BK % THREADS || t->threads != THREADS ||
-	    t->warps_m != BM / WM || t->warps_n != BN / WN)
-		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the 3xTF32 tile is 128x128 with "
-				   "BK a multiple of 8 and 2x4 warps (got %dx%dx%d)", name, t->bm, t->bn, BK);
+	int BM = t->bm, BN = t->bn, BK = t->bk, LD = BK + 8;
+	int WM = t->warps_m ? BM / t->warps_m : 0, WN = t->warps_n ? BN / t->warps_n : 0;
+	int MI = WM / 16, NI = WN / 8;
+	if (BK % 8 || t->threads != THREADS || t->warps_m * t->warps_n != THREADS / 32 || WM % 16 ||
+	    WN % 8 || MI < 1 || NI < 1 || (int64_t)BM * BK % THREADS || (int64_t)BN * BK % THREADS)
+		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the 3xTF32 tile needs 8 warps of "
+				   "m16 x n8 multiples and BK a multiple of 8 (got %dx%dx%d)", name, BM, BN, BK);
 	if (b->gm->arch_major < 8)
 		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the 3xTF32 tile needs sm_80, the "
 				   "module targets %s", name, b->gm->target);
@@ -148,7 +146,8 @@ int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name)
 	tinyc_gstmt *body = k->body;
 	tf32_stage c;
 	memset(&c, 0, sizeof(c));
-	c.bk = BK, c.ld = LD;
+	c.bm = BM, c.bn = BN, c.bk = BK, c.ld = LD;
+	c.mi = MI, c.ni = NI;
 	c.As = tinyc_gk_shared(k, "As", TINYC_FLOAT, 2 * (int64_t)BM * LD, 16, t->dyn_smem);
 	c.Bs = tinyc_gk_shared(k, "Bs", TINYC_FLOAT, 2 * (int64_t)BN * LD, 16, t->dyn_smem);
 	int ra = tinyc_gk_reg_array(k, "ra", TINYC_FLOAT, (int64_t)BM * BK / THREADS);
@@ -173,9 +172,11 @@ int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name)
 	c.arow = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, wm, I(b, WM)), g);
 	c.brow = bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, wn, I(b, WN)), g);
 	c.kq = bin(b, TINYC_GX_MUL, t4, I(b, 2));
-	/* ptxas: 129 registers at BK 16 (2 CTAs per SM under the bound, a few spilled), 141
-	 * at BK 32 (one CTA per SM) */
-	k->min_blocks_per_sm = BK == 16 ? 2 : 0;
+	/* ptxas (128x128): 129 registers at BK 16 (2 CTAs per SM under the bound, a few
+	 * spilled), 141 at BK 32 (one CTA per SM); narrower warp tiles fit; a gathered
+	 * operand's im2col addressing takes 228 (128x64x16): unbounded */
+	int gathered = b->prob->a.gather.on || b->prob->b.gather.on;
+	k->min_blocks_per_sm = !gathered && (BK == 16 || MI * NI < 16) ? 2 : 0;
 	tinyc_mm_tile_io ia, ib;
 	tinyc_mm_tile_io_init(b, &ia, 0, BM, BK, 0, LD, c.As, ra);
 	tinyc_mm_tile_io_init(b, &ib, 1, BK, BN, 1, LD, c.Bs, rb);

@@ -28,7 +28,10 @@
 #include "sched/matmul.h"
 
 #define LAUNCH_US 2.0		/* one kernel launch */
-#define TF32X3_EFF_SM90 0.45	/* 3xTF32 against a third of the tf32 peak, H100 */
+/* 3xTF32 against a third of the tf32 peak on the H100: measured 0.37 (4096^3 2716 us,
+ * 4096x2304x768 324 us); 0.42 keeps the measured order against the SIMT tile, whose
+ * estimate is as optimistic (2494 against 2920 us measured at 4096^3) */
+#define TF32X3_EFF_SM90 0.42
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
 /* --------------------------------------------------------------- problems ---- */
@@ -390,13 +393,19 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 		snprintf(buf + n, size - n, " sk%d", t->split);
 }
 
-/* Whether the two-stage SIMT tile takes prob: fp32 operands, products and accumulators,
- * operands read through strides (no convolution gather). */
-static int simt_tile_fits(const tinyc_mm_problem *prob)
+/* Whether prob has fp32 operands, products and accumulators (the 3xTF32 tile: its loads
+ * also gather a convolution's im2col operand). */
+static int fp32_operands(const tinyc_mm_problem *prob)
 {
 	return prob->a.dtype == TINYC_FLOAT && prob->b.dtype == TINYC_FLOAT &&
-	       prob->mul == TINYC_FLOAT && prob->acc == TINYC_FLOAT && !prob->a.gather.on &&
-	       !prob->b.gather.on;
+	       prob->mul == TINYC_FLOAT && prob->acc == TINYC_FLOAT;
+}
+
+/* Whether the two-stage SIMT tile takes prob: fp32, operands read through strides (no
+ * convolution gather). */
+static int simt_tile_fits(const tinyc_mm_problem *prob)
+{
+	return fp32_operands(prob) && !prob->a.gather.on && !prob->b.gather.on;
 }
 
 int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
@@ -411,20 +420,21 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	if (v == TINYC_MM_WGMMA)
 		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, 0, 0, t);
 	if (v == TINYC_MM_TF32X3) {
-		/* codegen/tf32_tile.c: 128x128, 8 warps of 64x32, two stages of fp32 rows of
-		 * bk + 8 floats, dynamic shared memory */
-		if (dev->arch.major < 8 || bm != 128 || bn != 128 || (bk != 16 && bk != 32) ||
-		    stages != 2 || !simt_tile_fits(prob))
+		/* codegen/tf32_tile.c: 128x128 (8 warps of 64x32) or 128x64 (8 warps of 32x32),
+		 * two stages of fp32 rows of bk + 8 floats, dynamic shared memory */
+		if (dev->arch.major < 8 || bm != 128 || (bn != 128 && bn != 64) || (bk != 16 && bk != 32) ||
+		    stages != 2 || !fp32_operands(prob))
 			return -1;
 		t->threads = 256;
-		t->warps_m = 2, t->warps_n = 4;
+		t->warps_m = bn == 128 ? 2 : 4, t->warps_n = bn == 128 ? 4 : 2;
 		warps = 8;
 		t->smem = 2 * (int64_t)(bm + bn) * (bk + 8) * 4 +
 			  reduction_smem(prob, bm, bn, t->warps_m, t->warps_n, warps);
 		t->dyn_smem = 1;
 		/* 64 accumulators, the prefetch registers, raw + hi + lo fragments: ptxas, 129
-		 * registers at bk 16 (bounded to 128 for 2 CTAs per SM), 141 at bk 32 */
-		t->regs = bk == 16 ? 128 : 144;
+		 * registers at bk 16 (bounded to 128 for 2 CTAs per SM), 141 at bk 32; im2col
+		 * addressing of a gathered operand 228 */
+		t->regs = prob->a.gather.on || prob->b.gather.on ? 232 : bk == 16 || bn == 64 ? 128 : 144;
 	} else if (v == TINYC_MM_SIMT && stages == 2) {
 		/* the fp32 tile (codegen/simt_tile.c): 128x128, k-step 16, two shared stages */
 		if (bm != 128 || bn != 128 || bk != 16 || !simt_tile_fits(prob))
@@ -677,6 +687,10 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		 * sm_8x a guess */
 		if (t->variant == TINYC_MM_TF32X3)
 			legacy = s->dev.arch.major >= 9 ? TF32X3_EFF_SM90 : 0.8;
+		/* the 128x128 tile spills 64 bytes at two CTAs per SM: measured 3-15% slower than
+		 * 128x64 at the GPT-2 shapes, 5% faster at 4096^3 */
+		if (t->variant == TINYC_MM_TF32X3 && t->bn == 128)
+			legacy *= 0.95;
 		/* a bound operand whose rows are not 16-byte aligned takes the element loads */
 		double elem = 1.0;
 		if (t->variant == TINYC_MM_MMA && (prob->tma_ok & TINYC_MM_SIZES_BOUND))
@@ -940,10 +954,11 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 					added += r;
 				}
 	}
-	/* fp32 on tensor cores (3xTF32): two k-steps of the one tile */
+	/* fp32 on tensor cores (3xTF32): 128x128 and 128x64 tiles, k-step 16 (32 measured
+	 * slower on the H100: one CTA per SM, 3834 against 2716 us at 4096^3) */
 	for (int q = 0; q < 2 && (force < 0 || force == TINYC_MM_TF32X3); q++) {
-		if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_TF32X3, 128, 128, q ? 32 : 16, 2, 0, 0,
-				       have_ft, ft, idx)) < 0)
+		if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_TF32X3, 128, q ? 64 : 128, 16, 2, 0,
+				       0, have_ft, ft, idx)) < 0)
 			return -1;
 		added += r;
 	}

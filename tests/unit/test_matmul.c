@@ -352,7 +352,7 @@ Test(matmul_schedule, float_operands_and_bound_sizes)
 	load_text(ctx, &c, "f32.uop", text, "M=256,N=128,K=64", "M=256,N=128,K=64");
 	/* fp32 operands: SIMT tiles and, on tensor cores, 3xTF32; each forced in turn */
 	static const char *const forced[] = {"simt", "tf32x3"};
-	static const char *const layout[] = {"threads (16, 16)", "mma.sync m16n8k8 tf32 4x4x3 per warp"};
+	static const char *const layout[] = {"threads (16, 16)", "mma.sync m16n8k8 tf32"};
 	for (int f = 0; f < 2; f++) {
 		unsetenv("TINYC_MATMUL");
 		tinyc_schedule *s = plan(ctx, &c, "sm_90");
