@@ -955,8 +955,12 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 				}
 	}
 	/* fp32 on tensor cores (3xTF32): 128x128 and 128x64 tiles, k-step 16 (32 measured
-	 * slower on the H100: one CTA per SM, 3834 against 2716 us at 4096^3) */
-	for (int q = 0; q < 2 && (force < 0 || force == TINYC_MM_TF32X3); q++) {
+	 * slower on the H100: one CTA per SM, 3834 against 2716 us at 4096^3).  A convolution
+	 * (gathered operand) gets them only when forced, for now: the SIMT estimate of its
+	 * gathered loads is far from the measured times (docs/matmul-results.md) */
+	int gathered = prob0->a.gather.on || prob0->b.gather.on;
+	for (int q = 0; q < 2 && (force < 0 || force == TINYC_MM_TF32X3) &&
+			(!gathered || force == TINYC_MM_TF32X3); q++) {
 		if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_TF32X3, 128, q ? 64 : 128, 16, 2, 0,
 				       0, have_ft, ft, idx)) < 0)
 			return -1;
