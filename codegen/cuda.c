@@ -584,6 +584,31 @@ static void cwgmma(cprint *p, const tinyc_gstmt *s, int depth)
 	tinyc_buf_puts(o, "}\n");
 }
 
+/* mma.sync m16n8k8 .tf32 (float A and B arrays: their bits are the tf32 operands). */
+static void cmma_tf32(cprint *p, const tinyc_gstmt *s, int depth)
+{
+	tinyc_buf *o = p->out;
+	static const char *const names[] = {"tinyc_a", "tinyc_b", "tinyc_c", "tinyc_d"};
+	const tinyc_gref *refs[] = {&s->src, &s->src2, &s->src3, &s->dst};
+	tinyc_buf_puts(o, "{\n");
+	for (int i = 0; i < 4; i++) {
+		cindent(p, depth + 1);
+		tinyc_buf_printf(o, "%sfloat *%s = ", i < 3 ? "const " : "", names[i]);
+		caddr(p, refs[i]);
+		tinyc_buf_puts(o, ";\n");
+	}
+	cindent(p, depth + 1);
+	tinyc_buf_puts(o, "asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+		       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\\n\" : "
+		       "\"=f\"(tinyc_d[0]), \"=f\"(tinyc_d[1]), \"=f\"(tinyc_d[2]), \"=f\"(tinyc_d[3]) : "
+		       "\"r\"(__float_as_uint(tinyc_a[0])), \"r\"(__float_as_uint(tinyc_a[1])), "
+		       "\"r\"(__float_as_uint(tinyc_a[2])), \"r\"(__float_as_uint(tinyc_a[3])), "
+		       "\"r\"(__float_as_uint(tinyc_b[0])), \"r\"(__float_as_uint(tinyc_b[1])), "
+		       "\"f\"(tinyc_c[0]), \"f\"(tinyc_c[1]), \"f\"(tinyc_c[2]), \"f\"(tinyc_c[3]));\n");
+	cindent(p, depth);
+	tinyc_buf_puts(o, "}\n");
+}
+
 /* Print one statement. */
 static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 {
@@ -791,6 +816,10 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 	}
 	case TINYC_GS_MMA: {
 		tinyc_dtype at = vtype(p, s->src.var), bt = vtype(p, s->src2.var);
+		if (at == TINYC_FLOAT) {
+			cmma_tf32(p, s, depth);
+			return;
+		}
 		tinyc_dtype ab = at == TINYC_BFLOAT16 || (at == TINYC_UINT && bt == TINYC_BFLOAT16)
 					 ? TINYC_BFLOAT16 : TINYC_HALF;
 		const char *ty = ab == TINYC_BFLOAT16 ? "bf16" : "f16";

@@ -235,6 +235,22 @@ tinyc_gkernel *tinyc_mmk_begin(tinyc_mmk *b, const char *name, int acc_count)
 	return k;
 }
 
+tinyc_gkernel *tinyc_mmk_begin_warps(tinyc_mmk *b, const char *name, int acc_count, tinyc_gexpr **wm,
+				     tinyc_gexpr **wn, tinyc_gexpr **g, tinyc_gexpr **t4)
+{
+	const tinyc_mm_tiles *t = b->t;
+	tinyc_gkernel *k = tinyc_mmk_begin(b, name, acc_count);
+	if (!k || b->error)
+		return k;
+	tinyc_gstmt *body = k->body;
+	b->tid = let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	*wm = let(b, body, "wm", bin(b, TINYC_GX_DIV, b->warp, I(b, t->warps_n)));
+	*wn = let(b, body, "wn", bin(b, TINYC_GX_MOD, b->warp, I(b, t->warps_n)));
+	*g = let(b, body, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
+	*t4 = let(b, body, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
+	return k;
+}
+
 tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v)
 {
 	return let(b, block, name, v);
@@ -483,6 +499,31 @@ static void mma_compute(tinyc_mmk *b, tinyc_gstmt *blk, int As, int Bs, int afr,
 	}
 }
 
+void tinyc_mm_frag_mma(tinyc_mmk *b, tinyc_mm_frag *f, tinyc_gexpr *wm, tinyc_gexpr *wn,
+		       tinyc_gexpr *g, tinyc_gexpr *t4, int WM, int WN)
+{
+	const tinyc_mm_tiles *t = b->t;
+	int MI = WM / 16, NI = WN / 8;
+	memset(f, 0, sizeof(*f));
+	f->mma = 1;
+	f->ni = NI;
+	f->tr = MI * 2, f->tc = NI * 2;
+	f->row_run = 1, f->col_run = 2;
+	f->row_base = add(b, mul(b, wm, I(b, WM)), g);
+	f->col_base = add(b, mul(b, wn, I(b, WN)), mul(b, t4, I(b, 2)));
+	for (int a = 0; a < f->tr; a++)
+		f->row_off[a] = (a / 2) * 16 + (a % 2) * 8;
+	for (int c = 0; c < f->tc; c++)
+		f->col_off[c] = (c / 2) * 8 + (c % 2);
+	f->row_xor[0] = 4, f->row_xor[1] = 8, f->row_xor[2] = 16, f->nrow_xor = 3;
+	f->col_xor[0] = 1, f->col_xor[1] = 2, f->ncol_xor = 2;
+	f->row_lead = bin(b, TINYC_GX_EQ, g, I(b, 0));
+	f->col_lead = bin(b, TINYC_GX_EQ, t4, I(b, 0));
+	f->groups_m = t->warps_m, f->group_m = wm;
+	f->groups_n = t->warps_n, f->group_n = wn;
+	f->pair_stores = 1;
+}
+
 /* The MMA kernel body. */
 static int build_mma(tinyc_mmk *b, const char *name)
 {
@@ -490,15 +531,11 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	const tinyc_mm_tiles *t = b->t;
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages;
 	int WM = BM / t->warps_m, WN = BN / t->warps_n, MI = WM / 16, NI = WN / 8;
-	tinyc_gkernel *k = tinyc_mmk_begin(b, name, MI * NI * 4);
+	tinyc_gexpr *wm, *wn, *g, *t4;
+	tinyc_gkernel *k = tinyc_mmk_begin_warps(b, name, MI * NI * 4, &wm, &wn, &g, &t4);
 	if (!k || b->error)
 		return -1;
 	tinyc_gstmt *body = k->body;
-	b->tid = let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	tinyc_gexpr *wm = let(b, body, "wm", bin(b, TINYC_GX_DIV, b->warp, I(b, t->warps_n)));
-	tinyc_gexpr *wn = let(b, body, "wn", bin(b, TINYC_GX_MOD, b->warp, I(b, t->warps_n)));
-	tinyc_gexpr *g = let(b, body, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
-	tinyc_gexpr *t4 = let(b, body, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
 	tinyc_gexpr *lr = let(b, body, "lr", bin(b, TINYC_GX_MOD, b->lane, I(b, 16)));
 	tinyc_gexpr *lc = let(b, body, "lc", mul(b, bin(b, TINYC_GX_DIV, b->lane, I(b, 16)), I(b, 8)));
 	int As = tinyc_gk_shared(k, "As", pr->a.dtype, (int64_t)S * BM * (BK + 8), 16, t->dyn_smem);
@@ -546,24 +583,7 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	if (b->error)
 		return -1;
 	tinyc_mm_frag f;
-	memset(&f, 0, sizeof(f));
-	f.mma = 1;
-	f.ni = NI;
-	f.tr = MI * 2, f.tc = NI * 2;
-	f.row_run = 1, f.col_run = 2;
-	f.row_base = add(b, mul(b, wm, I(b, WM)), g);
-	f.col_base = add(b, mul(b, wn, I(b, WN)), mul(b, t4, I(b, 2)));
-	for (int a = 0; a < f.tr; a++)
-		f.row_off[a] = (a / 2) * 16 + (a % 2) * 8;
-	for (int c = 0; c < f.tc; c++)
-		f.col_off[c] = (c / 2) * 8 + (c % 2);
-	f.row_xor[0] = 4, f.row_xor[1] = 8, f.row_xor[2] = 16, f.nrow_xor = 3;
-	f.col_xor[0] = 1, f.col_xor[1] = 2, f.ncol_xor = 2;
-	f.row_lead = bin(b, TINYC_GX_EQ, g, I(b, 0));
-	f.col_lead = bin(b, TINYC_GX_EQ, t4, I(b, 0));
-	f.groups_m = t->warps_m, f.group_m = wm;
-	f.groups_n = t->warps_n, f.group_n = wn;
-	f.pair_stores = 1;
+	tinyc_mm_frag_mma(b, &f, wm, wn, g, t4, WM, WN);
 	return tinyc_evt_emit_epilogue(b, &f, body);
 }
 
@@ -1289,7 +1309,8 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	int rc = t->variant == TINYC_MM_SIMT && t->stages == 2 ? tinyc_simt_tile_build(&b, name)
 		 : t->variant == TINYC_MM_SIMT ? build_simt(&b, name)
 		 : t->variant == TINYC_MM_WGMMA ? build_wgmma(&b, name)
-		 : t->variant == TINYC_MM_GEMV ? tinyc_gemv_build(&b, name) : build_mma(&b, name);
+		 : t->variant == TINYC_MM_GEMV ? tinyc_gemv_build(&b, name)
+		 : t->variant == TINYC_MM_TF32X3 ? tinyc_tf32_tile_build(&b, name) : build_mma(&b, name);
 	if (rc == 0 && !b.error) {
 		char comment[200];
 		if (t->variant == TINYC_MM_GEMV)
@@ -1301,6 +1322,10 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 				 "epilogue %d nodes", name, t->bm, t->bn, t->bk,
 				 t->stages == 2 ? " 2 stages (register prefetch)" : "", t->tm, t->tn,
 				 prob->evt->n);
+		else if (t->variant == TINYC_MM_TF32X3)
+			snprintf(comment, sizeof(comment), "%s: matmul 3xTF32 mma.sync m16n8k8 tile [%d,%d,%d], "
+				 "2 stages (register prefetch), warps %dx%d, epilogue %d nodes", name, t->bm,
+				 t->bn, t->bk, t->warps_m, t->warps_n, prob->evt->n);
 		else if (t->variant == TINYC_MM_WGMMA)
 			snprintf(comment, sizeof(comment), "%s: matmul wgmma m64n%dk16 tile [%d,%d,%d], "
 				 "%d stages (TMA, mbarriers), 1 producer + %d consumer warpgroups, "

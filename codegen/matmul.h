@@ -8,7 +8,10 @@
  *               mbarrier ring, wgmma consumers, persistent tiles).  Then the epilogue,
  *               then one final-pass kernel per reduction.
  *   simt_tile.c the two-stage fp32 SIMT tile (128x128x16, 8x8 micro-tiles in 4x4 quarters,
- *               A k-major in shared memory, register prefetch of the next k tile).
+ *               A k-major in shared memory, register prefetch of the next k tile); its k
+ *               loop and operand movement are shared with
+ *   tf32_tile.c the 3xTF32 tile: fp32 on tensor cores, fragments split into tf32 hi + lo,
+ *               three mma.sync m16n8k8 .tf32 per step.
  *   evt_emit.c  the epilogue graph on the accumulator fragment in registers: broadcast
  *               vectors and scalars loaded once per thread (vector loads where contiguous
  *               and aligned), every node computed once into a register in the visit
@@ -102,6 +105,10 @@ typedef struct tinyc_mmk {
  * t->threads): tile origin b->m0, b->n0, b->l, b->lane, b->warp, the accumulator array of
  * acc_count elements at zero.  The kernel (b->error set on failure), or NULL. */
 tinyc_gkernel *tinyc_mmk_begin(tinyc_mmk *b, const char *name, int acc_count);
+/* tinyc_mmk_begin for a 1-D block of warps (warps_m x warps_n): then b->tid, the warp's
+ * place *wm, *wn and the lane's place in an mma fragment *g = lane / 4, *t4 = lane % 4. */
+tinyc_gkernel *tinyc_mmk_begin_warps(tinyc_mmk *b, const char *name, int acc_count, tinyc_gexpr **wm,
+				     tinyc_gexpr **wn, tinyc_gexpr **g, tinyc_gexpr **t4);
 /* The element offset of (row, col) of operand op (rows m or k, columns k or n). */
 tinyc_gexpr *tinyc_mmk_op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
 			       tinyc_gexpr *col);
@@ -110,6 +117,41 @@ tinyc_gexpr *tinyc_mmk_op_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_g
 void tinyc_mmk_simt_lanes(tinyc_mmk *b, tinyc_mm_frag *f, tinyc_gexpr *tx);
 /* codegen/simt_tile.c: the two-stage fp32 SIMT tile (variant simt, stages 2).  0 or -1. */
 int tinyc_simt_tile_build(tinyc_mmk *b, const char *name);
+
+/* One operand's tile movement through registers into shared memory (codegen/simt_tile.c,
+ * 256 threads): rows x cols of op (A: m x k, B: k x n). */
+typedef struct tinyc_mm_tile_io {
+	const tinyc_mm_operand *op;	/* the operand */
+	int rows, cols;		/* tile extent */
+	int kmajor_store;	/* 1: shared index col * ld + row, 0: row * ld + col */
+	int ld;			/* shared row length */
+	int sh;			/* the shared array */
+	int reg;		/* the staging register array (rows * cols / 256) */
+	tinyc_gexpr *R, *C;	/* extents for the tail tests */
+	int pr, pc;		/* rows / columns need the tail test */
+	int vec;		/* 16-byte loads of 4 elements along the contiguous axis */
+} tinyc_mm_tile_io;
+/* io for operand A (is_b 0) or B of b's problem and tiles: tails, vector loads. */
+void tinyc_mm_tile_io_init(tinyc_mmk *b, tinyc_mm_tile_io *io, int is_b, int rows, int cols,
+			   int kmajor_store, int ld, int sh, int reg);
+/* Load the thread's elements of the tile at (row0, col0) into io->reg (zero outside, and
+ * everywhere when `live` (NULL: true) is false); store them into stage st of io->sh. */
+void tinyc_mm_tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_tile_io *io, tinyc_gexpr *row0,
+			tinyc_gexpr *col0, tinyc_gexpr *live);
+void tinyc_mm_tile_store(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_tile_io *io, tinyc_gexpr *st);
+/* The k-loop body on shared stage st (appended to blk). */
+typedef void (*tinyc_mm_stage_fn)(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *arg);
+/* The two-stage k loop (k-step ia->cols): tile 0 into stage 0, then per k tile the next
+ * tile's loads into registers, compute(stage), their stores into the other stage, one
+ * barrier.  0 or -1. */
+int tinyc_mm_two_stage_loop(tinyc_mmk *b, tinyc_gstmt *body, const tinyc_mm_tile_io *ia,
+			    const tinyc_mm_tile_io *ib, tinyc_mm_stage_fn compute, void *arg);
+/* codegen/tf32_tile.c: the 3xTF32 tensor-core tile for fp32 (variant tf32x3).  0 or -1. */
+int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name);
+/* The accumulator fragment of mma m16n8 tiles: warp (wm, wn) of a warp tile WM x WN, mi x
+ * ni fragments, lane (g, t4) (codegen/matmul.c). */
+void tinyc_mm_frag_mma(tinyc_mmk *b, tinyc_mm_frag *f, tinyc_gexpr *wm, tinyc_gexpr *wn,
+		       tinyc_gexpr *g, tinyc_gexpr *t4, int WM, int WN);
 /* A register initialised to v, declared in block; its value. */
 tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v);
 /* codegen/splitk.c: a split-K plan (t->split > 1): a workspace, the split problem's

@@ -55,19 +55,6 @@ static tinyc_gexpr *let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tiny
 	return tinyc_gx_var(b->k, var);
 }
 
-/* One operand's tile movement: rows x cols of op (A: m x k, B: k x n) at (row0, col0). */
-typedef struct tile_io {
-	const tinyc_mm_operand *op;
-	int rows, cols;		/* tile extent */
-	int kmajor_store;	/* 1: shared index col * ld + row (A), 0: row * ld + col (B) */
-	int ld;			/* shared row length */
-	int sh;			/* the shared array */
-	int reg;		/* the staging register array (rows * cols / THREADS) */
-	tinyc_gexpr *R, *C;	/* extents for the tail tests */
-	int pr, pc;		/* rows / columns need the tail test */
-	int vec;		/* 16-byte loads of 4 elements along the contiguous axis */
-} tile_io;
-
 /* The value of polynomial p under the module's bindings, or -1 when it has a free symbol. */
 static int64_t bound_value(const tinyc_mmk *b, const tinyc_evt_poly *p)
 {
@@ -80,12 +67,12 @@ static int64_t bound_value(const tinyc_mmk *b, const tinyc_evt_poly *p)
 /* Whether io's operand can be loaded 4 elements at a time: contiguous along one tile axis
  * with no tail test on it, offset and the other strides multiples of 4 (16-byte aligned
  * vectors) under the bindings. */
-static int vec_loads(const tinyc_mmk *b, const tile_io *io)
+static int vec_loads(const tinyc_mmk *b, const tinyc_mm_tile_io *io)
 {
 	const tinyc_mm_operand *op = io->op;
 	int c = tinyc_evt_poly_is_const(&op->stride[1], 1) ? 1
 		: tinyc_evt_poly_is_const(&op->stride[0], 1) ? 0 : -1;
-	if (c < 0 || (c ? io->pc : io->pr) || (c ? io->cols : io->rows) % 4)
+	if (c < 0 || op->gather.on || (c ? io->pc : io->pr) || (c ? io->cols : io->rows) % 4)
 		return 0;
 	int64_t off = bound_value(b, &op->offset), so = bound_value(b, &op->stride[1 - c]);
 	int64_t sl = b->prob->evt && b->prob->evt->batched ? bound_value(b, &op->stride[2]) : 0;
@@ -94,7 +81,7 @@ static int vec_loads(const tinyc_mmk *b, const tile_io *io)
 
 /* The tile coordinates (r, c) of the thread's element j (with io->vec: of element e of
  * its vector j / 4): consecutive threads along the operand's contiguous axis. */
-static void elem_coords(tinyc_mmk *b, const tile_io *io, int j, tinyc_gexpr **r, tinyc_gexpr **c)
+static void elem_coords(tinyc_mmk *b, const tinyc_mm_tile_io *io, int j, tinyc_gexpr **r, tinyc_gexpr **c)
 {
 	int along_rows = !tinyc_evt_poly_is_const(&io->op->stride[1], 1) &&
 			 tinyc_evt_poly_is_const(&io->op->stride[0], 1);
@@ -110,8 +97,8 @@ static void elem_coords(tinyc_mmk *b, const tile_io *io, int j, tinyc_gexpr **r,
 
 /* Load the thread's elements of the tile at (row0, col0) into io->reg (zero outside, and
  * everywhere when `live` (NULL: true) is false). */
-static void tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tile_io *io, tinyc_gexpr *row0,
-		      tinyc_gexpr *col0, tinyc_gexpr *live)
+void tinyc_mm_tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_tile_io *io, tinyc_gexpr *row0,
+			tinyc_gexpr *col0, tinyc_gexpr *live)
 {
 	tinyc_gkernel *k = b->k;
 	int n = io->rows * io->cols / THREADS;
@@ -129,7 +116,14 @@ static void tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tile_io *io, tinyc_g
 			tinyc_gexpr *t = bin(b, TINYC_GX_LT, gc, io->C);
 			in = in ? bin(b, TINYC_GX_LAND, in, t) : t;
 		}
-		tinyc_gexpr *addr = tinyc_mmk_op_addr(b, io->op, gr, gc);
+		tinyc_gexpr *addr, *guard = NULL;
+		if (io->op->gather.on) {	/* im2col (a convolution): the window's guard too */
+			addr = tinyc_conv_addr(b, io->op, gr, gc, &guard);
+			if (guard)
+				in = in ? bin(b, TINYC_GX_LAND, in, guard) : guard;
+		} else {
+			addr = tinyc_mmk_op_addr(b, io->op, gr, gc);
+		}
 		if (io->vec) {	/* the vector's tail test is its first element's */
 			tinyc_mmk_append(b, blk, tinyc_gs_copy(k, io->reg, I(b, j), param, addr, 4, in, 0));
 			continue;
@@ -140,7 +134,7 @@ static void tile_load(tinyc_mmk *b, tinyc_gstmt *blk, const tile_io *io, tinyc_g
 }
 
 /* Store io->reg into stage `st` of the shared tile. */
-static void tile_store(tinyc_mmk *b, tinyc_gstmt *blk, const tile_io *io, tinyc_gexpr *st)
+void tinyc_mm_tile_store(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_tile_io *io, tinyc_gexpr *st)
 {
 	tinyc_gkernel *k = b->k;
 	int n = io->rows * io->cols / THREADS;
@@ -191,9 +185,76 @@ static void tile_compute(tinyc_mmk *b, tinyc_gstmt *blk, int As, int Bs, int afr
 	tinyc_mmk_append(b, blk, tinyc_gs_for_range(k, kkv, I(b, 0), I(b, bk), I(b, 1), -1, inner));
 }
 
+void tinyc_mm_tile_io_init(tinyc_mmk *b, tinyc_mm_tile_io *io, int is_b, int rows, int cols,
+			   int kmajor_store, int ld, int sh, int reg)
+{
+	const tinyc_mm_tiles *t = b->t;
+	memset(io, 0, sizeof(*io));
+	io->op = is_b ? &b->prob->b : &b->prob->a;
+	io->rows = rows, io->cols = cols;
+	io->kmajor_store = kmajor_store;
+	io->ld = ld, io->sh = sh, io->reg = reg;
+	io->R = is_b ? b->K : b->M;
+	io->C = is_b ? b->N : b->K;
+	io->pr = is_b ? t->pred_k : t->pred_m;
+	io->pc = is_b ? t->pred_n : t->pred_k;
+	io->vec = vec_loads(b, io);
+}
+
+int tinyc_mm_two_stage_loop(tinyc_mmk *b, tinyc_gstmt *body, const tinyc_mm_tile_io *ia,
+			    const tinyc_mm_tile_io *ib, tinyc_mm_stage_fn compute, void *arg)
+{
+	tinyc_gkernel *k = b->k;
+	int BK = ia->cols;
+	int ktv = tinyc_gk_reg(k, "kt", b->it);
+	if (ktv < 0 || b->error)
+		return -1;
+	tinyc_gexpr *tiles = let(b, body, "ktiles", tinyc_gx_ceildiv(k, b->K, I(b, BK)));
+	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "k tile 0 into stage 0"));
+	tinyc_mm_tile_load(b, body, ia, b->m0, I(b, 0), NULL);
+	tinyc_mm_tile_load(b, body, ib, I(b, 0), b->n0, NULL);
+	tinyc_mm_tile_store(b, body, ia, I(b, 0));
+	tinyc_mm_tile_store(b, body, ib, I(b, 0));
+	tinyc_mmk_append(b, body, tinyc_gs_barrier(k));
+
+	tinyc_gexpr *kt = tinyc_gx_var(k, ktv);
+	tinyc_gstmt *loop = tinyc_gs_block(k);
+	tinyc_gexpr *st = let(b, loop, "st", bin(b, TINYC_GX_AND, kt, I(b, 1)));
+	tinyc_gexpr *more = let(b, loop, "more", bin(b, TINYC_GX_LT, bin(b, TINYC_GX_ADD, kt, I(b, 1)), tiles));
+	tinyc_gexpr *k1 = let(b, loop, "k1", bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, kt, I(b, 1)), I(b, BK)));
+	/* predicated, not branched over: a conditional block would let the compiler sink
+	 * the loads next to the stores, exposing their latency */
+	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "the next k tile's loads (zero past the "
+						       "last), in flight under the FMAs"));
+	tinyc_mm_tile_load(b, loop, ia, b->m0, k1, more);
+	tinyc_mm_tile_load(b, loop, ib, k1, b->n0, more);
+	compute(b, loop, st, arg);
+	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "into the other stage (after the last "
+						       "tile: zeros nobody reads)"));
+	tinyc_gexpr *other = bin(b, TINYC_GX_XOR, st, I(b, 1));
+	tinyc_mm_tile_store(b, loop, ia, other);
+	tinyc_mm_tile_store(b, loop, ib, other);
+	tinyc_mmk_append(b, loop, tinyc_gs_barrier(k));
+	tinyc_mmk_append(b, body, tinyc_gs_for_range(k, ktv, I(b, 0), tiles, I(b, 1), 0, loop));
+	return b->error ? -1 : 0;
+}
+
+/* What the SIMT tile's k-loop body reads: its shared tiles and fragment arrays. */
+typedef struct simt_stage {
+	int As, Bs, afr, bfr;	/* shared tiles, fragment register arrays */
+	tinyc_gexpr *tx, *ty;	/* the thread's coordinates */
+	int bk;			/* k-step */
+} simt_stage;
+
+/* tinyc_mm_stage_fn of the SIMT tile. */
+static void simt_stage_compute(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *arg)
+{
+	const simt_stage *c = arg;
+	tile_compute(b, blk, c->As, c->Bs, c->afr, c->bfr, st, c->tx, c->ty, c->bk);
+}
+
 int tinyc_simt_tile_build(tinyc_mmk *b, const char *name)
 {
-	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
 	int BK = t->bk;
 	if (t->bm != BM || t->bn != BN || (int64_t)BM * BK % THREADS || (int64_t)BN * BK % THREADS)
@@ -211,47 +272,19 @@ int tinyc_simt_tile_build(tinyc_mmk *b, const char *name)
 	int ra = tinyc_gk_reg_array(k, "ra", TINYC_FLOAT, (int64_t)BM * BK / THREADS);
 	int rb = tinyc_gk_reg_array(k, "rb", TINYC_FLOAT, (int64_t)BN * BK / THREADS);
 	int afr = tinyc_gk_reg_array(k, "a", TINYC_FLOAT, 8), bfr = tinyc_gk_reg_array(k, "b", TINYC_FLOAT, 8);
-	int ktv = tinyc_gk_reg(k, "kt", b->it);
-	if (As < 0 || Bs < 0 || ra < 0 || rb < 0 || afr < 0 || bfr < 0 || ktv < 0 || b->error)
+	if (As < 0 || Bs < 0 || ra < 0 || rb < 0 || afr < 0 || bfr < 0 || b->error)
 		return -1;
 	for (int v = 0; v < 4; v++)
 		tinyc_mmk_append(b, body, tinyc_gs_decl(k, (int[]){ra, rb, afr, bfr}[v], NULL));
-	tile_io ia = {&pr->a, BM, BK, 1, LDA, As, ra, b->M, b->K, t->pred_m, t->pred_k, 0};
-	tile_io ib = {&pr->b, BK, BN, 0, LDB, Bs, rb, b->K, b->N, t->pred_k, t->pred_n, 0};
-	ia.vec = vec_loads(b, &ia);
-	ib.vec = vec_loads(b, &ib);
+	tinyc_mm_tile_io ia, ib;
+	tinyc_mm_tile_io_init(b, &ia, 0, BM, BK, 1, LDA, As, ra);
+	tinyc_mm_tile_io_init(b, &ib, 1, BK, BN, 0, LDB, Bs, rb);
 	/* with vector loads the kernel fits 128 registers (ptxas: 127): two CTAs per SM;
 	 * element loads need about 160 (capped at 128 they spill) */
 	if (ia.vec && ib.vec)
 		k->min_blocks_per_sm = 2;
-	tinyc_gexpr *tiles = let(b, body, "ktiles", tinyc_gx_ceildiv(k, b->K, I(b, BK)));
-	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "k tile 0 into stage 0"));
-	tile_load(b, body, &ia, b->m0, I(b, 0), NULL);
-	tile_load(b, body, &ib, I(b, 0), b->n0, NULL);
-	tile_store(b, body, &ia, I(b, 0));
-	tile_store(b, body, &ib, I(b, 0));
-	tinyc_mmk_append(b, body, tinyc_gs_barrier(k));
-
-	tinyc_gexpr *kt = tinyc_gx_var(k, ktv);
-	tinyc_gstmt *loop = tinyc_gs_block(k);
-	tinyc_gexpr *st = let(b, loop, "st", bin(b, TINYC_GX_AND, kt, I(b, 1)));
-	tinyc_gexpr *more = let(b, loop, "more", bin(b, TINYC_GX_LT, bin(b, TINYC_GX_ADD, kt, I(b, 1)), tiles));
-	tinyc_gexpr *k1 = let(b, loop, "k1", bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, kt, I(b, 1)), I(b, BK)));
-	/* predicated, not branched over: a conditional block would let the compiler sink
-	 * the loads next to the stores, exposing their latency */
-	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "the next k tile's loads (zero past the "
-						       "last), in flight under the FMAs"));
-	tile_load(b, loop, &ia, b->m0, k1, more);
-	tile_load(b, loop, &ib, k1, b->n0, more);
-	tile_compute(b, loop, As, Bs, afr, bfr, st, tx, ty, BK);
-	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "into the other stage (after the last "
-						       "tile: zeros nobody reads)"));
-	tinyc_gexpr *other = bin(b, TINYC_GX_XOR, st, I(b, 1));
-	tile_store(b, loop, &ia, other);
-	tile_store(b, loop, &ib, other);
-	tinyc_mmk_append(b, loop, tinyc_gs_barrier(k));
-	tinyc_mmk_append(b, body, tinyc_gs_for_range(k, ktv, I(b, 0), tiles, I(b, 1), 0, loop));
-	if (b->error)
+	simt_stage c = {As, Bs, afr, bfr, tx, ty, BK};
+	if (tinyc_mm_two_stage_loop(b, body, &ia, &ib, simt_stage_compute, &c) < 0)
 		return -1;
 
 	/* the fragment: value (a, c) at tile row ty*4 + row_off[a], column tx*4 + col_off[c] */

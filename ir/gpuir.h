@@ -188,7 +188,8 @@ typedef enum tinyc_gs_op {
 	TINYC_GS_LDMATRIX,	/* ldmatrix.sync.aligned.m8n8.x{n}[.trans].shared.b16:
 				 * dst.var (REG_ARRAY) at element dst.index receives n 32-bit regs;
 				 * src.var (SHARED) at element src.index is this lane's row address */
-	TINYC_GS_MMA,		/* mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32 (T = half/bfloat16):
+	TINYC_GS_MMA,		/* mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32 (T = half/bfloat16),
+				 * or m16n8k8 .tf32 when A and B are float arrays:
 				 * D = dst, A = src, B = src2, C = src3 (REG_ARRAYs at element offsets) */
 	TINYC_GS_MBAR_INIT,	/* mbarrier.init.shared.b64 [dst], n (arrival count) */
 	TINYC_GS_MBAR_EXPECT_TX,	/* mbarrier.arrive.expect_tx.shared.b64 [dst], value bytes */
@@ -465,7 +466,10 @@ tinyc_gstmt *tinyc_gs_ldmatrix(tinyc_gkernel *k, int dst, tinyc_gexpr *dst_off, 
 /* mma.sync m16n8k16 with fp32 accumulation: d, c are float REG_ARRAYs (4 elements from the
  * given offsets); a (4 registers) and b (2 registers) are uint REG_ARRAYs at register
  * offsets, or half/bfloat16 REG_ARRAYs at element offsets (8 and 4 elements); the
- * fragment layouts are PTX's for mma.m16n8k16 .row.col. */
+ * fragment layouts are PTX's for mma.m16n8k16 .row.col.  With float a and b (4 and 2
+ * elements) it is mma.sync m16n8k8 .tf32: the operands' low 13 mantissa bits are ignored
+ * (the builder rounds them to tf32 first), PTX's m16n8k8 .tf32 fragments:
+ * a (g, q) (g + 8, q) (g, q + 4) (g + 8, q + 4), b (k q, n g) (k q + 4, n g), lane = 4g + q. */
 tinyc_gstmt *tinyc_gs_mma(tinyc_gkernel *k, int d, tinyc_gexpr *d_off, int a, tinyc_gexpr *a_off,
 			  int b, tinyc_gexpr *b_off, int c, tinyc_gexpr *c_off);
 /* mbarriers: SHARED arrays of ulong; `index` selects the barrier. */

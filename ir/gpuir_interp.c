@@ -645,6 +645,18 @@ static void run_thread(interp *in, ithread *t)
 
 /* ------------------------------------------------------ warp collectives ---- */
 
+/* The value the tf32 tensor cores read from float register bits: the low 13 mantissa
+ * bits dropped. */
+static double tf32_operand(double v)
+{
+	float f = (float)v;
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	u &= 0xffffe000u;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
 /* The 16-bit element j (in 16-bit units from element offset `off`) of a register array
  * holding 16-bit floats, or 32-bit registers with two 16-bit halves each (low first). */
 static uint16_t get16(interp *in, ithread *t, int v, int64_t off, int j)
@@ -684,6 +696,43 @@ static void set16(interp *in, ithread *t, int v, int64_t off, int j, uint16_t bi
 static double b16val(int bf16, uint16_t u)
 {
 	return bf16 ? tinyc_bf16_to_f32(u) : tinyc_f16_to_f32(u);
+}
+
+/* mma.sync m16n8k8 .tf32 for the warp lane[0..32): A row-major 16x8, B column-major 8x8,
+ * C/D 16x8 in PTX's fragments (gpuir.h, tinyc_gs_mma); the products and C summed in
+ * double, the sum rounded to float once toward zero (as the tensor cores round). */
+static void mma_tf32(interp *in, ithread **lane, const tinyc_gstmt *s)
+{
+	double A[16][8], B[8][8], C[16][8];
+	for (int i = 0; i < 32; i++) {
+		ithread *t = lane[i];
+		int g = i >> 2, q = i % 4;
+		int64_t ao = eval_index(in, t, s->src.index), bo = eval_index(in, t, s->src2.index);
+		int64_t co = eval_index(in, t, s->src3.index);
+		A[g][q] = tf32_operand(load(in, t, s->src.var, ao + 0).f);
+		A[g + 8][q] = tf32_operand(load(in, t, s->src.var, ao + 1).f);
+		A[g][q + 4] = tf32_operand(load(in, t, s->src.var, ao + 2).f);
+		A[g + 8][q + 4] = tf32_operand(load(in, t, s->src.var, ao + 3).f);
+		B[q][g] = tf32_operand(load(in, t, s->src2.var, bo + 0).f);
+		B[q + 4][g] = tf32_operand(load(in, t, s->src2.var, bo + 1).f);
+		for (int e = 0; e < 4; e++)
+			C[g + 8 * (e / 2)][2 * q + e % 2] = load(in, t, s->src3.var, co + e).f;
+	}
+	for (int i = 0; i < 32; i++) {
+		ithread *t = lane[i];
+		int g = i >> 2, q = i % 4;
+		int64_t d0 = eval_index(in, t, s->dst.index);
+		for (int e = 0; e < 4; e++) {
+			int r = g + 8 * (e / 2), c = 2 * q + e % 2;
+			double acc = C[r][c];
+			for (int kk = 0; kk < 8; kk++)
+				acc += A[r][kk] * B[kk][c];
+			float f = (float)acc;	/* the tensor cores truncate: toward zero */
+			if (isfinite(f) && fabs((double)f) > fabs(acc))
+				f = nextafterf(f, 0.0f);
+			store(in, t, s->dst.var, d0 + e, fval(TINYC_FLOAT, f));
+		}
+	}
 }
 
 /* Execute the collective s for the 32 (or fewer) threads lane[0..n). */
@@ -743,6 +792,10 @@ static void exec_collective(interp *in, ithread **lane, int n, const tinyc_gstmt
 				set16(in, lane[i], s->dst.var, off, 2 * j + 1, hi);
 			}
 		}
+		return;
+	}
+	if (s->op == TINYC_GS_MMA && k->vars[s->src.var].dtype == TINYC_FLOAT) {
+		mma_tf32(in, lane, s);
 		return;
 	}
 	if (s->op == TINYC_GS_MMA) {

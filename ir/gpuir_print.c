@@ -377,7 +377,9 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		print_ref(k, &s->src, out);
 		break;
 	case TINYC_GS_MMA:
-		tinyc_buf_puts(out, "mma.m16n8k16 ");
+		tinyc_buf_puts(out, s->src.var >= 0 && s->src.var < k->nvar &&
+					    k->vars[s->src.var].dtype == TINYC_FLOAT ? "mma.m16n8k8.tf32 "
+										  : "mma.m16n8k16 ");
 		print_ref(k, &s->dst, out);
 		tinyc_buf_puts(out, " = ");
 		print_ref(k, &s->src, out);

@@ -456,6 +456,8 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 			verr(st, "mma A and B must be register arrays", NULL, NULL);
 		if (a && b && a->dtype != b->dtype && a->dtype != TINYC_UINT && b->dtype != TINYC_UINT)
 			verr(st, "mma A and B differ in dtype", NULL, NULL);
+		if (a && b && (a->dtype == TINYC_FLOAT) != (b->dtype == TINYC_FLOAT))
+			verr(st, "mma.m16n8k8.tf32 needs float A and B", NULL, NULL);
 		if (st->m->arch_major < 8)
 			verr(st, "mma.m16n8k16 needs sm_80", NULL, NULL);
 		break;

@@ -28,6 +28,10 @@
 #include "sched/matmul.h"
 
 #define LAUNCH_US 2.0		/* one kernel launch */
+/* 3xTF32 against a third of the tf32 peak on the H100: measured 0.37 (4096^3 2716 us,
+ * 4096x2304x768 324 us); 0.42 keeps the measured order against the SIMT tile, whose
+ * estimate is as optimistic (2494 against 2920 us measured at 4096^3) */
+#define TF32X3_EFF_SM90 0.42
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
 /* --------------------------------------------------------------- problems ---- */
@@ -381,7 +385,7 @@ int64_t tinyc_matmul_packed_operand(const tinyc_mm_problem *prob, const tinyc_mm
 
 void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 {
-	static const char *const names[] = {"simt", "mma", "wgmma", "gemv"};
+	static const char *const names[] = {"simt", "mma", "wgmma", "gemv", "tf32x3"};
 	if (t->variant == TINYC_MM_WGMMA)
 		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s", t->bm, t->bn, t->bk, t->stages,
 			 t->consumers, t->wgn, t->pingpong ? " pp" : "",
@@ -393,13 +397,19 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 		snprintf(buf + n, size - n, " sk%d", t->split);
 }
 
-/* Whether the two-stage SIMT tile takes prob: fp32 operands, products and accumulators,
- * operands read through strides (no convolution gather). */
-static int simt_tile_fits(const tinyc_mm_problem *prob)
+/* Whether prob has fp32 operands, products and accumulators (the 3xTF32 tile: its loads
+ * also gather a convolution's im2col operand). */
+static int fp32_operands(const tinyc_mm_problem *prob)
 {
 	return prob->a.dtype == TINYC_FLOAT && prob->b.dtype == TINYC_FLOAT &&
-	       prob->mul == TINYC_FLOAT && prob->acc == TINYC_FLOAT && !prob->a.gather.on &&
-	       !prob->b.gather.on;
+	       prob->mul == TINYC_FLOAT && prob->acc == TINYC_FLOAT;
+}
+
+/* Whether the two-stage SIMT tile takes prob: fp32, operands read through strides (no
+ * convolution gather). */
+static int simt_tile_fits(const tinyc_mm_problem *prob)
+{
+	return fp32_operands(prob) && !prob->a.gather.on && !prob->b.gather.on;
 }
 
 int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
@@ -413,7 +423,23 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	int warps;
 	if (v == TINYC_MM_WGMMA)
 		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, 0, 0, t);
-	if (v == TINYC_MM_SIMT && stages == 2) {
+	if (v == TINYC_MM_TF32X3) {
+		/* codegen/tf32_tile.c: 128x128 (8 warps of 64x32) or 128x64 (8 warps of 32x32),
+		 * two stages of fp32 rows of bk + 8 floats, dynamic shared memory */
+		if (dev->arch.major < 8 || bm != 128 || (bn != 128 && bn != 64) || (bk != 16 && bk != 32) ||
+		    stages != 2 || !fp32_operands(prob))
+			return -1;
+		t->threads = 256;
+		t->warps_m = bn == 128 ? 2 : 4, t->warps_n = bn == 128 ? 4 : 2;
+		warps = 8;
+		t->smem = 2 * (int64_t)(bm + bn) * (bk + 8) * 4 +
+			  reduction_smem(prob, bm, bn, t->warps_m, t->warps_n, warps);
+		t->dyn_smem = 1;
+		/* 64 accumulators, the prefetch registers, raw + hi + lo fragments: ptxas, 129
+		 * registers at bk 16 (bounded to 128 for 2 CTAs per SM), 141 at bk 32; im2col
+		 * addressing of a gathered operand 228 */
+		t->regs = prob->a.gather.on || prob->b.gather.on ? 232 : bk == 16 || bn == 64 ? 128 : 144;
+	} else if (v == TINYC_MM_SIMT && stages == 2) {
 		/* the fp32 tile (codegen/simt_tile.c): 128x128, k-step 16, two shared stages */
 		if (bm != 128 || bn != 128 || bk != 16 || !simt_tile_fits(prob))
 			return -1;
@@ -594,15 +620,19 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	 * B once per group of `raster` m tiles */
 	double rd_a = t->variant == TINYC_MM_WGMMA ? 1 : nt;
 	double rd_b = t->variant == TINYC_MM_WGMMA ? ceil(mt / t->raster) : mt;
+	if (t->variant == TINYC_MM_TF32X3)	/* a row of n tiles runs at once: A once, B from L2 */
+		rd_a = rd_b = 1;
 	mp->bytes = L * (M * K * tinyc_dtype_size(prob->a.dtype) * rd_a +
 			 K * N * tinyc_dtype_size(prob->b.dtype) * rd_b) +
 		    epilogue_bytes(s, prob, M, N, L, t->bm, t->bn);
-	double peak = t->variant != TINYC_MM_SIMT ? s->dev.peak_fp16_tflops : s->fp32_tflops;
+	double peak = t->variant == TINYC_MM_SIMT ? s->fp32_tflops : s->dev.peak_fp16_tflops;
+	if (t->variant == TINYC_MM_TF32X3)	/* tf32 runs at half the fp16 rate, 3 mma per step */
+		peak = s->dev.peak_fp16_tflops / 2 / 3;
 	if (peak <= 0)
 		peak = 1;
 	mp->t_compute_us = mp->flops / (peak * 1e12) * 1e6;
 	mp->t_memory_us = mp->bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
-	if (t->variant == TINYC_MM_WGMMA) {
+	if (t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_TF32X3) {
 		/* the SMs pull every operand tile from L2 (about 3x the DRAM bandwidth on an
 		 * H100, 7.5 TB/s measured with 128x256 tiles): narrow tiles re-read more */
 		double l2 = L * (M * K * tinyc_dtype_size(prob->a.dtype) * nt +
@@ -644,17 +674,27 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	} else {
 		/* the two-stage SIMT tile prefetches the next k tile into registers under the
 		 * FMAs and reads its operands as 16-byte vectors from shared memory */
-		double pipe = t->variant == TINYC_MM_SIMT ? (t->stages == 2 ? 0.85 : 0.6)
+		double pipe = t->variant == TINYC_MM_SIMT || t->variant == TINYC_MM_TF32X3
+				      ? (t->stages == 2 ? 0.85 : 0.6)
 			      : t->stages == 1 ? 0.45
 			      : t->stages == 2 ? 0.75
 			      : t->stages == 3 ? 0.85
 					       : 0.9;
 		double occ = t->ctas_per_sm >= 2 ? 1.0 : 0.8;
 		double kstep = t->bk / (t->bk + 8.0);	/* a barrier (and wait) per k tile */
-		if (t->variant == TINYC_MM_SIMT && t->stages == 2)
+		if ((t->variant == TINYC_MM_SIMT || t->variant == TINYC_MM_TF32X3) && t->stages == 2)
 			kstep = 1.0;	/* the barrier waits on no load: it was issued a tile ago */
 		/* mma.sync issues at about 60% of the warpgroup instructions' rate on sm_90 */
 		double legacy = t->variant == TINYC_MM_MMA && s->dev.arch.major >= 9 ? 0.6 : 1.0;
+		/* 3xTF32: the splits (5 instructions per fragment element) and an fp32 add per
+		 * accumulator per k step beside the mma; H100 measured (docs/matmul-results.md),
+		 * sm_8x a guess */
+		if (t->variant == TINYC_MM_TF32X3)
+			legacy = s->dev.arch.major >= 9 ? TF32X3_EFF_SM90 : 0.8;
+		/* the 128x128 tile spills 64 bytes at two CTAs per SM: measured 3-15% slower than
+		 * 128x64 at the GPT-2 shapes, 5% faster at 4096^3 */
+		if (t->variant == TINYC_MM_TF32X3 && t->bn == 128)
+			legacy *= 0.95;
 		/* a bound operand whose rows are not 16-byte aligned takes the element loads */
 		double elem = 1.0;
 		if (t->variant == TINYC_MM_MMA && (prob->tma_ok & TINYC_MM_SIZES_BOUND))
@@ -697,6 +737,8 @@ static int forced_variant(const tinyc_sched_options *o)
 		return TINYC_MM_WGMMA;
 	if (!strcmp(v, "gemv"))
 		return TINYC_MM_GEMV;
+	if (!strcmp(v, "tf32x3"))
+		return TINYC_MM_TF32X3;
 	return -1;
 }
 
@@ -827,6 +869,11 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 "micro %dx%d%s, smem %" PRId64 " B, %d CTA/SM",
 			 t.bm, t.bn, t.bk, t.stages, t.tm, t.tn, t.stages == 2 ? " (4x4 quarters)" : "",
 			 t.smem, t.ctas_per_sm);
+	else if (t.variant == TINYC_MM_TF32X3)
+		snprintf(p.desc, sizeof(p.desc),
+			 "matmul tf32x3 [%d,%d,%d] stages %d, warps %dx%d, 3xTF32 mma m16n8k8, "
+			 "smem %" PRId64 " B dynamic, %d CTA/SM", t.bm, t.bn, t.bk, t.stages, t.warps_m, t.warps_n, t.smem,
+			 t.ctas_per_sm);
 	else if (t.variant == TINYC_MM_MMA)
 		snprintf(p.desc, sizeof(p.desc),
 			 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
@@ -917,6 +964,18 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 						return -1;
 					added += r;
 				}
+	}
+	/* fp32 on tensor cores (3xTF32): 128x128 and 128x64 tiles, k-step 16 (32 measured
+	 * slower on the H100: one CTA per SM, 3834 against 2716 us at 4096^3).  A convolution
+	 * (gathered operand) gets them only when forced, for now: the SIMT estimate of its
+	 * gathered loads is far from the measured times (docs/matmul-results.md) */
+	int gathered = prob0->a.gather.on || prob0->b.gather.on;
+	for (int q = 0; q < 2 && (force < 0 || force == TINYC_MM_TF32X3) &&
+			(!gathered || force == TINYC_MM_TF32X3); q++) {
+		if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_TF32X3, 128, q ? 64 : 128, 16, 2, 0,
+				       0, have_ft, ft, idx)) < 0)
+			return -1;
+		added += r;
 	}
 	/* split-K where the output tiles are few: a small set of tiles per template */
 	static const int splits[] = {2, 4};
@@ -1250,6 +1309,11 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	} else if (t->variant == TINYC_MM_SIMT && t->stages == 2)
 		tinyc_buf_puts(out, " (register prefetch of the next k tile, one barrier per k tile; "
 			       "A stored k-major, 16-byte shared loads)\n");
+	else if (t->variant == TINYC_MM_TF32X3)
+		tinyc_buf_puts(out, " (register prefetch of the next k tile, one barrier per k tile; "
+			       "fp32 in shared memory, rows of BK + 8)\n  3xTF32: fragments split in "
+			       "registers into hi = tf32(x), lo = tf32(x - hi) (round to nearest, ties "
+			       "away); acc += a_lo b_hi + a_hi b_lo + a_hi b_hi in fp32 (fp32 accuracy)\n");
 	else if (t->variant == TINYC_MM_SIMT)
 		tinyc_buf_puts(out, " (synchronous: load, barrier, compute, barrier)\n");
 	else
@@ -1262,6 +1326,11 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_buf_printf(out, "threads (16, 16): n.i -> thread.x (micro %d%s), m.i -> "
 				 "thread.y (micro %d%s)\n", t->tn, t->stages == 2 ? ": 4 + 4 at +64" : "",
 				 t->tm, t->stages == 2 ? ": 4 + 4 at +64" : "");
+	else if (t->variant == TINYC_MM_TF32X3)
+		tinyc_buf_printf(out, "warps %dx%d (m x n), warp tile %dx%d, mma.sync m16n8k8 tf32 %dx%dx3 "
+				 "per warp, 8-byte shared loads of k pairs\n", t->warps_m, t->warps_n,
+				 t->bm / t->warps_m, t->bn / t->warps_n, t->bm / t->warps_m / 16,
+				 t->bn / t->warps_n / 8);
 	else
 		tinyc_buf_printf(out, "warps %dx%d (m x n), warp tile %dx%d, mma.sync m16n8k16 %dx%d per "
 				 "warp, ldmatrix A / ldmatrix.trans B\n", t->warps_m, t->warps_n,

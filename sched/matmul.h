@@ -27,6 +27,11 @@
  *         workspace whose rows are padded to 16 bytes (zeros in the pad), which TMA then
  *         loads (the tensor map's extents are the operand's);
  *
+ *   tf32x3 fp32 operands on tensor cores (sm_80+): the two-stage register prefetch of the
+ *         SIMT tile, 128x128 tiles of 8 warps, each fp32 value split into hi = tf32(x) and
+ *         lo = tf32(x - hi) in registers, acc += a_lo b_hi + a_hi b_lo + a_hi b_hi by
+ *         mma.sync m16n8k8 .tf32 (fp32 accuracy: docs/matmul-results.md);
+ *
  *   gemv  small M (decode, bound M <= 4, B n-contiguous with 16-byte aligned rows): B read
  *         once in 16-byte vectors by k lanes x column lanes, fp32 CUDA-core products, the k
  *         lanes summed in a fixed order, the epilogue on the summed tile (sched/gemv.c);
@@ -42,7 +47,7 @@
  * REDUCE's temporary) are taken over: the first gets the matmul plan, the others a "fused"
  * plan that emits nothing (their buffers are written by the first).
  *
- * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma|gemv, the
+ * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma|gemv|tf32x3, the
  * tile with TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES] (tests, benchmarks; with it, TINYC_WGMMA_PP=0|1
  * pins the cooperative or the pingpong wgmma schedule); mma is only proposed
  * where the target and the dtypes allow it, and a forced choice that matches no valid
@@ -62,6 +67,9 @@ typedef enum tinyc_mm_variant {
 	TINYC_MM_WGMMA,		/* Hopper: TMA + mbarrier ring, warp-specialised wgmma */
 	TINYC_MM_GEMV,		/* small M (decode): B streamed once in 16-byte vectors,
 				 * fp32 CUDA cores (sched/gemv.c, codegen/gemv.c) */
+	TINYC_MM_TF32X3,	/* fp32 on tensor cores (sm_80+): operands split into tf32
+				 * hi + lo, three mma.sync m16n8k8 .tf32 per step
+				 * (codegen/tf32_tile.c) */
 } tinyc_mm_variant;
 
 /* tinyc_mm_problem.tma_ok bits. */

@@ -350,22 +350,37 @@ Test(matmul_schedule, float_operands_and_bound_sizes)
 		"%6 = REDUCE(%5, op=ADD, axes=[2], keepdim=false) : float[M,N]\n"
 		"%7 = OUTPUT(%6, name=\"Y\") : float[M,N]\n";
 	load_text(ctx, &c, "f32.uop", text, "M=256,N=128,K=64", "M=256,N=128,K=64");
-	unsetenv("TINYC_MATMUL");
-	tinyc_schedule *s = plan(ctx, &c, "sm_90");
-	for (int i = 0; i < s->kerns[0].ncand; i++)
-		cr_assert_eq(((tinyc_mm_plan *)s->kerns[0].cands[i].ext)->t.variant, TINYC_MM_SIMT);
-	const tinyc_mm_plan *mp = matmul_plan(s, NULL);
-	cr_assert(!mp->t.pred_m && !mp->t.pred_n && !mp->t.pred_k);
-	cr_assert_eq(mp->t.index_dtype, TINYC_INT);
-	tinyc_buf b = {0};
-	tinyc_matmul_plan_print(s, tinyc_skernel_plan(&s->kerns[0]), &b);
-	cr_assert(strstr(b.data, "predicate_tail: none"), "%s", b.data);
-	cr_assert(strstr(b.data, "threads (16, 16)"), "%s", b.data);
-	tinyc_buf_free(&b);
-	tinyc_gpu_module *gm = build(ctx, s, &c);
-	cr_assert_eq(check_numerics(ctx, &c, gm, "f32 bound"), 0);
-	tinyc_gpu_module_free(gm);
-	tinyc_schedule_free(s);
+	/* fp32 operands: SIMT tiles and, on tensor cores, 3xTF32; each forced in turn */
+	static const char *const forced[] = {"simt", "tf32x3"};
+	static const char *const layout[] = {"threads (16, 16)", "mma.sync m16n8k8 tf32"};
+	for (int f = 0; f < 2; f++) {
+		unsetenv("TINYC_MATMUL");
+		tinyc_schedule *s = plan(ctx, &c, "sm_90");
+		int seen[2] = {0, 0};
+		for (int i = 0; i < s->kerns[0].ncand; i++) {
+			tinyc_mm_variant v = ((tinyc_mm_plan *)s->kerns[0].cands[i].ext)->t.variant;
+			cr_assert(v == TINYC_MM_SIMT || v == TINYC_MM_TF32X3, "variant %d", v);
+			seen[v == TINYC_MM_TF32X3] = 1;
+		}
+		cr_assert(seen[0] && seen[1]);
+		tinyc_schedule_free(s);
+		setenv("TINYC_MATMUL", forced[f], 1);
+		s = plan(ctx, &c, "sm_90");
+		unsetenv("TINYC_MATMUL");
+		const tinyc_mm_plan *mp = matmul_plan(s, NULL);
+		cr_assert_eq(mp->t.variant, f ? TINYC_MM_TF32X3 : TINYC_MM_SIMT);
+		cr_assert(!mp->t.pred_m && !mp->t.pred_n && !mp->t.pred_k);
+		cr_assert_eq(mp->t.index_dtype, TINYC_INT);
+		tinyc_buf b = {0};
+		tinyc_matmul_plan_print(s, tinyc_skernel_plan(&s->kerns[0]), &b);
+		cr_assert(strstr(b.data, "predicate_tail: none"), "%s", b.data);
+		cr_assert(strstr(b.data, layout[f]), "%s", b.data);
+		tinyc_buf_free(&b);
+		tinyc_gpu_module *gm = build(ctx, s, &c);
+		cr_assert_eq(check_numerics(ctx, &c, gm, forced[f]), 0);
+		tinyc_gpu_module_free(gm);
+		tinyc_schedule_free(s);
+	}
 	case_free(&c);
 	tinyc_ctx_free(ctx);
 }
