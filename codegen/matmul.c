@@ -707,6 +707,40 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 	}
 }
 
+/* The copy of A's k tile (K-major, BM rows of 64 k) from the channels-last copy of a
+ * conv's input (t->a_nhwc): 8 consecutive k of a row are 8 channels of one input pixel,
+ * one 16-byte cp.async each, zero-filled where the window's guards (which do not involve
+ * the channels) or the tails fail.  Thread t takes chunk t % 8 of rows t / 8 + 16 j, at
+ * chunk (t % 8) ^ (row % 8) of the 128-byte-swizzled row. */
+static void wgmma_copy_a_cp16(tinyc_mmk *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *base,
+			      tinyc_gexpr *m0, tinyc_gexpr *k0, tinyc_gexpr *ptid)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_mm_tiles *t = b->t;
+	const tinyc_mm_operand *op = &b->prob->a;
+	tinyc_gexpr *c = bin(b, TINYC_GX_MOD, ptid, I(b, 8));
+	tinyc_gexpr *o0 = bin(b, TINYC_GX_DIV, ptid, I(b, 8));
+	tinyc_gexpr *gk = add(b, k0, mul(b, c, I(b, 8)));
+	int jv = tinyc_gk_reg(k, "cpa", b->it);
+	if (jv < 0) {
+		b->error = 1;
+		return;
+	}
+	tinyc_gexpr *o = add(b, o0, mul(b, tinyc_gx_var(k, jv), I(b, 16)));
+	tinyc_gexpr *gm = add(b, m0, o);
+	tinyc_gexpr *guard = NULL;
+	tinyc_gexpr *addr = tinyc_conv_addr(b, op, gm, gk, &guard);
+	tinyc_gexpr *in = land(b, land(b, t->pred_k ? bin(b, TINYC_GX_LT, gk, b->K) : NULL,
+				       t->pred_m ? bin(b, TINYC_GX_LT, gm, b->M) : NULL), guard);
+	if (in)	/* no address outside the copy when the chunk is zero-filled */
+		addr = tinyc_gx_select(k, in, addr, I(b, 0));
+	tinyc_gexpr *sw = bin(b, TINYC_GX_XOR, c, bin(b, TINYC_GX_MOD, o, I(b, 8)));
+	tinyc_gexpr *idx = add(b, base, add(b, mul(b, o, I(b, 64)), mul(b, sw, I(b, 8))));
+	tinyc_gstmt *body = tinyc_gs_block(k);
+	tinyc_mmk_append(b, body, tinyc_gs_copy(k, sh, idx, tinyc_mmk_param(b, op->buf, 0), addr, 8, in, 1));
+	tinyc_mmk_append(b, blk, tinyc_gs_for_range(k, jv, I(b, 0), I(b, t->bm / 16), I(b, 1), -1, body));
+}
+
 /* The Hopper kernel (sched/matmul.h, variant wgmma):
  *
  *   init: thread 0 sets up full[s] (the producer's arrivals + the stage's TMA bytes) and
@@ -736,6 +770,7 @@ typedef struct wgmma_ring {
 	int As, Bs;			/* the ring's operand stages (shared) */
 	int full, empty, turn;		/* the ring's barriers; pingpong's turns (shared) */
 	int pipe;			/* the ring's pipeline */
+	int cpipe;			/* a_nhwc: the cp.async groups of A (one per stage) */
 	int ta, tb;			/* tensor maps of A and B, -2 when copied */
 	int tilev, ktv, itp;		/* producer registers: tile, k tile, ring position */
 	int ctilev, cktv, itc, ntv;	/* consumer registers: the same and tiles so far */
@@ -767,6 +802,9 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	if (As < 0 || Bs < 0 || full < 0 || empty < 0 || turn < 0)
 		return -1;
 	int pipe = tinyc_gk_pipe(k, "ring", TINYC_GPIPE_TMA, S, full);
+	w->cpipe = t->a_nhwc ? tinyc_gk_pipe(k, "cpa", TINYC_GPIPE_CP_ASYNC, S, -1) : -1;
+	if (t->a_nhwc && w->cpipe < 0)
+		return -1;
 	int ta = t->a_tma ? wgmma_tmap(b, "tmA", &pr->a, t->a_kmajor, &pr->m, &pr->k,
 				       t->a_kmajor ? BM : 64, batched) : -2;
 	int tb = t->b_tma ? wgmma_tmap(b, "tmB", &pr->b, !t->b_kmajor, &pr->k, &pr->n,
@@ -873,16 +911,36 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 		b->l = pl;
 		tinyc_mmk_append(b, pk, tinyc_gs_comment(k, "operands TMA cannot load: the producer's "
 							     "threads copy them into the swizzled layout"));
-		if (!t->a_tma)
+		if (t->a_nhwc)
+			wgmma_copy_a_cp16(b, pk, As, abase, pm0, k0, b->tid);
+		else if (!t->a_tma)
 			wgmma_copy_operand(b, pk, &pr->a, 0, t->a_kmajor, As, abase, BM, pm0, k0, b->tid, "a");
 		if (!t->b_tma)
 			wgmma_copy_operand(b, pk, &pr->b, 1, t->b_kmajor, Bs, bbase, BN, pn0, k0, b->tid, "b");
-		tinyc_mmk_append(b, pk, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
-		tinyc_mmk_append(b, pk, tinyc_gs_mbar_arrive(k, pipe, full, ps));
+		if (t->a_nhwc) {	/* the previous stage's cp.async group landed: arrive on it */
+			tinyc_mmk_append(b, pk, tinyc_gs_cp_commit(k, w->cpipe));
+			tinyc_gstmt *prev = tinyc_gs_block(k);
+			tinyc_mmk_append(b, prev, tinyc_gs_cp_wait(k, w->cpipe, 1));
+			tinyc_mmk_append(b, prev, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
+			tinyc_mmk_append(b, prev, tinyc_gs_mbar_arrive(k, pipe, full,
+								     bin(b, TINYC_GX_MOD, add(b, IT, I(b, S - 1)), I(b, S))));
+			tinyc_mmk_append(b, pk, tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), prev, NULL));
+		} else {
+			tinyc_mmk_append(b, pk, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
+			tinyc_mmk_append(b, pk, tinyc_gs_mbar_arrive(k, pipe, full, ps));
+		}
 	}
 	tinyc_mmk_append(b, pk, tinyc_gs_assign(k, itp, add(b, IT, I(b, 1))));
 	tinyc_mmk_append(b, ptile, tinyc_gs_for_range(k, ktv, I(b, 0), I(b, ktiles), I(b, 1), 0, pk));
 	tinyc_mmk_append(b, issuer, tinyc_gs_for_range(k, tilev, bid, I(b, ntiles), nbid, 0, ptile));
+	if (t->a_nhwc) {	/* the last stage's arrival */
+		tinyc_gstmt *last = tinyc_gs_block(k);
+		tinyc_mmk_append(b, last, tinyc_gs_cp_wait(k, w->cpipe, 0));
+		tinyc_mmk_append(b, last, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
+		tinyc_mmk_append(b, last, tinyc_gs_mbar_arrive(k, pipe, full,
+							     bin(b, TINYC_GX_MOD, add(b, IT, I(b, S - 1)), I(b, S))));
+		tinyc_mmk_append(b, issuer, tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), last, NULL));
+	}
 	if (generic) {
 		tinyc_mmk_append(b, prod, tinyc_gs_comment(k, "producer: thread 0 issues the TMA loads, "
 							       "every thread copies"));
@@ -1267,6 +1325,9 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 				   "module targets %s", name, gm->target);
 	/* packed operands: their packing kernels first, then the matmul reads the workspaces */
 	tinyc_mm_problem packed = *prob;	/* shallow: the evt stays prob's */
+	if (t->variant == TINYC_MM_WGMMA && t->a_nhwc &&	/* A reads the channels-last copy */
+	    (packed.a.buf = tinyc_conv_nhwc_emit(ctx, gm, &prob->a, &t->nhwc, name)) < 0)
+		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_a &&
 	    pack_operand(ctx, gm, prob, t, 0, name, &packed.a) < 0)
 		return -1;

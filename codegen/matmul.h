@@ -145,6 +145,14 @@ void tinyc_conv_split(tinyc_gkernel *k, tinyc_dtype it, tinyc_gexpr *x, const in
 tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
 			     tinyc_gexpr *col, tinyc_gexpr **guard);
 
+/* codegen/conv.c: the kernel "NAME_nhwc" (appended to gm) that copies the NCHW input of
+ * operand op (a conv's gathered A) into a new TEMP workspace x'[l][p][c] (sched/conv.h,
+ * tinyc_conv_nhwc); each thread reads 8 channels of one pixel (consecutive threads
+ * consecutive pixels) and writes them with one 16-byte store.  The workspace's buffer
+ * index, or -1 with a diagnostic. */
+int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_operand *op,
+			 const tinyc_conv_nhwc *nh, const char *name);
+
 /* The epilogue: append to `body` (after the k loop) the code that applies prob->evt to
  * the accumulator fragment f, including the in-CTA part of the reductions; workspaces are
  * created in b->gm and recorded in b->ws.  0 or -1. */
