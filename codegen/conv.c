@@ -154,3 +154,77 @@ int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_op
 	tinyc_gk_sort_params(k);
 	return w;
 }
+
+/* The per-tile and per-k-tile halves of A's NHWC addressing (see tinyc_conv_cp16). */
+int tinyc_conv_cp16(tinyc_mmk *b, tinyc_gstmt *ptile, tinyc_gstmt *blk, int sh, tinyc_gexpr *base,
+		    tinyc_gexpr *m0, tinyc_gexpr *k0, tinyc_gexpr *ptid)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_mm_tiles *t = b->t;
+	const tinyc_mm_operand *op = &b->prob->a;
+	const tinyc_mm_gather *g = &op->gather;
+	int rows = t->bm / 16, ng = g->nguard;
+	if (rows > 16 || ng > TINYC_GATHER_GUARDS)
+		return -1;
+#define CB(op_, x, y) tinyc_gx_binary(k, (op_), (x), (y))
+	tinyc_gexpr *c = CB(TINYC_GX_MOD, ptid, cint(b, 8)), *o0 = CB(TINYC_GX_DIV, ptid, cint(b, 8));
+	tinyc_gexpr *ax[TINYC_GATHER_AXES];
+	/* per tile, per row j of the thread (o0 + 16 j): the row's address (the offset, the
+	 * batch) and the row part of each guard; a row past M fails guard 0 */
+	tinyc_gexpr *raddr[16], *rg[16][TINYC_GATHER_GUARDS];
+	for (int j = 0; j < rows; j++) {
+		tinyc_gexpr *gm = CB(TINYC_GX_ADD, m0, CB(TINYC_GX_ADD, o0, cint(b, 16 * j)));
+		tinyc_conv_split(k, b->it, gm, g->ext[0], g->nax[0], ax);
+		tinyc_gexpr *e = tinyc_mmk_poly(b, &op->offset);
+		for (int i = 0; i < g->nax[0]; i++)
+			if (g->stride[0][i])
+				e = CB(TINYC_GX_ADD, e, CB(TINYC_GX_MUL, ax[i], cint(b, g->stride[0][i])));
+		if (!tinyc_evt_poly_is_zero(&op->stride[2]))
+			e = CB(TINYC_GX_ADD, e, CB(TINYC_GX_MUL, b->l, tinyc_mmk_poly(b, &op->stride[2])));
+		raddr[j] = tinyc_mmk_let(b, ptile, "ra", e);
+		for (int q = 0; q < ng; q++) {
+			tinyc_gexpr *s = cint(b, g->g0[q]);
+			for (int i = 0; i < g->nax[0]; i++)
+				if (g->gcoef[q][0][i])
+					s = CB(TINYC_GX_ADD, s, CB(TINYC_GX_MUL, ax[i], cint(b, g->gcoef[q][0][i])));
+			if (q == 0 && t->pred_m)
+				s = tinyc_gx_select(k, CB(TINYC_GX_LT, gm, b->M), s, cint(b, -(INT64_C(1) << 28)));
+			rg[j][q] = tinyc_mmk_let(b, ptile, "rg", s);
+		}
+	}
+	/* per k tile: the column's address and guard parts (shared by the thread's rows) */
+	tinyc_gexpr *gk = CB(TINYC_GX_ADD, k0, CB(TINYC_GX_MUL, c, cint(b, 8)));
+	tinyc_conv_split(k, b->it, gk, g->ext[1], g->nax[1], ax);
+	tinyc_gexpr *ca = cint(b, 0), *cg[TINYC_GATHER_GUARDS];
+	for (int i = 0; i < g->nax[1]; i++)
+		if (g->stride[1][i])
+			ca = CB(TINYC_GX_ADD, ca, CB(TINYC_GX_MUL, ax[i], cint(b, g->stride[1][i])));
+	ca = tinyc_mmk_let(b, blk, "ca", ca);
+	for (int q = 0; q < ng; q++) {
+		tinyc_gexpr *s = cint(b, 0);
+		for (int i = 0; i < g->nax[1]; i++)
+			if (g->gcoef[q][1][i])
+				s = CB(TINYC_GX_ADD, s, CB(TINYC_GX_MUL, ax[i], cint(b, g->gcoef[q][1][i])));
+		cg[q] = tinyc_mmk_let(b, blk, "cg", s);
+	}
+	tinyc_gexpr *kin = t->pred_k ? CB(TINYC_GX_LT, gk, b->K) : NULL;
+	/* the chunks: 16 bytes at chunk c ^ (row % 8) of the swizzled row */
+	for (int j = 0; j < rows; j++) {
+		tinyc_gexpr *ok = kin;
+		for (int q = 0; q < ng; q++) {
+			tinyc_gexpr *tq = CB(g->geq[q] ? TINYC_GX_EQ : TINYC_GX_GE, CB(TINYC_GX_ADD, rg[j][q], cg[q]),
+					     cint(b, 0));
+			ok = ok ? CB(TINYC_GX_LAND, ok, tq) : tq;
+		}
+		tinyc_gexpr *addr = CB(TINYC_GX_ADD, raddr[j], ca);
+		if (ok)	/* no address outside the copy when the chunk is zero-filled */
+			addr = tinyc_gx_select(k, ok, addr, cint(b, 0));
+		tinyc_gexpr *o = CB(TINYC_GX_ADD, o0, cint(b, 16 * j));
+		tinyc_gexpr *sw = CB(TINYC_GX_XOR, c, CB(TINYC_GX_MOD, o, cint(b, 8)));
+		tinyc_gexpr *idx = CB(TINYC_GX_ADD, base, CB(TINYC_GX_ADD, CB(TINYC_GX_MUL, o, cint(b, 64)),
+							     CB(TINYC_GX_MUL, sw, cint(b, 8))));
+		tinyc_mmk_append(b, blk, tinyc_gs_copy(k, sh, idx, tinyc_mmk_param(b, op->buf, 0), addr, 8, ok, 1));
+	}
+#undef CB
+	return b->error ? -1 : 0;
+}

@@ -707,40 +707,6 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 	}
 }
 
-/* The copy of A's k tile (K-major, BM rows of 64 k) from the channels-last copy of a
- * conv's input (t->a_nhwc): 8 consecutive k of a row are 8 channels of one input pixel,
- * one 16-byte cp.async each, zero-filled where the window's guards (which do not involve
- * the channels) or the tails fail.  Thread t takes chunk t % 8 of rows t / 8 + 16 j, at
- * chunk (t % 8) ^ (row % 8) of the 128-byte-swizzled row. */
-static void wgmma_copy_a_cp16(tinyc_mmk *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *base,
-			      tinyc_gexpr *m0, tinyc_gexpr *k0, tinyc_gexpr *ptid)
-{
-	tinyc_gkernel *k = b->k;
-	const tinyc_mm_tiles *t = b->t;
-	const tinyc_mm_operand *op = &b->prob->a;
-	tinyc_gexpr *c = bin(b, TINYC_GX_MOD, ptid, I(b, 8));
-	tinyc_gexpr *o0 = bin(b, TINYC_GX_DIV, ptid, I(b, 8));
-	tinyc_gexpr *gk = add(b, k0, mul(b, c, I(b, 8)));
-	int jv = tinyc_gk_reg(k, "cpa", b->it);
-	if (jv < 0) {
-		b->error = 1;
-		return;
-	}
-	tinyc_gexpr *o = add(b, o0, mul(b, tinyc_gx_var(k, jv), I(b, 16)));
-	tinyc_gexpr *gm = add(b, m0, o);
-	tinyc_gexpr *guard = NULL;
-	tinyc_gexpr *addr = tinyc_conv_addr(b, op, gm, gk, &guard);
-	tinyc_gexpr *in = land(b, land(b, t->pred_k ? bin(b, TINYC_GX_LT, gk, b->K) : NULL,
-				       t->pred_m ? bin(b, TINYC_GX_LT, gm, b->M) : NULL), guard);
-	if (in)	/* no address outside the copy when the chunk is zero-filled */
-		addr = tinyc_gx_select(k, in, addr, I(b, 0));
-	tinyc_gexpr *sw = bin(b, TINYC_GX_XOR, c, bin(b, TINYC_GX_MOD, o, I(b, 8)));
-	tinyc_gexpr *idx = add(b, base, add(b, mul(b, o, I(b, 64)), mul(b, sw, I(b, 8))));
-	tinyc_gstmt *body = tinyc_gs_block(k);
-	tinyc_mmk_append(b, body, tinyc_gs_copy(k, sh, idx, tinyc_mmk_param(b, op->buf, 0), addr, 8, in, 1));
-	tinyc_mmk_append(b, blk, tinyc_gs_for_range(k, jv, I(b, 0), I(b, t->bm / 16), I(b, 1), -1, body));
-}
-
 /* The Hopper kernel (sched/matmul.h, variant wgmma):
  *
  *   init: thread 0 sets up full[s] (the producer's arrivals + the stage's TMA bytes) and
@@ -911,8 +877,10 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 		b->l = pl;
 		tinyc_mmk_append(b, pk, tinyc_gs_comment(k, "operands TMA cannot load: the producer's "
 							     "threads copy them into the swizzled layout"));
-		if (t->a_nhwc)
-			wgmma_copy_a_cp16(b, pk, As, abase, pm0, k0, b->tid);
+		if (t->a_nhwc) {
+			if (tinyc_conv_cp16(b, ptile, pk, As, abase, pm0, k0, b->tid) < 0)
+				b->error = 1;
+		}
 		else if (!t->a_tma)
 			wgmma_copy_operand(b, pk, &pr->a, 0, t->a_kmajor, As, abase, BM, pm0, k0, b->tid, "a");
 		if (!t->b_tma)

@@ -324,9 +324,11 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	int rows = pingpong ? bm : 64;
 	t->regs = (rows / 64) * (bn / 2) + (rows / 64) * (bn / 8) + 40;
 	int generic = !t->a_tma || !t->b_tma;	/* the producer's threads copy: more registers */
-	t->regs_producer = t->consumers == 2 ? (generic ? 56 : 40) : 0;
-	t->regs_consumer = t->consumers == 2 ? (generic ? 224 : 232) : 0;
-	if (t->regs > (t->consumers == 2 ? t->regs_consumer : 255))
+	/* NHWC: the producer's cp.async addressing keeps the rows' terms of a tile in
+	 * registers; no setmaxnreg (168 each: 65536 / 384) */
+	t->regs_producer = t->consumers == 2 && !t->a_nhwc ? (generic ? 56 : 40) : 0;
+	t->regs_consumer = t->consumers == 2 && !t->a_nhwc ? (generic ? 224 : 232) : 0;
+	if (t->regs > (t->regs_consumer ? t->regs_consumer : t->consumers == 2 ? 168 : 255))
 		return -1;
 	t->ctas_per_sm = 1;
 	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
