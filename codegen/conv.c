@@ -54,7 +54,7 @@ tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gex
 }
 
 int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_operand *op,
-			 const tinyc_conv_nhwc *nh, const char *name)
+			 const tinyc_conv_nhwc *nh, const char *name, tinyc_gkernel **kernel)
 {
 	int64_t C = nh->c, P = nh->p, L = nh->l, elems = C * P * L;
 	if (C < 8 || C % 8 || P < 1 || L < 1 || tinyc_dtype_size(op->dtype) != 2)
@@ -140,18 +140,19 @@ int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_op
 	if (chunks % 256)
 		in = NB(TINYC_GX_LAND, NB(TINYC_GX_LT, q, NI(chunks)), in);
 	tinyc_gs_append(k, sq, tinyc_gs_if(k, in, st, NULL));
+	/* the blocks past the transpose's are the weight's packing kernel (appended by the
+	 * caller, tinyc_matmul_emit) */
+	tinyc_gstmt *tb = tinyc_gs_block(k);
+	if (tinyc_gs_append(k, tb, tinyc_gs_decl(k, pk, NULL)) < 0 ||
+	    tinyc_gs_append(k, tb, tinyc_gs_for_range(k, iv, NI(0), NI(64 * CT / 256), NI(1), -1, ld)) < 0 ||
+	    tinyc_gs_append(k, tb, tinyc_gs_barrier(k)) < 0 ||
+	    tinyc_gs_append(k, tb, tinyc_gs_for_range(k, iv, NI(0), NI((chunks + 255) / 256), NI(1), -1, sq)) < 0 ||
+	    tinyc_gs_append(k, k->body, tinyc_gs_if(k, NB(TINYC_GX_LT, bid, NI(blocks)), tb, NULL)) < 0)
+		return -1;
 #undef NI
 #undef NB
-	if (tinyc_gs_append(k, k->body, tinyc_gs_decl(k, pk, NULL)) < 0 ||
-	    tinyc_gs_append(k, k->body, tinyc_gs_for_range(k, iv, tinyc_gx_int(k, it, 0),
-							   tinyc_gx_int(k, it, 64 * CT / 256), tinyc_gx_int(k, it, 1),
-							   -1, ld)) < 0 ||
-	    tinyc_gs_append(k, k->body, tinyc_gs_barrier(k)) < 0 ||
-	    tinyc_gs_append(k, k->body, tinyc_gs_for_range(k, iv, tinyc_gx_int(k, it, 0),
-							   tinyc_gx_int(k, it, (chunks + 255) / 256),
-							   tinyc_gx_int(k, it, 1), -1, sq)) < 0)
-		return -1;
 	tinyc_gk_sort_params(k);
+	*kernel = k;
 	return w;
 }
 

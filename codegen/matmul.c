@@ -1164,7 +1164,8 @@ int tinyc_mm_add_temp(tinyc_gpu_module *gm, const char *name, tinyc_dtype dt, in
  * written as zeros.  *out is the packed operand (buf: the workspace).  0, or -1
  * with a diagnostic. */
 static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
-			const tinyc_mm_tiles *t, int is_b, const char *name, tinyc_mm_operand *out)
+			const tinyc_mm_tiles *t, int is_b, const char *name, tinyc_mm_operand *out,
+			tinyc_gkernel *host)
 {
 	const tinyc_mm_operand *op = is_b ? &prob->b : &prob->a;
 	int64_t elems = tinyc_matmul_packed_operand(prob, t, gm->sym_bound, is_b, out);
@@ -1190,13 +1191,11 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	if (w < 0)
 		return -1;
 	out->buf = w;
-	/* the kernel: block b covers words [1024 q, 1024 q + 1024) of row (l, r) */
+	/* the kernel: block b covers words [1024 q, 1024 q + 1024) of row (l, r); with a host
+	 * kernel of 256 threads (its blocks below b0 do its work), the blocks from b0 on */
 	char kname[160], comment[640];
 	snprintf(kname, sizeof(kname), "%s_pack%c", name, is_b ? 'B' : 'A');
-	tinyc_gkernel *k = tinyc_gk_alloc(gm, kname);
-	if (!k)
-		return -1;
-	int64_t W = padded / 2, chunks = (W + 1023) / 1024, blocks = chunks * O * L;
+	int64_t W = padded / 2, chunks = (W + 1023) / 1024, blocks = chunks * O * L, b0 = 0;
 	int64_t reach = (off < 0 ? -off : off) + (O - 1) * so + (C - 1) * sc + (L - 1) * sl;
 	if (gathered) {	/* the window's axes instead of the row and column strides */
 		reach = (off < 0 ? -off : off) + (L - 1) * sl;
@@ -1206,12 +1205,21 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	}
 	tinyc_dtype it = reach < INT32_MAX && elems < INT32_MAX && blocks < INT32_MAX / 1024
 			 ? TINYC_INT : TINYC_LONG;
+	if (host && (host->index_dtype != it || host->block[0] != 256 ||
+		     host->grid[0]->op != TINYC_GX_INT || host->grid[0]->ival + blocks > INT32_MAX))
+		host = NULL;	/* a kernel of its own */
+	tinyc_gkernel *k = host ? host : tinyc_gk_alloc(gm, kname);
+	if (!k)
+		return -1;
+	if (host)
+		b0 = host->grid[0]->ival;
 	k->index_dtype = it;
 	k->block[0] = 256, k->block[1] = k->block[2] = 1;
-	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, blocks);
+	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, b0 + blocks);
 	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
-	snprintf(comment, sizeof(comment), "%s: pack %s of matmul %s into %s (rows of %" PRId64
-		 " padded to %" PRId64 " elements for TMA, zeros in the pad)", kname,
+	int n = host ? snprintf(comment, sizeof(comment), "%s; blocks from %" PRId64 " on, ", k->comment, b0) : 0;
+	snprintf(comment + n, sizeof(comment) - (size_t)n, "%s: pack %s of matmul %s into %s (rows of %"
+		 PRId64 " padded to %" PRId64 " elements for TMA, zeros in the pad)", kname,
 		 gm->bufs[op->buf].name, name, wname, C, padded);
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	char pn[200];
@@ -1224,7 +1232,8 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 		return -1;
 #define PK_I(v) tinyc_gx_int(k, it, (v))
 #define PK_B(op_, x, y) tinyc_gx_binary(k, (op_), (x), (y))
-	tinyc_gexpr *bid = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_BID_X));
+	tinyc_gexpr *bid = PK_B(TINYC_GX_SUB, tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_BID_X)),
+				PK_I(b0));
 	tinyc_gexpr *tid = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_TID_X));
 	tinyc_gexpr *q = PK_B(TINYC_GX_MOD, bid, PK_I(chunks));
 	tinyc_gexpr *row = PK_B(TINYC_GX_DIV, bid, PK_I(chunks));	/* l * O + r */
@@ -1267,9 +1276,11 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	tinyc_gstmt *st = tinyc_gs_block(k);
 	tinyc_gs_append(k, st, tinyc_gs_copy(k, dst, PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, row, PK_I(W)), w0),
 					      pk, PK_I(0), 4, NULL, 0));
-	if (tinyc_gs_append(k, k->body, tinyc_gs_decl(k, pk, NULL)) < 0 ||
-	    tinyc_gs_append(k, k->body, tinyc_gs_for_range(k, jv, PK_I(0), PK_I(4), PK_I(1), 4, body)) < 0 ||
-	    tinyc_gs_append(k, k->body, tinyc_gs_if(k, PK_B(TINYC_GX_LT, w0, PK_I(W)), st, NULL)) < 0)
+	tinyc_gstmt *all = host ? tinyc_gs_block(k) : k->body;
+	if (tinyc_gs_append(k, all, tinyc_gs_decl(k, pk, NULL)) < 0 ||
+	    tinyc_gs_append(k, all, tinyc_gs_for_range(k, jv, PK_I(0), PK_I(4), PK_I(1), 4, body)) < 0 ||
+	    tinyc_gs_append(k, all, tinyc_gs_if(k, PK_B(TINYC_GX_LT, w0, PK_I(W)), st, NULL)) < 0 ||
+	    (host && tinyc_gs_append(k, k->body, tinyc_gs_if(k, PK_B(TINYC_GX_GE, bid, PK_I(0)), all, NULL)) < 0))
 		return -1;
 #undef PK_I
 #undef PK_B
@@ -1293,14 +1304,15 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 				   "module targets %s", name, gm->target);
 	/* packed operands: their packing kernels first, then the matmul reads the workspaces */
 	tinyc_mm_problem packed = *prob;	/* shallow: the evt stays prob's */
+	tinyc_gkernel *nhwc = NULL;	/* the transpose kernel, which also packs B */
 	if (t->variant == TINYC_MM_WGMMA && t->a_nhwc &&	/* A reads the channels-last copy */
-	    (packed.a.buf = tinyc_conv_nhwc_emit(ctx, gm, &prob->a, &t->nhwc, name)) < 0)
+	    (packed.a.buf = tinyc_conv_nhwc_emit(ctx, gm, &prob->a, &t->nhwc, name, &nhwc)) < 0)
 		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_a &&
-	    pack_operand(ctx, gm, prob, t, 0, name, &packed.a) < 0)
+	    pack_operand(ctx, gm, prob, t, 0, name, &packed.a, NULL) < 0)
 		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_b &&
-	    pack_operand(ctx, gm, prob, t, 1, name, &packed.b) < 0)
+	    pack_operand(ctx, gm, prob, t, 1, name, &packed.b, nhwc) < 0)
 		return -1;
 	tinyc_mmk b;
 	memset(&b, 0, sizeof(b));

@@ -145,13 +145,14 @@ void tinyc_conv_split(tinyc_gkernel *k, tinyc_dtype it, tinyc_gexpr *x, const in
 tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
 			     tinyc_gexpr *col, tinyc_gexpr **guard);
 
-/* codegen/conv.c: the kernel "NAME_nhwc" (appended to gm) that copies the NCHW input of
- * operand op (a conv's gathered A) into a new TEMP workspace x'[l][p][c] (sched/conv.h,
- * tinyc_conv_nhwc); each thread reads 8 channels of one pixel (consecutive threads
- * consecutive pixels) and writes them with one 16-byte store.  The workspace's buffer
- * index, or -1 with a diagnostic. */
+/* codegen/conv.c: the kernel "NAME_nhwc" (appended to gm, *kernel) that copies the NCHW
+ * input of operand op (a conv's gathered A) into a new TEMP workspace x'[l][p][c]
+ * (sched/conv.h, tinyc_conv_nhwc): per block a tile of 64 pixels x up to 64 channels
+ * through shared memory, loads along the pixels, 16-byte stores along the channels; its
+ * code runs in the blocks below its grid, so that more blocks may be added for other
+ * work (the weight's packing).  The workspace's buffer index, or -1 with a diagnostic. */
 int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_operand *op,
-			 const tinyc_conv_nhwc *nh, const char *name);
+			 const tinyc_conv_nhwc *nh, const char *name, tinyc_gkernel **kernel);
 
 /* codegen/conv.c: the copy of A's k tile (K-major, BM rows of 64 k) from the channels-last
  * copy of a conv's input (t->a_nhwc) into shared array sh at element base: 8 consecutive
