@@ -809,6 +809,22 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	return 0;
 }
 
+/* NHWC producer (t->a_nhwc): once ring position IT - 1 exists, wait until at most
+ * `pending` cp.async groups are in flight (its group landed), make the copies visible to
+ * the tensor cores and arrive on its full barrier.  The statement. */
+static tinyc_gstmt *wgmma_cp_arrive(wgmma_ring *w, tinyc_gexpr *IT, int pending)
+{
+	tinyc_mmk *b = w->b;
+	tinyc_gkernel *k = b->k;
+	int S = b->t->stages;
+	tinyc_gstmt *blk = tinyc_gs_block(k);
+	tinyc_mmk_append(b, blk, tinyc_gs_cp_wait(k, w->cpipe, pending));
+	tinyc_mmk_append(b, blk, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
+	tinyc_mmk_append(b, blk, tinyc_gs_mbar_arrive(k, w->pipe, w->full,
+						     bin(b, TINYC_GX_MOD, add(b, IT, I(b, S - 1)), I(b, S))));
+	return tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), blk, NULL);
+}
+
 /* Warpgroup 0, the producer: per tile and k tile, wait until the stage is empty, then
  * thread 0 issues the TMA loads (the expected bytes on full[s]) and the operands TMA cannot
  * load are copied by all 128 threads.  Its block, or NULL. */
@@ -877,22 +893,15 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 		b->l = pl;
 		tinyc_mmk_append(b, pk, tinyc_gs_comment(k, "operands TMA cannot load: the producer's "
 							     "threads copy them into the swizzled layout"));
-		if (t->a_nhwc) {
-			if (tinyc_conv_cp16(b, ptile, pk, As, abase, pm0, k0, b->tid) < 0)
-				b->error = 1;
-		}
-		else if (!t->a_tma)
+		if (t->a_nhwc && tinyc_conv_cp16(b, ptile, pk, As, abase, pm0, k0, b->tid) < 0)
+			b->error = 1;
+		else if (!t->a_nhwc && !t->a_tma)
 			wgmma_copy_operand(b, pk, &pr->a, 0, t->a_kmajor, As, abase, BM, pm0, k0, b->tid, "a");
 		if (!t->b_tma)
 			wgmma_copy_operand(b, pk, &pr->b, 1, t->b_kmajor, Bs, bbase, BN, pn0, k0, b->tid, "b");
 		if (t->a_nhwc) {	/* the previous stage's cp.async group landed: arrive on it */
 			tinyc_mmk_append(b, pk, tinyc_gs_cp_commit(k, w->cpipe));
-			tinyc_gstmt *prev = tinyc_gs_block(k);
-			tinyc_mmk_append(b, prev, tinyc_gs_cp_wait(k, w->cpipe, 1));
-			tinyc_mmk_append(b, prev, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
-			tinyc_mmk_append(b, prev, tinyc_gs_mbar_arrive(k, pipe, full,
-								     bin(b, TINYC_GX_MOD, add(b, IT, I(b, S - 1)), I(b, S))));
-			tinyc_mmk_append(b, pk, tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), prev, NULL));
+			tinyc_mmk_append(b, pk, wgmma_cp_arrive(w, IT, 1));
 		} else {
 			tinyc_mmk_append(b, pk, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
 			tinyc_mmk_append(b, pk, tinyc_gs_mbar_arrive(k, pipe, full, ps));
@@ -901,14 +910,8 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	tinyc_mmk_append(b, pk, tinyc_gs_assign(k, itp, add(b, IT, I(b, 1))));
 	tinyc_mmk_append(b, ptile, tinyc_gs_for_range(k, ktv, I(b, 0), I(b, ktiles), I(b, 1), 0, pk));
 	tinyc_mmk_append(b, issuer, tinyc_gs_for_range(k, tilev, bid, I(b, ntiles), nbid, 0, ptile));
-	if (t->a_nhwc) {	/* the last stage's arrival */
-		tinyc_gstmt *last = tinyc_gs_block(k);
-		tinyc_mmk_append(b, last, tinyc_gs_cp_wait(k, w->cpipe, 0));
-		tinyc_mmk_append(b, last, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
-		tinyc_mmk_append(b, last, tinyc_gs_mbar_arrive(k, pipe, full,
-							     bin(b, TINYC_GX_MOD, add(b, IT, I(b, S - 1)), I(b, S))));
-		tinyc_mmk_append(b, issuer, tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), last, NULL));
-	}
+	if (t->a_nhwc)	/* the last stage's arrival */
+		tinyc_mmk_append(b, issuer, wgmma_cp_arrive(w, IT, 0));
 	if (generic) {
 		tinyc_mmk_append(b, prod, tinyc_gs_comment(k, "producer: thread 0 issues the TMA loads, "
 							       "every thread copies"));
