@@ -90,6 +90,11 @@ typedef struct tinyc_conv_direct {
 	int ncast;			/* the stored value: acc cast to cast[0] (the REDUCE's
 					 * dtype), then to cast[1..ncast) (its CASTs) */
 	int cast[8];			/* tinyc_dtype each */
+	int add_at;			/* -1, or a bias added after cast[add_at] (the value's
+					 * dtype then): y = casts(cast(acc) + bias) */
+	int b_buf;			/* add_at >= 0: the bias's schedule buffer */
+	tinyc_mm_gather b;		/* its addressing: rows = the output axes (stride 0
+					 * where it broadcasts), no columns' strides */
 } tinyc_conv_direct;
 
 /* The direct convolution provider (listed in sched/plan.c after the matmul provider). */

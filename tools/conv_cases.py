@@ -43,6 +43,8 @@ CASES = {
     # (sched/conv_nhwc.c; the lit tests' fp16 twins)
     "nhwc_c16_k3_s2_odd": ((2, 16, 9, 7), 24, (3, 3), 2, 1, 1, 1, "bias"),
     "nhwc_c8_bn_res": ((3, 8, 7, 5), 8, (3, 3), 1, 1, 1, 1, "bn_relu_res"),
+    # depthwise with a bias on the direct kernel (named to sort last: the others' seeds stay)
+    "sep_dw_bias_k3_s2": ((3, 6, 9, 7), 6, (3, 3), 2, 1, 1, 6, "bias"),
 }
 
 

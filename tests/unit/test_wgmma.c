@@ -42,6 +42,7 @@
 #define CONV_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/c2d_k5_s2_p2_fp16.uop"
 #define BLOCK_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/resnet_block_fp16.uop"
 #define NHWC_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/nhwc_c16_k3_s2_odd_fp16.uop"
+#define DW_BIAS_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/sep_dw_bias_k3_s2_fp16.uop"
 
 /* A compiled module and what it needs. */
 typedef struct compiled {
@@ -667,6 +668,10 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	compiled_free(&c);
 	unsetenv("TINYC_MATMUL_TILE");
 	unsetenv("TINYC_WGMMA_PACK");
+	/* a depthwise conv with a half bias on the direct kernel */
+	cr_assert_eq(compile_to(&c, DW_BIAS_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
+	nvrtc_ok(&c, "sm_90a", "sep_dw_bias_k3_s2_fp16 direct");
+	compiled_free(&c);
 	cr_assert_eq(compile_to(&c, CONV_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
 	cr_assert(chosen(&c)->t.pack_a && chosen(&c)->t.pack_b);
 	nvrtc_ok(&c, "sm_90a", "c2d_k5_s2_p2_fp16");
