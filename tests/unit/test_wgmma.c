@@ -324,18 +324,29 @@ Test(wgmma_plan, packing_kernels_on_the_interpreter)
 	compiled_free(&c);
 }
 
+/* Compile file to GPU IR for sm_90a with the wgmma template forced, TINYC_WGMMA_PACK=pack
+ * and, unless NULL, TINYC_MATMUL_TILE=tile (the knobs are unset again). */
+static void compile_wgmma_gpuir(compiled *c, const char *file, const char *tile, const char *pack)
+{
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	if (tile)
+		setenv("TINYC_MATMUL_TILE", tile, 1);
+	setenv("TINYC_WGMMA_PACK", pack, 1);
+	int rc = compile_to(c, file, NULL, "sm_90a", NULL, "gpuir");
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_WGMMA_PACK");
+	cr_assert_eq(rc, 0, "%s: %s", file, first_kind(c->ctx));
+}
+
 /* The im2col packing kernel of a convolution (sched/conv.h), run alone on the GPU IR
  * interpreter: conv2d x[1,3,11,9], 5x5, stride 2, padding 2 in half (OH = 6, OW = 5: M = 30,
  * K = 75) packs A M-major (m contiguous, rows of 32), each element the input pixel of the
  * window worked out here from the conv's parameters, 0 in the padding and in the pad. */
 Test(wgmma_plan, conv_im2col_packed_m_major_on_the_interpreter)
 {
-	setenv("TINYC_MATMUL", "wgmma", 1);
-	setenv("TINYC_WGMMA_PACK", "1", 1);
 	compiled c;
-	cr_assert_eq(compile_to(&c, CONV_FP16, NULL, "sm_90a", NULL, "gpuir"), 0, "%s", first_kind(c.ctx));
-	unsetenv("TINYC_MATMUL");
-	unsetenv("TINYC_WGMMA_PACK");
+	compile_wgmma_gpuir(&c, CONV_FP16, NULL, "1");
 	const tinyc_mm_plan *mp = chosen(&c);
 	cr_assert(mp->prob.a.gather.on && mp->t.pack_a && !mp->t.a_kmajor, "A gathered, packed m-major");
 	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
@@ -376,14 +387,8 @@ Test(wgmma_plan, conv_im2col_packed_m_major_on_the_interpreter)
  * K-major with k = (kh, kw, ci) (rows of 144), both worked out here from the shapes. */
 Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
 {
-	setenv("TINYC_MATMUL", "wgmma", 1);
-	setenv("TINYC_MATMUL_TILE", "64x64x64x4", 1);
-	setenv("TINYC_WGMMA_PACK", "2", 1);
 	compiled c;
-	cr_assert_eq(compile_to(&c, NHWC_FP16, NULL, "sm_90a", NULL, "gpuir"), 0, "%s", first_kind(c.ctx));
-	unsetenv("TINYC_MATMUL");
-	unsetenv("TINYC_MATMUL_TILE");
-	unsetenv("TINYC_WGMMA_PACK");
+	compile_wgmma_gpuir(&c, NHWC_FP16, "64x64x64x4", "2");
 	const tinyc_mm_plan *mp = chosen(&c);
 	cr_assert(mp->t.a_nhwc && mp->t.pack_b && !mp->t.pack_a, "A nhwc, B packed");
 	cr_assert(mp->t.nhwc.c == 16 && mp->t.nhwc.p == 63 && mp->t.nhwc.l == 2);
