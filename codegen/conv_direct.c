@@ -2,7 +2,7 @@
  * consecutive outputs along the output's innermost axis (the plan's per_thread); the
  * window's taps in an unrolled loop, each a predicated input load (0 in the padding) per
  * output times one weight load, accumulated in the contraction's accumulator dtype and
- * stored once per output.  The output coordinate is split into its axes once per thread
+ * stored once per output (a bias added on the way).  The output coordinate is split into its axes once per thread
  * and the tap's once per (unrolled, constant) tap, so that the loads of neighbouring
  * outputs and taps differ by constants (nvcc reuses the loads they share). */
 #include <string.h>
@@ -115,8 +115,10 @@ int tinyc_conv_direct_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sc
 	int xp = tinyc_gk_param_ptr(k, gm->bufs[d->x_buf].name, gm->bufs[d->x_buf].dtype, 1, d->x_buf);
 	int wp = tinyc_gk_param_ptr(k, gm->bufs[d->w_buf].name, gm->bufs[d->w_buf].dtype, 1, d->w_buf);
 	int yp = tinyc_gk_param_ptr(k, gm->bufs[d->y_buf].name, ydt, 0, d->y_buf);
+	int bp = d->add_at < 0 ? 0 : tinyc_gk_param_ptr(k, gm->bufs[d->b_buf].name,
+							gm->bufs[d->b_buf].dtype, 1, d->b_buf);
 	int av = tinyc_gk_reg_array(k, "acc", acc, V), tv = tinyc_gk_reg(k, "t", b.it);
-	if (xp < 0 || wp < 0 || yp < 0 || av < 0 || tv < 0)
+	if (xp < 0 || wp < 0 || yp < 0 || bp < 0 || av < 0 || tv < 0)
 		return -1;
 	tinyc_gexpr *bid = tinyc_gx_cast(k, b.it, tinyc_gx_special(k, TINYC_GSP_BID_X));
 	tinyc_gexpr *tid = tinyc_gx_cast(k, b.it, tinyc_gx_special(k, TINYC_GSP_TID_X));
@@ -141,11 +143,16 @@ int tinyc_conv_direct_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sc
 	    tinyc_gs_append(k, body, tinyc_gs_for_range(k, tv, cint(&b, 0), cint(&b, d->taps),
 							 cint(&b, 1), unroll, tap)) < 0)
 		return -1;
-	/* the stored values: the REDUCE's dtype, then its CASTs */
+	/* the stored values: the REDUCE's dtype, then its CASTs, the bias added after
+	 * cast[add_at] */
 	for (int v = 0; v < V; v++) {
 		tinyc_gexpr *val = tinyc_gx_load(k, av, cint(&b, v), NULL);
-		for (int i = 0; i < d->ncast; i++)
+		for (int i = 0; i < d->ncast; i++) {
 			val = tinyc_gx_cast(k, (tinyc_dtype)d->cast[i], val);
+			if (i == d->add_at)
+				val = tinyc_gx_binary(k, TINYC_GX_ADD, val,
+						      tinyc_gx_load(k, bp, address(&b, &d->b, 0, v), NULL));
+		}
 		if (tinyc_gs_append(k, body, tinyc_gs_store(k, yp, address(&b, &d->y, 0, v), val, NULL)) < 0)
 			return -1;
 	}

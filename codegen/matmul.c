@@ -756,6 +756,7 @@ typedef struct wgmma_ring {
 	int As, Bs;			/* the ring's operand stages (shared) */
 	int full, empty, turn;		/* the ring's barriers; pingpong's turns (shared) */
 	int pipe;			/* the ring's pipeline */
+	int cpipe;			/* a_nhwc: the cp.async groups of A (one per stage) */
 	int ta, tb;			/* tensor maps of A and B, -2 when copied */
 	int tilev, ktv, itp;		/* producer registers: tile, k tile, ring position */
 	int ctilev, cktv, itc, ntv;	/* consumer registers: the same and tiles so far */
@@ -787,6 +788,9 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	if (As < 0 || Bs < 0 || full < 0 || empty < 0 || turn < 0)
 		return -1;
 	int pipe = tinyc_gk_pipe(k, "ring", TINYC_GPIPE_TMA, S, full);
+	w->cpipe = t->a_nhwc ? tinyc_gk_pipe(k, "cpa", TINYC_GPIPE_CP_ASYNC, S, -1) : -1;
+	if (t->a_nhwc && w->cpipe < 0)
+		return -1;
 	int ta = t->a_tma ? wgmma_tmap(b, "tmA", &pr->a, t->a_kmajor, &pr->m, &pr->k,
 				       t->a_kmajor ? BM : 64, batched) : -2;
 	int tb = t->b_tma ? wgmma_tmap(b, "tmB", &pr->b, !t->b_kmajor, &pr->k, &pr->n,
@@ -823,6 +827,22 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	w->ctilev = ctilev, w->cktv = cktv, w->itc = itc, w->ntv = ntv;
 	w->bid = bid, w->nbid = nbid, w->is0 = is0;
 	return 0;
+}
+
+/* NHWC producer (t->a_nhwc): once ring position IT - 1 exists, wait until at most
+ * `pending` cp.async groups are in flight (its group landed), make the copies visible to
+ * the tensor cores and arrive on its full barrier.  The statement. */
+static tinyc_gstmt *wgmma_cp_arrive(wgmma_ring *w, tinyc_gexpr *IT, int pending)
+{
+	tinyc_mmk *b = w->b;
+	tinyc_gkernel *k = b->k;
+	int S = b->t->stages;
+	tinyc_gstmt *blk = tinyc_gs_block(k);
+	tinyc_mmk_append(b, blk, tinyc_gs_cp_wait(k, w->cpipe, pending));
+	tinyc_mmk_append(b, blk, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
+	tinyc_mmk_append(b, blk, tinyc_gs_mbar_arrive(k, w->pipe, w->full,
+						     bin(b, TINYC_GX_MOD, add(b, IT, I(b, S - 1)), I(b, S))));
+	return tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), blk, NULL);
 }
 
 /* Warpgroup 0, the producer: per tile and k tile, wait until the stage is empty, then
@@ -893,16 +913,25 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 		b->l = pl;
 		tinyc_mmk_append(b, pk, tinyc_gs_comment(k, "operands TMA cannot load: the producer's "
 							     "threads copy them into the swizzled layout"));
-		if (!t->a_tma)
+		if (t->a_nhwc && tinyc_conv_cp16(b, ptile, pk, As, abase, pm0, k0, b->tid) < 0)
+			b->error = 1;
+		else if (!t->a_nhwc && !t->a_tma)
 			wgmma_copy_operand(b, pk, &pr->a, 0, t->a_kmajor, As, abase, BM, pm0, k0, b->tid, "a");
 		if (!t->b_tma)
 			wgmma_copy_operand(b, pk, &pr->b, 1, t->b_kmajor, Bs, bbase, BN, pn0, k0, b->tid, "b");
-		tinyc_mmk_append(b, pk, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
-		tinyc_mmk_append(b, pk, tinyc_gs_mbar_arrive(k, pipe, full, ps));
+		if (t->a_nhwc) {	/* the previous stage's cp.async group landed: arrive on it */
+			tinyc_mmk_append(b, pk, tinyc_gs_cp_commit(k, w->cpipe));
+			tinyc_mmk_append(b, pk, wgmma_cp_arrive(w, IT, 1));
+		} else {
+			tinyc_mmk_append(b, pk, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
+			tinyc_mmk_append(b, pk, tinyc_gs_mbar_arrive(k, pipe, full, ps));
+		}
 	}
 	tinyc_mmk_append(b, pk, tinyc_gs_assign(k, itp, add(b, IT, I(b, 1))));
 	tinyc_mmk_append(b, ptile, tinyc_gs_for_range(k, ktv, I(b, 0), I(b, ktiles), I(b, 1), 0, pk));
 	tinyc_mmk_append(b, issuer, tinyc_gs_for_range(k, tilev, bid, I(b, ntiles), nbid, 0, ptile));
+	if (t->a_nhwc)	/* the last stage's arrival */
+		tinyc_mmk_append(b, issuer, wgmma_cp_arrive(w, IT, 0));
 	if (generic) {
 		tinyc_mmk_append(b, prod, tinyc_gs_comment(k, "producer: thread 0 issues the TMA loads, "
 							       "every thread copies"));
@@ -1158,7 +1187,8 @@ int tinyc_mm_add_temp(tinyc_gpu_module *gm, const char *name, tinyc_dtype dt, in
  * written as zeros.  *out is the packed operand (buf: the workspace).  0, or -1
  * with a diagnostic. */
 static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
-			const tinyc_mm_tiles *t, int is_b, const char *name, tinyc_mm_operand *out)
+			const tinyc_mm_tiles *t, int is_b, const char *name, tinyc_mm_operand *out,
+			tinyc_gkernel *host)
 {
 	const tinyc_mm_operand *op = is_b ? &prob->b : &prob->a;
 	int64_t elems = tinyc_matmul_packed_operand(prob, t, gm->sym_bound, is_b, out);
@@ -1184,13 +1214,11 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	if (w < 0)
 		return -1;
 	out->buf = w;
-	/* the kernel: block b covers words [1024 q, 1024 q + 1024) of row (l, r) */
+	/* the kernel: block b covers words [1024 q, 1024 q + 1024) of row (l, r); with a host
+	 * kernel of 256 threads (its blocks below b0 do its work), the blocks from b0 on */
 	char kname[160], comment[640];
 	snprintf(kname, sizeof(kname), "%s_pack%c", name, is_b ? 'B' : 'A');
-	tinyc_gkernel *k = tinyc_gk_alloc(gm, kname);
-	if (!k)
-		return -1;
-	int64_t W = padded / 2, chunks = (W + 1023) / 1024, blocks = chunks * O * L;
+	int64_t W = padded / 2, chunks = (W + 1023) / 1024, blocks = chunks * O * L, b0 = 0;
 	int64_t reach = (off < 0 ? -off : off) + (O - 1) * so + (C - 1) * sc + (L - 1) * sl;
 	if (gathered) {	/* the window's axes instead of the row and column strides */
 		reach = (off < 0 ? -off : off) + (L - 1) * sl;
@@ -1200,12 +1228,21 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	}
 	tinyc_dtype it = reach < INT32_MAX && elems < INT32_MAX && blocks < INT32_MAX / 1024
 			 ? TINYC_INT : TINYC_LONG;
+	if (host && (host->index_dtype != it || host->block[0] != 256 ||
+		     host->grid[0]->op != TINYC_GX_INT || host->grid[0]->ival + blocks > INT32_MAX))
+		host = NULL;	/* a kernel of its own */
+	tinyc_gkernel *k = host ? host : tinyc_gk_alloc(gm, kname);
+	if (!k)
+		return -1;
+	if (host)
+		b0 = host->grid[0]->ival;
 	k->index_dtype = it;
 	k->block[0] = 256, k->block[1] = k->block[2] = 1;
-	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, blocks);
+	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, b0 + blocks);
 	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
-	snprintf(comment, sizeof(comment), "%s: pack %s of matmul %s into %s (rows of %" PRId64
-		 " padded to %" PRId64 " elements for TMA, zeros in the pad)", kname,
+	int n = host ? snprintf(comment, sizeof(comment), "%s; blocks from %" PRId64 " on, ", k->comment, b0) : 0;
+	snprintf(comment + n, sizeof(comment) - (size_t)n, "%s: pack %s of matmul %s into %s (rows of %"
+		 PRId64 " padded to %" PRId64 " elements for TMA, zeros in the pad)", kname,
 		 gm->bufs[op->buf].name, name, wname, C, padded);
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	char pn[200];
@@ -1218,7 +1255,8 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 		return -1;
 #define PK_I(v) tinyc_gx_int(k, it, (v))
 #define PK_B(op_, x, y) tinyc_gx_binary(k, (op_), (x), (y))
-	tinyc_gexpr *bid = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_BID_X));
+	tinyc_gexpr *bid = PK_B(TINYC_GX_SUB, tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_BID_X)),
+				PK_I(b0));
 	tinyc_gexpr *tid = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_TID_X));
 	tinyc_gexpr *q = PK_B(TINYC_GX_MOD, bid, PK_I(chunks));
 	tinyc_gexpr *row = PK_B(TINYC_GX_DIV, bid, PK_I(chunks));	/* l * O + r */
@@ -1261,9 +1299,11 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	tinyc_gstmt *st = tinyc_gs_block(k);
 	tinyc_gs_append(k, st, tinyc_gs_copy(k, dst, PK_B(TINYC_GX_ADD, PK_B(TINYC_GX_MUL, row, PK_I(W)), w0),
 					      pk, PK_I(0), 4, NULL, 0));
-	if (tinyc_gs_append(k, k->body, tinyc_gs_decl(k, pk, NULL)) < 0 ||
-	    tinyc_gs_append(k, k->body, tinyc_gs_for_range(k, jv, PK_I(0), PK_I(4), PK_I(1), 4, body)) < 0 ||
-	    tinyc_gs_append(k, k->body, tinyc_gs_if(k, PK_B(TINYC_GX_LT, w0, PK_I(W)), st, NULL)) < 0)
+	tinyc_gstmt *all = host ? tinyc_gs_block(k) : k->body;
+	if (tinyc_gs_append(k, all, tinyc_gs_decl(k, pk, NULL)) < 0 ||
+	    tinyc_gs_append(k, all, tinyc_gs_for_range(k, jv, PK_I(0), PK_I(4), PK_I(1), 4, body)) < 0 ||
+	    tinyc_gs_append(k, all, tinyc_gs_if(k, PK_B(TINYC_GX_LT, w0, PK_I(W)), st, NULL)) < 0 ||
+	    (host && tinyc_gs_append(k, k->body, tinyc_gs_if(k, PK_B(TINYC_GX_GE, bid, PK_I(0)), all, NULL)) < 0))
 		return -1;
 #undef PK_I
 #undef PK_B
@@ -1287,11 +1327,15 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 				   "module targets %s", name, gm->target);
 	/* packed operands: their packing kernels first, then the matmul reads the workspaces */
 	tinyc_mm_problem packed = *prob;	/* shallow: the evt stays prob's */
+	tinyc_gkernel *nhwc = NULL;	/* the transpose kernel, which also packs B */
+	if (t->variant == TINYC_MM_WGMMA && t->a_nhwc &&	/* A reads the channels-last copy */
+	    (packed.a.buf = tinyc_conv_nhwc_emit(ctx, gm, &prob->a, &t->nhwc, name, &nhwc)) < 0)
+		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_a &&
-	    pack_operand(ctx, gm, prob, t, 0, name, &packed.a) < 0)
+	    pack_operand(ctx, gm, prob, t, 0, name, &packed.a, NULL) < 0)
 		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_b &&
-	    pack_operand(ctx, gm, prob, t, 1, name, &packed.b) < 0)
+	    pack_operand(ctx, gm, prob, t, 1, name, &packed.b, nhwc) < 0)
 		return -1;
 	tinyc_mmk b;
 	memset(&b, 0, sizeof(b));

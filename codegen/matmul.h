@@ -187,6 +187,26 @@ void tinyc_conv_split(tinyc_gkernel *k, tinyc_dtype it, tinyc_gexpr *x, const in
 tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
 			     tinyc_gexpr *col, tinyc_gexpr **guard);
 
+/* codegen/conv.c: the kernel "NAME_nhwc" (appended to gm, *kernel) that copies the NCHW
+ * input of operand op (a conv's gathered A) into a new TEMP workspace x'[l][p][c]
+ * (sched/conv.h, tinyc_conv_nhwc): per block a tile of 64 pixels x up to 64 channels
+ * through shared memory, loads along the pixels, 16-byte stores along the channels; its
+ * code runs in the blocks below its grid, so that more blocks may be added for other
+ * work (the weight's packing).  The workspace's buffer index, or -1 with a diagnostic. */
+int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_operand *op,
+			 const tinyc_conv_nhwc *nh, const char *name, tinyc_gkernel **kernel);
+
+/* codegen/conv.c: the copy of A's k tile (K-major, BM rows of 64 k) from the channels-last
+ * copy of a conv's input (t->a_nhwc) into shared array sh at element base: 8 consecutive
+ * k of a row are 8 channels of one input pixel, one 16-byte cp.async each, zero-filled
+ * where the window's guards (which do not involve the channels) or the tails fail.
+ * Thread ptid takes chunk ptid % 8 of rows ptid / 8 + 16 j, at chunk (ptid % 8) ^ (row %
+ * 8) of the 128-byte-swizzled row.  The rows' addresses and guard terms are computed once
+ * per tile (appended to ptile, whose m0 and l are b's), the columns' once per k tile, the
+ * copies appended to blk.  0 or -1. */
+int tinyc_conv_cp16(tinyc_mmk *b, tinyc_gstmt *ptile, tinyc_gstmt *blk, int sh, tinyc_gexpr *base,
+		    tinyc_gexpr *m0, tinyc_gexpr *k0, tinyc_gexpr *ptid);
+
 /* The epilogue: append to `body` (after the k loop) the code that applies prob->evt to
  * the accumulator fragment f, including the in-CTA part of the reductions; workspaces are
  * created in b->gm and recorded in b->ws.  0 or -1. */

@@ -54,6 +54,23 @@ int tinyc_conv_pack_m_major(const tinyc_mm_gather *g);
 struct tinyc_buf;
 void tinyc_conv_print_gather(const tinyc_mm_gather *g, struct tinyc_buf *out);
 
+/* The channels-last internal layout of a gathered A (sched/conv_nhwc.c): the input
+ * x[l][c][p] (l < l, c < c, p < p) is rearranged into x'[l][p][c] first. */
+typedef struct tinyc_conv_nhwc {
+	int64_t c;			/* channels (a multiple of 8) */
+	int64_t p;			/* pixels per channel: the channel stride of x */
+	int64_t l;			/* images (1 when A has no batch stride) */
+} tinyc_conv_nhwc;
+
+/* The implicit GEMM of prob on the NHWC copy of its gathered A: *out is prob (shallow,
+ * its evt prob's) with A's gather rescaled to x'[l][p][c] and its k axes reordered so
+ * that the channels are innermost (16-byte runs of 8 channels per pixel), and B gathered
+ * in the same k order; *nh the copy's shape.  -1 when prob does not fit (A not gathered
+ * or not 16-bit, channels not a multiple of 8 or in a guard, unbound sizes). */
+struct tinyc_mm_problem;
+int tinyc_conv_nhwc_problem(const struct tinyc_mm_problem *prob, const int64_t *sym, int nsym,
+			    struct tinyc_mm_problem *out, tinyc_conv_nhwc *nh);
+
 /* A direct convolution (sched/conv_direct.c, plan kind TINYC_PLAN_CONV_DIRECT): a
  * windowed contraction without n axes (depthwise), one thread per output element o
  * summing x[o, t] * w[o, t] over the window's taps t.  The output axes (outer first, in
@@ -73,6 +90,11 @@ typedef struct tinyc_conv_direct {
 	int ncast;			/* the stored value: acc cast to cast[0] (the REDUCE's
 					 * dtype), then to cast[1..ncast) (its CASTs) */
 	int cast[8];			/* tinyc_dtype each */
+	int add_at;			/* -1, or a bias added after cast[add_at] (the value's
+					 * dtype then): y = casts(cast(acc) + bias) */
+	int b_buf;			/* add_at >= 0: the bias's schedule buffer */
+	tinyc_mm_gather b;		/* its addressing: rows = the output axes (stride 0
+					 * where it broadcasts), no columns' strides */
 } tinyc_conv_direct;
 
 /* The direct convolution provider (listed in sched/plan.c after the matmul provider). */

@@ -27,18 +27,52 @@ static const tinyc_contraction *contraction_of(const tinyc_polyview *pv, int r)
 	return NULL;
 }
 
-/* Whether value v of g is node r through RESHAPEs and at most 7 CASTs; d->cast gets the
- * dtypes from r's out. */
-static int reshape_cast_of(const tinyc_graph *g, int v, int r, tinyc_conv_direct *d)
+/* Node v through RESHAPEs and CASTs (their dtypes appended to casts[*n], at most 7 in
+ * all): the first node that is neither. */
+static int skip_reshape_cast(const tinyc_graph *g, int v, int r, int *casts, int *n)
 {
-	int casts[8], n = 0;
 	while (v != r && v >= 0 && (g->nodes[v].op == TINYC_OP_RESHAPE || g->nodes[v].op == TINYC_OP_CAST)) {
 		if (g->nodes[v].op == TINYC_OP_CAST) {
-			if (n == 7)
-				return 0;
-			casts[n++] = g->nodes[v].dtype;
+			if (*n == 7)
+				return -1;
+			casts[(*n)++] = g->nodes[v].dtype;
 		}
 		v = g->nodes[v].src[0];
+	}
+	return v;
+}
+
+/* The buffer node that node v views through RESHAPEs only (its elements in v's row-major
+ * order), or -1. */
+static int reshaped_buffer(const tinyc_graph *g, int v)
+{
+	while (v >= 0 && g->nodes[v].op == TINYC_OP_RESHAPE)
+		v = g->nodes[v].src[0];
+	return v >= 0 && g->nodes[v].op == TINYC_OP_BUFFER ? v : -1;
+}
+
+/* Whether value v of g is node r through RESHAPEs and at most 7 CASTs, with at most one
+ * ADD of a bias on the way (a buffer reshaped to the ADD's rank, broadcast where its dims
+ * are 1); d->cast gets the dtypes from r's out, d->add_at where the ADD is (-1: none),
+ * *add the ADD and *bias the bias's side (-1: none). */
+static int reshape_cast_of(const tinyc_graph *g, int v, int r, tinyc_conv_direct *d, int *add,
+			   int *bias)
+{
+	int casts[8], n = 0, at = -1;
+	*add = *bias = -1;
+	v = skip_reshape_cast(g, v, r, casts, &n);
+	if (v >= 0 && v != r && g->nodes[v].op == TINYC_OP_ADD) {
+		const tinyc_uop *a = &g->nodes[v];
+		for (int side = 0; side < 2 && *bias < 0; side++) {
+			int o = a->src[side];
+			if (g->nodes[o].rank == a->rank && g->nodes[o].dtype == a->dtype &&
+			    reshaped_buffer(g, o) >= 0)
+				*add = v, *bias = o, v = a->src[1 - side];
+		}
+		if (*bias < 0)
+			return 0;
+		at = n;	/* casts[0..n) come after the ADD (they are read outermost first) */
+		v = skip_reshape_cast(g, v, r, casts, &n);
 	}
 	if (v != r)
 		return 0;
@@ -46,7 +80,56 @@ static int reshape_cast_of(const tinyc_graph *g, int v, int r, tinyc_conv_direct
 	for (int i = 0; i < n; i++)
 		d->cast[1 + i] = casts[n - 1 - i];
 	d->ncast = 1 + n;
+	d->add_at = at < 0 ? -1 : n - at;	/* after cast[n - at]: the ADD's operand dtype */
 	return 1;
+}
+
+/* The bias's addressing d->b for the ADD node `add` and its bias side `bias` (a buffer
+ * reshaped to the ADD's rank): the output axes out[0..nout) with their extents ext[] and
+ * strides ys[] in the stored value (the ADD's row-major order: the stored buffer is the
+ * ADD through RESHAPEs) each match one dim of the ADD (its row-major stride and size),
+ * whose bias stride is the bias view's row-major stride, 0 where it broadcasts.  0, or -1
+ * (why filled). */
+static int bias_strides(const tinyc_schedule *s, int add, int bias, const int *out, int nout,
+			const int64_t *ext, const int64_t *ys, tinyc_conv_direct *d, char *why,
+			size_t wsize)
+{
+	const tinyc_graph *g = s->g;
+	const tinyc_uop *a = &g->nodes[add], *bv = &g->nodes[bias];
+	int64_t as[TINYC_MAX_RANK], bs[TINYC_MAX_RANK], ad[TINYC_MAX_RANK], bd[TINYC_MAX_RANK];
+	int64_t sa = 1, sb = 1;
+	if (a->rank > TINYC_MAX_RANK)
+		return -1;
+	for (int i = a->rank - 1; i >= 0; i--) {
+		ad[i] = tinyc_sched_dim(s, &a->shape[i]), bd[i] = tinyc_sched_dim(s, &bv->shape[i]);
+		if (ad[i] < 1 || bd[i] < 1 || (bd[i] != ad[i] && bd[i] != 1)) {
+			snprintf(why, wsize, "a bias of unbound or mismatched size");
+			return -1;
+		}
+		as[i] = sa, bs[i] = bd[i] == ad[i] ? sb : 0;
+		sa *= ad[i], sb *= bd[i];
+	}
+	d->b = d->y;
+	d->b.nguard = 0;
+	for (int i = 0; i < nout; i++) {
+		int a_ = out[i], hit = ext[a_] == 1;
+		d->b.stride[0][i] = 0;
+		for (int j = 0; j < a->rank && !hit; j++)
+			if (ad[j] == ext[a_] && as[j] == ys[a_])
+				d->b.stride[0][i] = bs[j], hit = 1;
+		if (!hit) {
+			snprintf(why, wsize, "an output axis across dims of the bias's ADD");
+			return -1;
+		}
+	}
+	for (int j = 0; j < d->b.nax[1]; j++)
+		d->b.stride[1][j] = 0;
+	d->b_buf = s->node_buf[reshaped_buffer(g, bias)];
+	if (d->b_buf < 0 || s->bufs[d->b_buf].has_strides) {
+		snprintf(why, wsize, "a bias that is not a plain buffer");
+		return -1;
+	}
+	return 0;
 }
 
 /* The element strides (bound) of access acc into node `array` along the contraction's
@@ -85,8 +168,9 @@ static int direct_match(const tinyc_schedule *s, const tinyc_polyview *pv, const
 {
 	const tinyc_graph *g = s->g;
 	memset(d, 0, sizeof(*d));
-	if (k->nred != 1 || !reshape_cast_of(g, k->value, k->reds[0], d)) {
-		snprintf(why, wsize, "not one REDUCE stored through reshapes and casts");
+	int add, bias;
+	if (k->nred != 1 || !reshape_cast_of(g, k->value, k->reds[0], d, &add, &bias)) {
+		snprintf(why, wsize, "not one REDUCE stored through reshapes, casts and a bias");
 		return 0;
 	}
 	const tinyc_contraction *c = contraction_of(pv, k->reds[0]);
@@ -157,6 +241,7 @@ static int direct_match(const tinyc_schedule *s, const tinyc_polyview *pv, const
 		return 0;
 	d->w = d->x, d->w.nguard = 0;
 	d->y = d->x, d->y.nguard = 0;
+	d->b_buf = -1;
 	int64_t outputs = 1, taps = 1;
 	for (int i = 0; i < nout; i++) {
 		d->w.stride[0][i] = ws[out[i]], d->y.stride[0][i] = ys[out[i]];
@@ -170,6 +255,8 @@ static int direct_match(const tinyc_schedule *s, const tinyc_polyview *pv, const
 		snprintf(why, wsize, "a window of %" PRId64 " taps", taps);
 		return 0;
 	}
+	if (add >= 0 && bias_strides(s, add, bias, out, nout, ext, ys, d, why, wsize) < 0)
+		return 0;
 	d->outputs = outputs, d->taps = taps;
 	d->vaxis = nout - 1;
 	while (d->vaxis > 0 && d->x.ext[0][d->vaxis] == 1)
@@ -223,7 +310,7 @@ static int direct_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k)
 	p.eff = 0.5;
 	p.est_us = tinyc_plan_estimate_us(s, k->flops, k->bytes, p.eff);
 	snprintf(p.desc, sizeof(p.desc), "conv direct: %" PRId64 " outputs x %" PRId64
-		 " taps, %d per thread", d.outputs, d.taps, d.per_thread);
+		 " taps, %d per thread%s", d.outputs, d.taps, d.per_thread, d.add_at >= 0 ? ", + bias" : "");
 	p.ext = ext;
 	p.ext_free = direct_free;
 	for (int i = 0; i < k->ncand; i++)
@@ -255,7 +342,15 @@ static void direct_print_plan(const tinyc_schedule *s, const tinyc_skernel *k, t
 	tinyc_buf_printf(out, "); y = %s strides (", s->bufs[d->y_buf].name);
 	for (int i = 0; i < d->y.nax[0]; i++)
 		tinyc_buf_printf(out, "%s%" PRId64, i ? " " : "", d->y.stride[0][i]);
-	tinyc_buf_puts(out, ")\n");
+	tinyc_buf_putc(out, ')');
+	if (d->add_at >= 0) {	/* y = casts(cast(acc) + bias) */
+		tinyc_buf_printf(out, "; + bias %s (%s) strides (", s->bufs[d->b_buf].name,
+				 tinyc_dtype_name((tinyc_dtype)d->cast[d->add_at]));
+		for (int i = 0; i < d->b.nax[0]; i++)
+			tinyc_buf_printf(out, "%s%" PRId64, i ? " " : "", d->b.stride[0][i]);
+		tinyc_buf_putc(out, ')');
+	}
+	tinyc_buf_putc(out, '\n');
 }
 
 const tinyc_plan_provider tinyc_plan_conv_direct = {

@@ -299,7 +299,11 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		t->a_kmajor = 1, t->a_tma = 0;
 	if (prob->b.gather.on)
 		t->b_kmajor = 1, t->b_tma = 0;
-	if (pack) {
+	if (pack == 2) {	/* NHWC (prob is tinyc_conv_nhwc_problem's): A by cp.async */
+		if (!prob->a.gather.on || !prob->b.gather.on || stages < 3)
+			return -1;	/* the producer arrives a stage late: 3 stages at least */
+		t->a_nhwc = 1, t->pack_b = 1, t->b_tma = 1;
+	} else if (pack) {
 		if (t->a_tma && t->b_tma)
 			return -1;
 		/* a gathered A whose consecutive rows are (nearly) consecutive elements (the
@@ -328,9 +332,11 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	int rows = pingpong ? bm : 64;
 	t->regs = (rows / 64) * (bn / 2) + (rows / 64) * (bn / 8) + 40;
 	int generic = !t->a_tma || !t->b_tma;	/* the producer's threads copy: more registers */
-	t->regs_producer = t->consumers == 2 ? (generic ? 56 : 40) : 0;
-	t->regs_consumer = t->consumers == 2 ? (generic ? 224 : 232) : 0;
-	if (t->regs > (t->consumers == 2 ? t->regs_consumer : 255))
+	/* NHWC: the producer's cp.async addressing keeps the rows' terms of a tile in
+	 * registers; no setmaxnreg (168 each: 65536 / 384) */
+	t->regs_producer = t->consumers == 2 && !t->a_nhwc ? (generic ? 56 : 40) : 0;
+	t->regs_consumer = t->consumers == 2 && !t->a_nhwc ? (generic ? 224 : 232) : 0;
+	if (t->regs > (t->regs_consumer ? t->regs_consumer : t->consumers == 2 ? 168 : 255))
 		return -1;
 	t->ctas_per_sm = 1;
 	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
@@ -389,7 +395,8 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 	if (t->variant == TINYC_MM_WGMMA)
 		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s", t->bm, t->bn, t->bk, t->stages,
 			 t->consumers, t->wgn, t->pingpong ? " pp" : "",
-			 t->pack_a && t->pack_b ? " packAB" : t->pack_a ? " packA" : t->pack_b ? " packB" : "");
+			 t->a_nhwc ? " nhwc" : t->pack_a && t->pack_b ? " packAB" : t->pack_a ? " packA"
+			 : t->pack_b ? " packB" : "");
 	else
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
 	size_t n = strlen(buf);
@@ -582,10 +589,17 @@ static tinyc_dtype index_dtype(const tinyc_schedule *s, const tinyc_mm_problem *
 		int64_t st[3], off = poly_value(s, &op[i]->offset);
 		for (int a = 0; a < 3; a++)
 			st[a] = poly_value(s, &op[i]->stride[a]);
-		if (off < 0 || st[0] < 0 || st[1] < 0 || st[2] < 0)
+		const tinyc_mm_gather *g = &op[i]->gather;
+		if ((off < 0 && !g->on) || st[0] < 0 || st[1] < 0 || st[2] < 0)
 			return TINYC_LONG;
 		double far = off + (double)(rows[i] + 64) * st[0] + (double)(cols[i] + 64) * st[1] +
 			     (double)(ext[3] - 1) * st[2];
+		if (g->on) {	/* im2col: the window's axes (an offset below 0 is the padding) */
+			far = (double)(off < 0 ? -off : off) + (double)(ext[3] - 1) * st[2];
+			for (int r = 0; r < 2; r++)
+				for (int j = 0; j < g->nax[r]; j++)
+					far += (double)(g->ext[r][j] + 64) * g->stride[r][j];
+		}
 		if (far > (double)lim)
 			return TINYC_LONG;
 	}
@@ -668,7 +682,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 							 : kt / (kt + 1.5);
 		/* operands the producer's threads copy element by element (no TMA): one
 		 * warpgroup keeps few loads in flight (measured: 15 TFLOP/s at 4097^3) */
-		double copy = (t->a_tma ? 1.0 : 0.15) * (t->b_tma ? 1.0 : 0.15);
+		double copy = (t->a_tma ? 1.0 : t->a_nhwc ? 0.8 : 0.15) * (t->b_tma ? 1.0 : 0.15);
 		p->eff = util * wave_eff * pipe * instr * epi * copy *
 			 (t->consumers == 2 ? 1.0 : 0.9);
 	} else {
@@ -719,6 +733,11 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		tinyc_mm_operand po;
 		int64_t n = tinyc_matmul_packed_operand(prob, t, s->bind ? s->bind->val : NULL, i, &po);
 		double bytes = 2.0 * (n > 0 ? (double)n : 0) * tinyc_dtype_size(po.dtype);
+		p->est_us += bytes / (0.6 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + LAUNCH_US;
+	}
+	/* NHWC: the transpose kernel reads and writes the conv's input once */
+	if (t->a_nhwc) {
+		double bytes = 2.0 * t->nhwc.c * t->nhwc.p * t->nhwc.l * tinyc_dtype_size(prob->a.dtype);
 		p->est_us += bytes / (0.6 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + LAUNCH_US;
 	}
 }
@@ -824,8 +843,17 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 		sp.prob.tma_ok = prob->tma_ok;
 		tp = &sp.prob;
 	}
+	/* NHWC (pp bit 2): the problem on the channels-last copy of the conv's input */
+	tinyc_mm_problem np;
+	tinyc_conv_nhwc nh;
+	if (v == TINYC_MM_WGMMA && pp >= 4) {
+		if (split > 1 || tinyc_conv_nhwc_problem(tp, sym, s->bind ? s->bind->n : 0, &np, &nh) < 0)
+			return 0;
+		prob = tp = &np;
+	}
 	tinyc_mm_tiles t;
-	if (v == TINYC_MM_WGMMA ? wgmma_tiles(tp, &s->dev, sym, bm, bn, bk, st, pp % 2, pp / 2, &t) < 0
+	if (v == TINYC_MM_WGMMA ? wgmma_tiles(tp, &s->dev, sym, bm, bn, bk, st, pp % 2,
+					      pp >= 4 ? 2 : pp / 2, &t) < 0
 				: tinyc_matmul_tiles(tp, &s->dev, sym, v, bm, bn, bk, st, &t) < 0) {
 		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
@@ -837,12 +865,14 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	const tinyc_sched_options *o = &s->opt;	/* pins of the wgmma schedule (tests) */
 	if ((have_ft && o->wgmma_pp >= 0 && t.variant == TINYC_MM_WGMMA && t.pingpong != o->wgmma_pp) ||
 	    (have_ft && o->wgmma_pack >= 0 && t.variant == TINYC_MM_WGMMA &&
-	     (t.pack_a || t.pack_b) != o->wgmma_pack)) {
+	     (t.a_nhwc ? 2 : t.pack_a || t.pack_b) != o->wgmma_pack)) {
 		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
 	}
 	if (t.variant == TINYC_MM_WGMMA)
 		wgmma_knobs(o, &t);
+	if (t.a_nhwc)
+		t.nhwc = nh;
 	t.no_stage = o->no_stage;
 	t.no_pair = o->no_pair;
 	t.index_dtype = idx;
@@ -886,7 +916,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%dk16, "
 			 "smem %" PRId64 " B, persistent %d CTAs",
 			 t.bm, t.bn, t.bk, t.stages,
-			 t.pack_a && t.pack_b ? "tma, A B packed" : t.pack_a ? "tma, A packed"
+			 t.a_nhwc ? "A nhwc cp.async, B packed"
+			 : t.pack_a && t.pack_b ? "tma, A B packed" : t.pack_a ? "tma, A packed"
 			 : t.pack_b ? "tma, B packed"
 			 : t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
 			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.smem, t.grid);
@@ -927,8 +958,8 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			continue;
 		if (v == TINYC_MM_WGMMA) {
 			static const int wbm[] = {128, 64}, wbn[] = {256, 192, 128, 64}, wst[] = {4, 5, 6, 3};
-			/* pp: pingpong (bit 0), packing (bit 1) */
-			for (int pp = 0; pp < 4; pp++)
+			/* pp: pingpong (bit 0), packing (bit 1), NHWC (bit 2) */
+			for (int pp = 0; pp < 6; pp++)
 				for (int i = 0; i < 2; i++)
 					for (int j = 0; j < 4; j++)
 						for (int q = 0; q < 4; q++) {
@@ -1281,9 +1312,17 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_buf_putc(out, '\n');
 		const char *copy = "copied by the producer's threads (rows not 16-byte aligned: element "
 				   "loads into the swizzled layout, fence.proxy.async)";
+		if (t->a_nhwc)
+			tinyc_buf_printf(out, "  nhwc: A's input rearranged channels-last first (x[%lld][%lld][%lld] "
+					 "-> [l][p][c] by a transpose kernel), k ordered window then "
+					 "channels\n", (long long)t->nhwc.l, (long long)t->nhwc.c,
+					 (long long)t->nhwc.p);
+		const char *cp16 = "gathered by the producer's threads in 16-byte cp.async chunks of 8 "
+				   "channels (zero-filled in the padding) into the swizzled layout, "
+				   "cp.async.wait_group + fence.proxy.async, then the arrival a stage later";
 		tinyc_buf_printf(out, "  loads: A %s%s, B %s%s, zero fill outside the matrices\n",
 				 t->a_tma ? "TMA " : "",
-				 !t->a_tma ? copy : t->a_kmajor ? "box [64 k x BM m] (k-major)"
+				 t->a_nhwc ? cp16 : !t->a_tma ? copy : t->a_kmajor ? "box [64 k x BM m] (k-major)"
 						: "boxes [64 m x 64 k] (m-major, transposed in the descriptor)",
 				 t->b_tma ? "TMA " : "",
 				 !t->b_tma ? copy : t->b_kmajor ? "box [64 k x BN n] (k-major)"
@@ -1298,6 +1337,7 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 			tinyc_buf_printf(out, "  pack: %s (%s) copied first by a packing kernel into a "
 					 "workspace of strides (", i ? "B" : "A",
 					 mmaj ? "im2col, m-major: read and written along m"
+					 : i && t->a_nhwc ? "k in the NHWC order"
 					 : op->gather.on ? "im2col" : "rows not 16-byte aligned");
 			for (int a = 0; a < 3; a++) {
 				if (a)

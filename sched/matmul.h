@@ -141,6 +141,10 @@ typedef struct tinyc_mm_tiles {
 	int pack_a, pack_b;		/* operand whose rows TMA cannot load (not 16-byte
 					 * aligned) first copied by a packing kernel into a
 					 * workspace with rows padded to 16 bytes, then TMA */
+	int a_nhwc;			/* A is a conv input rearranged channels-last first
+					 * (sched/conv_nhwc.c) and gathered by the producer's
+					 * threads in 16-byte cp.async chunks; B packed */
+	tinyc_conv_nhwc nhwc;		/* a_nhwc: the rearranged input's shape */
 	int grid;			/* persistent CTAs (<= SMs) */
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
 	int no_stage;			/* 16-bit outputs not staged (options record: TINYC_NO_STAGE) */

@@ -38,8 +38,8 @@ typedef struct tinyc_sched_options {
 	int wgmma_raster;		/* TINYC_WGMMA_RASTER: m tiles per raster group (0: model) */
 	int wgmma_pp;			/* TINYC_WGMMA_PP: with a forced tile, only pingpong (1)
 					 * or cooperative (0) schedules; -1: both */
-	int wgmma_pack;			/* TINYC_WGMMA_PACK: with a forced tile, only packing (1)
-					 * or copying (0) operands; -1: both */
+	int wgmma_pack;			/* TINYC_WGMMA_PACK: with a forced tile, only packing (1),
+					 * copying (0) or NHWC conv (2) operands; -1: any */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
 	int no_rowfuse;			/* TINYC_ROWFUSE=0: no row groups */

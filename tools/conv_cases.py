@@ -39,6 +39,12 @@ CASES = {
     # grouped: 2 input channels per group (the direct kernel), 16 (not: a GEMM's size)
     "grp_k3_s2_g3": ((2, 6, 7, 5), 9, (3, 3), 2, 1, 1, 3, ""),
     "grp_c16_g2": ((1, 32, 5, 6), 4, (3, 3), 1, 1, 1, 2, ""),
+    # channels in multiples of 8 at odd sizes: the NHWC implicit GEMM of fp16 on sm_90a
+    # (sched/conv_nhwc.c; the lit tests' fp16 twins)
+    "nhwc_c16_k3_s2_odd": ((2, 16, 9, 7), 24, (3, 3), 2, 1, 1, 1, "bias"),
+    "nhwc_c8_bn_res": ((3, 8, 7, 5), 8, (3, 3), 1, 1, 1, 1, "bn_relu_res"),
+    # depthwise with a bias on the direct kernel (named to sort last: the others' seeds stay)
+    "sep_dw_bias_k3_s2": ((3, 6, 9, 7), 6, (3, 3), 2, 1, 1, 6, "bias"),
 }
 
 

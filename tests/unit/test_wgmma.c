@@ -41,6 +41,8 @@
 #define BIAS_RELU TINYC_SOURCE_DIR "/examples/matmul_bias_relu.uop"
 #define CONV_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/c2d_k5_s2_p2_fp16.uop"
 #define BLOCK_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/resnet_block_fp16.uop"
+#define NHWC_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/nhwc_c16_k3_s2_odd_fp16.uop"
+#define DW_BIAS_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/sep_dw_bias_k3_s2_fp16.uop"
 
 /* y = x @ w^T with w stored [N, K] (a torch Linear weight): B is k-contiguous */
 static const char W_NK[] =
@@ -334,18 +336,29 @@ Test(wgmma_plan, packing_kernels_on_the_interpreter)
 	compiled_free(&c);
 }
 
+/* Compile file to GPU IR for sm_90a with the wgmma template forced, TINYC_WGMMA_PACK=pack
+ * and, unless NULL, TINYC_MATMUL_TILE=tile (the knobs are unset again). */
+static void compile_wgmma_gpuir(compiled *c, const char *file, const char *tile, const char *pack)
+{
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	if (tile)
+		setenv("TINYC_MATMUL_TILE", tile, 1);
+	setenv("TINYC_WGMMA_PACK", pack, 1);
+	int rc = compile_to(c, file, NULL, "sm_90a", NULL, "gpuir");
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_WGMMA_PACK");
+	cr_assert_eq(rc, 0, "%s: %s", file, first_kind(c->ctx));
+}
+
 /* The im2col packing kernel of a convolution (sched/conv.h), run alone on the GPU IR
  * interpreter: conv2d x[1,3,11,9], 5x5, stride 2, padding 2 in half (OH = 6, OW = 5: M = 30,
  * K = 75) packs A M-major (m contiguous, rows of 32), each element the input pixel of the
  * window worked out here from the conv's parameters, 0 in the padding and in the pad. */
 Test(wgmma_plan, conv_im2col_packed_m_major_on_the_interpreter)
 {
-	setenv("TINYC_MATMUL", "wgmma", 1);
-	setenv("TINYC_WGMMA_PACK", "1", 1);
 	compiled c;
-	cr_assert_eq(compile_to(&c, CONV_FP16, NULL, "sm_90a", NULL, "gpuir"), 0, "%s", first_kind(c.ctx));
-	unsetenv("TINYC_MATMUL");
-	unsetenv("TINYC_WGMMA_PACK");
+	compile_wgmma_gpuir(&c, CONV_FP16, NULL, "1");
 	const tinyc_mm_plan *mp = chosen(&c);
 	cr_assert(mp->prob.a.gather.on && mp->t.pack_a && !mp->t.a_kmajor, "A gathered, packed m-major");
 	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
@@ -373,6 +386,57 @@ Test(wgmma_plan, conv_im2col_packed_m_major_on_the_interpreter)
 					      ? (double)(ci * 99 + ih * 9 + iw + 1) : 0.0;
 			cr_assert_eq(tinyc_tensor_get(io.out[1], k * 32 + m), want, "A packed (k %d, m %d)",
 				     (int)k, (int)m);
+		}
+	tinyc_io_clear_outputs(&io);
+	for (int t = 0; t < 3; t++)
+		tinyc_tensor_free(in[t]);
+	compiled_free(&c);
+}
+
+/* The NHWC path of a convolution (sched/conv_nhwc.c): conv2d x[2,16,9,7], 24 filters 3x3,
+ * stride 2, padding 1 in half.  Its first kernel, run alone on the GPU IR interpreter: the
+ * transpose writes x'[l][p][c] = x[l][c][p], its blocks past the transpose's pack B
+ * K-major with k = (kh, kw, ci) (rows of 144), both worked out here from the shapes. */
+Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
+{
+	compiled c;
+	compile_wgmma_gpuir(&c, NHWC_FP16, "64x64x64x4", "2");
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert(mp->t.a_nhwc && mp->t.pack_b && !mp->t.pack_a, "A nhwc, B packed");
+	cr_assert(mp->t.nhwc.c == 16 && mp->t.nhwc.p == 63 && mp->t.nhwc.l == 2);
+	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
+	int wx = -1, wb = -1;
+	for (int i = 0; i < gm->nbuf; i++) {
+		if (!strcmp(gm->bufs[i].name, "nhwc_k0_y"))
+			wx = i;
+		if (!strcmp(gm->bufs[i].name, "pkB_k0_y"))
+			wb = i;
+	}
+	cr_assert(wx >= 0 && wb >= 0 && gm->nkernel == 2, "the transpose kernel packs the weight too");
+	gm->bufs[wx].role = TINYC_GB_OUTPUT, gm->bufs[wx].index = 1;
+	gm->bufs[wb].role = TINYC_GB_OUTPUT, gm->bufs[wb].index = 2;
+	int64_t xs[4] = {2, 16, 9, 7}, wsh[4] = {24, 16, 3, 3}, bs[1] = {24};
+	tinyc_tensor *in[3] = {tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, xs),
+			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, wsh),
+			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 1, bs)};
+	for (int t = 0; t < 2; t++)
+		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
+			tinyc_tensor_set(in[t], i, (double)(i % 2000 + 1));	/* exact in half */
+	tinyc_io io = {3, in, 0, NULL};
+	run_first_kernels(&c, gm, 1, &io);	/* the transpose and the weight's packing */
+	cr_assert_eq(io.nout, 3);
+	for (int64_t l = 0; l < 2; l++)
+		for (int64_t p = 0; p < 63; p++)
+			for (int64_t ch = 0; ch < 16; ch++)
+				cr_assert_eq(tinyc_tensor_get(io.out[1], (l * 63 + p) * 16 + ch),
+					     (double)((l * 1008 + ch * 63 + p) % 2000 + 1),
+					     "x' (l %d, p %d, c %d)", (int)l, (int)p, (int)ch);
+	for (int64_t n = 0; n < 24; n++)
+		for (int64_t k = 0; k < 144; k++) {
+			int64_t kh = k / 48, kw = k / 16 % 3, ch = k % 16;
+			cr_assert_eq(tinyc_tensor_get(io.out[2], n * 144 + k),
+				     (double)((n * 144 + ch * 9 + kh * 3 + kw) % 2000 + 1),
+				     "B packed (k %d, n %d)", (int)k, (int)n);
 		}
 	tinyc_io_clear_outputs(&io);
 	for (int t = 0; t < 3; t++)
@@ -589,11 +653,30 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	free(cu);
 	nvrtc_ok(&c, "sm_90a", "bias_relu 509x506x121 staged words");
 	compiled_free(&c);
-	/* convolutions: the fp16 BasicBlock (A packed m-major by the im2col kernel) and an odd
-	 * strided conv (M = 30, K = 75: both operands packed) */
+	/* convolutions: the fp16 BasicBlock (A from the NHWC copy by cp.async; forced: A packed
+	 * m-major by the im2col kernel), an odd strided conv with 16 channels on the NHWC path,
+	 * and one of 3 channels (M = 30, K = 75: both operands packed) */
 	cr_assert_eq(compile_to(&c, BLOCK_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
-	cr_assert(chosen(&c)->t.pack_a && !chosen(&c)->t.a_kmajor);
-	nvrtc_ok(&c, "sm_90a", "resnet_block_fp16");
+	cr_assert(chosen(&c)->t.a_nhwc && chosen(&c)->t.pack_b && !chosen(&c)->t.pack_a);
+	nvrtc_ok(&c, "sm_90a", "resnet_block_fp16 nhwc");
+	compiled_free(&c);
+	setenv("TINYC_MATMUL_TILE", "64x64x64x4", 1);
+	setenv("TINYC_WGMMA_PACK", "1", 1);
+	cr_assert_eq(compile_to(&c, BLOCK_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
+	cr_assert(chosen(&c)->t.pack_a && !chosen(&c)->t.a_kmajor && !chosen(&c)->t.a_nhwc);
+	nvrtc_ok(&c, "sm_90a", "resnet_block_fp16 packed");
+	compiled_free(&c);
+	setenv("TINYC_WGMMA_PACK", "2", 1);
+	setenv("TINYC_MATMUL_TILE", "128x64x64x3", 1);
+	cr_assert_eq(compile_to(&c, NHWC_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
+	cr_assert(chosen(&c)->t.a_nhwc && chosen(&c)->t.bm == 128 && chosen(&c)->t.stages == 3);
+	nvrtc_ok(&c, "sm_90a", "nhwc_c16_k3_s2_odd_fp16 128x64x64x3");
+	compiled_free(&c);
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_WGMMA_PACK");
+	/* a depthwise conv with a half bias on the direct kernel */
+	cr_assert_eq(compile_to(&c, DW_BIAS_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
+	nvrtc_ok(&c, "sm_90a", "sep_dw_bias_k3_s2_fp16 direct");
 	compiled_free(&c);
 	cr_assert_eq(compile_to(&c, CONV_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
 	cr_assert(chosen(&c)->t.pack_a && chosen(&c)->t.pack_b);
