@@ -666,11 +666,18 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	cr_assert(chosen(&c)->t.pack_a && !chosen(&c)->t.a_kmajor && !chosen(&c)->t.a_nhwc);
 	nvrtc_ok(&c, "sm_90a", "resnet_block_fp16 packed");
 	compiled_free(&c);
+	/* the NHWC producer with 3 stages: 64-row tiles on the odd conv (M = 20: a 128-row tile
+	 * is not offered when M <= 64), 128-row tiles on the BasicBlock */
 	setenv("TINYC_WGMMA_PACK", "2", 1);
-	setenv("TINYC_MATMUL_TILE", "128x64x64x3", 1);
+	setenv("TINYC_MATMUL_TILE", "64x64x64x3", 1);
 	cr_assert_eq(compile_to(&c, NHWC_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
+	cr_assert(chosen(&c)->t.a_nhwc && chosen(&c)->t.bm == 64 && chosen(&c)->t.stages == 3);
+	nvrtc_ok(&c, "sm_90a", "nhwc_c16_k3_s2_odd_fp16 64x64x64x3");
+	compiled_free(&c);
+	setenv("TINYC_MATMUL_TILE", "128x64x64x3", 1);
+	cr_assert_eq(compile_to(&c, BLOCK_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
 	cr_assert(chosen(&c)->t.a_nhwc && chosen(&c)->t.bm == 128 && chosen(&c)->t.stages == 3);
-	nvrtc_ok(&c, "sm_90a", "nhwc_c16_k3_s2_odd_fp16 128x64x64x3");
+	nvrtc_ok(&c, "sm_90a", "resnet_block_fp16 nhwc 128x64x64x3");
 	compiled_free(&c);
 	unsetenv("TINYC_MATMUL_TILE");
 	unsetenv("TINYC_WGMMA_PACK");
