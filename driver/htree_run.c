@@ -70,67 +70,6 @@ static int is_pow2(int64_t x)
 	return x >= 1 && (x & (x - 1)) == 0;
 }
 
-/* Whether the dtype is one htree takes. */
-static int dtype_ok(tinyc_dtype dt)
-{
-	return dt == TINYC_FLOAT || dt == TINYC_HALF || dt == TINYC_BFLOAT16;
-}
-
-/* Check q, k, v given as (dtype, rank, shape) against each other.  0 or -1. */
-static int check_shapes(tinyc_ctx *ctx, const tinyc_dtype dt[3], const int rank[3],
-			const int64_t *const shape[3])
-{
-	static const char *const names[3] = {"q", "k", "v"};
-	for (int i = 0; i < 3; i++) {
-		if (!dtype_ok(dt[i]))
-			return tinyc_error(ctx, "HtreeUnsupportedDtype",
-					   "%s is %s; htree takes float, half or bfloat16", names[i],
-					   tinyc_dtype_name(dt[i]));
-		if (rank[i] != 4)
-			return tinyc_error(ctx, "HtreeShapeMismatch",
-					   "%s must have rank 4 ([B,T,heads,dim]), has rank %d", names[i],
-					   rank[i]);
-		for (int d = 0; d < 4; d++)
-			if (shape[i][d] < 1)
-				return tinyc_error(ctx, "HtreeShapeMismatch",
-						   "%s has an empty dimension %d", names[i], d);
-	}
-	const int64_t *q = shape[0], *k = shape[1], *v = shape[2];
-	if (k[0] != q[0] || v[0] != q[0])
-		return tinyc_error(ctx, "HtreeShapeMismatch", "batch sizes differ: q %lld, k %lld, v %lld",
-				   (long long)q[0], (long long)k[0], (long long)v[0]);
-	if (k[1] != q[1] || v[1] != q[1])
-		return tinyc_error(ctx, "HtreeShapeMismatch",
-				   "sequence lengths differ: q %lld, k %lld, v %lld",
-				   (long long)q[1], (long long)k[1], (long long)v[1]);
-	if (v[2] != k[2])
-		return tinyc_error(ctx, "HtreeShapeMismatch", "k has %lld heads but v has %lld",
-				   (long long)k[2], (long long)v[2]);
-	if (q[2] % k[2] != 0)
-		return tinyc_error(ctx, "HtreeShapeMismatch",
-				   "query heads (%lld) are not a multiple of KV heads (%lld)",
-				   (long long)q[2], (long long)k[2]);
-	if (k[3] != q[3])
-		return tinyc_error(ctx, "HtreeShapeMismatch", "key dim of q (%lld) and k (%lld) differ",
-				   (long long)q[3], (long long)k[3]);
-	if (q[3] % 2 != 0)
-		return tinyc_error(ctx, "HtreeShapeMismatch",
-				   "key dim %lld is odd; half-split RoPE needs an even dim",
-				   (long long)q[3]);
-	return 0;
-}
-
-/* Check positions against T.  0 or -1. */
-static int check_positions(tinyc_ctx *ctx, const int64_t *pos, int n, int64_t T, const char *what)
-{
-	for (int i = 0; i < n; i++)
-		if (pos[i] < 0 || pos[i] >= T)
-			return tinyc_error(ctx, "HtreeInvalidConfig",
-					   "%s position %lld is outside [0, %lld)", what,
-					   (long long)pos[i], (long long)T);
-	return 0;
-}
-
 /* ------------------------------------------------------------- the tree graph ---- */
 
 /* Append the nodes of one pooled layer: `in` is float [B,n,D] (node id), the result node
@@ -185,7 +124,7 @@ int tinyc_htree_pool_graph_text(tinyc_ctx *ctx, tinyc_dtype dtype, int64_t B, in
 				tinyc_buf *out)
 {
 	int64_t N[TINYC_HTREE_MAX_LAYERS];
-	if (!dtype_ok(dtype))
+	if (!tinyc_htree_dtype_ok(dtype))
 		return tinyc_error(ctx, "HtreeUnsupportedDtype", "htree takes float, half or bfloat16");
 	if (B < 1 || Hkv < 1 || K < 1 || V < 1 || !is_pow2(r))
 		return tinyc_error(ctx, "HtreeInvalidConfig", "invalid sizes for the tree graph");
@@ -514,7 +453,8 @@ static int prepare_check(tinyc_htree_gpu *h, const tinyc_htree_config *cfg)
 				   "the GPU path indexes nodes with 32-bit integers; T = %lld",
 				   (long long)h->T);
 	h->rows = cfg->num_query_positions > 0 ? cfg->num_query_positions : h->T;
-	if (check_positions(ctx, cfg->query_positions, cfg->num_query_positions, h->T, "query") < 0)
+	if (tinyc_htree_check_positions(ctx, cfg->query_positions, cfg->num_query_positions, h->T,
+					"query") < 0)
 		return -1;
 	int64_t groups = h->B * h->rows * h->Hkv;
 	if (groups >= INT32_MAX)
@@ -562,7 +502,7 @@ tinyc_htree_gpu *tinyc_htree_gpu_alloc(tinyc_ctx *ctx, tinyc_cuda *cu, const tin
 	int ranks[3] = {4, 4, 4};
 	int64_t sq[4] = {B, T, H, K}, sk[4] = {B, T, Hkv, K}, sv[4] = {B, T, Hkv, V};
 	const int64_t *shapes[3] = {sq, sk, sv};
-	if (check_shapes(ctx, dts, ranks, shapes) < 0)
+	if (tinyc_htree_check_shapes(ctx, dts, ranks, shapes) < 0)
 		return NULL;
 	tinyc_htree_gpu *h = tinyc_calloc(ctx, 1, sizeof *h);
 	if (!h)
@@ -743,7 +683,7 @@ int tinyc_htree_gpu_trace(tinyc_htree_gpu *h, tinyc_devptr q, tinyc_devptr k, ti
 	if (tr->num_positions < 0 || (tr->num_positions > 0 && !tr->positions))
 		return tinyc_error(ctx, "HtreeInvalidArgument", "trace asks for %d positions but gives none",
 				   tr->num_positions);
-	if (check_positions(ctx, tr->positions, tr->num_positions, h->T, "trace") < 0)
+	if (tinyc_htree_check_positions(ctx, tr->positions, tr->num_positions, h->T, "trace") < 0)
 		return -1;
 	int64_t P = tr->num_positions, L = h->L, K = h->kc.top_k;
 	int64_t groups = h->B * P * h->Hkv, sel_row = (L - 1) * K;
@@ -824,7 +764,7 @@ int tinyc_htree_forward_cuda_dev(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_htr
 	tinyc_dtype dts[3] = {q->dtype, k->dtype, v->dtype};
 	int ranks[3] = {4, 4, 4};
 	const int64_t *shapes[3] = {q->shape, k->shape, v->shape};
-	if (check_shapes(ctx, dts, ranks, shapes) < 0)
+	if (tinyc_htree_check_shapes(ctx, dts, ranks, shapes) < 0)
 		return -1;
 	if (k->dtype != q->dtype || v->dtype != q->dtype)
 		return tinyc_error(ctx, "HtreeUnsupportedDtype",
@@ -863,7 +803,7 @@ int tinyc_htree_forward_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_htree_c
 	tinyc_dtype dts[3] = {q->dtype, k->dtype, v->dtype};
 	int ranks[3] = {q->rank, k->rank, v->rank};
 	const int64_t *shapes[3] = {q->shape, k->shape, v->shape};
-	if (check_shapes(ctx, dts, ranks, shapes) < 0)
+	if (tinyc_htree_check_shapes(ctx, dts, ranks, shapes) < 0)
 		return -1;
 	/* one dtype on the device: mixed inputs are converted to float here */
 	const tinyc_tensor *in[3] = {q, k, v};

@@ -83,6 +83,17 @@ void tinyc_htree_config_default(tinyc_htree_config *c);
 /* Check a configuration (powers of two, finite scale and rope base, ...); 0, or -1 with an
  * HtreeInvalidConfig / HtreeRopeTable diagnostic.  Every htree entry point calls it. */
 int tinyc_htree_config_check(tinyc_ctx *ctx, const tinyc_htree_config *cfg);
+/* Whether htree takes a tensor of this dtype (float, half, bfloat16). */
+int tinyc_htree_dtype_ok(tinyc_dtype dt);
+/* Check q, k, v given as (dtype, rank, shape): rank 4 [B,T,heads,dim], the same B and T,
+ * v's heads those of k, q's heads a multiple of them, equal even key dims; 0, or -1 with an
+ * HtreeUnsupportedDtype / HtreeShapeMismatch diagnostic. */
+int tinyc_htree_check_shapes(tinyc_ctx *ctx, const tinyc_dtype dt[3], const int rank[3],
+			     const int64_t *const shape[3]);
+/* Check that every position in pos[0..n) lies in [0, T); `what` names them in the
+ * HtreeInvalidConfig diagnostic.  0 or -1. */
+int tinyc_htree_check_positions(tinyc_ctx *ctx, const int64_t *pos, int n, int64_t T,
+				const char *what);
 
 /* Run the htree forward on the CPU.  On success *o is a new float tensor [B,T,H,V]
  * (or [B,P,H,V]) and the result is 0; on error -1 with a diagnostic on ctx and *o NULL.

@@ -408,8 +408,8 @@ static int is_pow2(int64_t x)
 	return x >= 1 && (x & (x - 1)) == 0;
 }
 
-/* Whether the dtype is one the forward converts to float32. */
-static int dtype_ok(tinyc_dtype dt)
+/* Whether htree takes the dtype (the forward converts it to float32; see htree.h). */
+int tinyc_htree_dtype_ok(tinyc_dtype dt)
 {
 	return dt == TINYC_FLOAT || dt == TINYC_HALF || dt == TINYC_BFLOAT16;
 }
@@ -464,47 +464,59 @@ int tinyc_htree_config_check(tinyc_ctx *ctx, const tinyc_htree_config *cfg)
 	return 0;
 }
 
+/* Check q, k, v given as (dtype, rank, shape) against each other (see htree.h). */
+int tinyc_htree_check_shapes(tinyc_ctx *ctx, const tinyc_dtype dt[3], const int rank[3],
+			const int64_t *const shape[3])
+{
+	static const char *const names[3] = {"q", "k", "v"};
+	for (int i = 0; i < 3; i++) {
+		if (!tinyc_htree_dtype_ok(dt[i]))
+			return tinyc_error(ctx, "HtreeUnsupportedDtype",
+					   "%s is %s; htree takes float, half or bfloat16", names[i],
+					   tinyc_dtype_name(dt[i]));
+		if (rank[i] != 4)
+			return tinyc_error(ctx, "HtreeShapeMismatch",
+					   "%s must have rank 4 ([B,T,heads,dim]), has rank %d", names[i],
+					   rank[i]);
+		for (int d = 0; d < 4; d++)
+			if (shape[i][d] < 1)
+				return tinyc_error(ctx, "HtreeShapeMismatch",
+						   "%s has an empty dimension %d", names[i], d);
+	}
+	const int64_t *q = shape[0], *k = shape[1], *v = shape[2];
+	if (k[0] != q[0] || v[0] != q[0])
+		return tinyc_error(ctx, "HtreeShapeMismatch", "batch sizes differ: q %lld, k %lld, v %lld",
+				   (long long)q[0], (long long)k[0], (long long)v[0]);
+	if (k[1] != q[1] || v[1] != q[1])
+		return tinyc_error(ctx, "HtreeShapeMismatch",
+				   "sequence lengths differ: q %lld, k %lld, v %lld",
+				   (long long)q[1], (long long)k[1], (long long)v[1]);
+	if (v[2] != k[2])
+		return tinyc_error(ctx, "HtreeShapeMismatch", "k has %lld heads but v has %lld",
+				   (long long)k[2], (long long)v[2]);
+	if (q[2] % k[2] != 0)
+		return tinyc_error(ctx, "HtreeShapeMismatch",
+				   "query heads (%lld) are not a multiple of KV heads (%lld)",
+				   (long long)q[2], (long long)k[2]);
+	if (k[3] != q[3])
+		return tinyc_error(ctx, "HtreeShapeMismatch", "key dim of q (%lld) and k (%lld) differ",
+				   (long long)q[3], (long long)k[3]);
+	if (q[3] % 2 != 0)
+		return tinyc_error(ctx, "HtreeShapeMismatch",
+				   "key dim %lld is odd; half-split RoPE needs an even dim",
+				   (long long)q[3]);
+	return 0;
+}
+
 /* Check q, k, v against each other; fills the dims of w.  0 or -1 with a diagnostic. */
 static int check_shapes(tinyc_ctx *ctx, const tinyc_tensor *q, const tinyc_tensor *k,
 			const tinyc_tensor *v, htree_run *w)
 {
-	const tinyc_tensor *ts[3] = {q, k, v};
-	const char *names[3] = {"q", "k", "v"};
-	for (int i = 0; i < 3; i++) {
-		if (!dtype_ok(ts[i]->dtype))
-			return tinyc_error(ctx, "HtreeUnsupportedDtype",
-					   "%s is %s; htree takes float, half or bfloat16", names[i],
-					   tinyc_dtype_name(ts[i]->dtype));
-		if (ts[i]->rank != 4)
-			return tinyc_error(ctx, "HtreeShapeMismatch",
-					   "%s must have rank 4 ([B,T,heads,dim]), has rank %d", names[i],
-					   ts[i]->rank);
-		for (int d = 0; d < 4; d++)
-			if (ts[i]->shape[d] < 1)
-				return tinyc_error(ctx, "HtreeShapeMismatch",
-						   "%s has an empty dimension %d", names[i], d);
-	}
-	if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0])
-		return tinyc_error(ctx, "HtreeShapeMismatch", "batch sizes differ: q %lld, k %lld, v %lld",
-				   (long long)q->shape[0], (long long)k->shape[0], (long long)v->shape[0]);
-	if (k->shape[1] != q->shape[1] || v->shape[1] != q->shape[1])
-		return tinyc_error(ctx, "HtreeShapeMismatch",
-				   "sequence lengths differ: q %lld, k %lld, v %lld",
-				   (long long)q->shape[1], (long long)k->shape[1], (long long)v->shape[1]);
-	if (v->shape[2] != k->shape[2])
-		return tinyc_error(ctx, "HtreeShapeMismatch", "k has %lld heads but v has %lld",
-				   (long long)k->shape[2], (long long)v->shape[2]);
-	if (q->shape[2] % k->shape[2] != 0)
-		return tinyc_error(ctx, "HtreeShapeMismatch",
-				   "query heads (%lld) are not a multiple of KV heads (%lld)",
-				   (long long)q->shape[2], (long long)k->shape[2]);
-	if (k->shape[3] != q->shape[3])
-		return tinyc_error(ctx, "HtreeShapeMismatch", "key dim of q (%lld) and k (%lld) differ",
-				   (long long)q->shape[3], (long long)k->shape[3]);
-	if (q->shape[3] % 2 != 0)
-		return tinyc_error(ctx, "HtreeShapeMismatch",
-				   "key dim %lld is odd; half-split RoPE needs an even dim",
-				   (long long)q->shape[3]);
+	const tinyc_dtype dt[3] = {q->dtype, k->dtype, v->dtype};
+	const int rank[3] = {q->rank, k->rank, v->rank};
+	const int64_t *const shape[3] = {q->shape, k->shape, v->shape};
+	if (tinyc_htree_check_shapes(ctx, dt, rank, shape) < 0)
+		return -1;
 	w->B = q->shape[0];
 	w->T = q->shape[1];
 	w->H = q->shape[2];
@@ -515,8 +527,9 @@ static int check_shapes(tinyc_ctx *ctx, const tinyc_tensor *q, const tinyc_tenso
 	return 0;
 }
 
-/* Check that every position in pos[0..n) lies in [0, T). */
-static int check_positions(tinyc_ctx *ctx, const int64_t *pos, int n, int64_t T, const char *what)
+/* Check that every position in pos[0..n) lies in [0, T) (see htree.h). */
+int tinyc_htree_check_positions(tinyc_ctx *ctx, const int64_t *pos, int n, int64_t T,
+				const char *what)
 {
 	for (int i = 0; i < n; i++)
 		if (pos[i] < 0 || pos[i] >= T)
@@ -655,14 +668,14 @@ int tinyc_htree_forward_cpu(tinyc_ctx *ctx, const tinyc_htree_config *cfg,
 	if (tinyc_htree_config_check(ctx, cfg) < 0 || check_shapes(ctx, q, k, v, &w) < 0)
 		return -1;
 	int nq = cfg->num_query_positions;
-	if (check_positions(ctx, cfg->query_positions, nq, w.T, "query") < 0)
+	if (tinyc_htree_check_positions(ctx, cfg->query_positions, nq, w.T, "query") < 0)
 		return -1;
 	if (trace) {
 		if (trace->num_positions < 0 || (trace->num_positions > 0 && !trace->positions))
 			return tinyc_error(ctx, "HtreeInvalidArgument",
 					   "trace asks for %d positions but gives none",
 					   trace->num_positions);
-		if (check_positions(ctx, trace->positions, trace->num_positions, w.T, "trace") < 0)
+		if (tinyc_htree_check_positions(ctx, trace->positions, trace->num_positions, w.T, "trace") < 0)
 			return -1;
 	}
 	if (run_setup(ctx, cfg, q, k, v, &w) < 0) {

@@ -9,52 +9,47 @@
 /* Nominal data-sheet values of the named targets.  Bandwidth and fp16 tensor throughput
  * (dense, fp32 accumulation) are the vendor's figures; memory clocks are the values the
  * driver reports for these boards, so 2 * clock * bus / 8 reproduces the bandwidth. */
+/* The fields every NVIDIA target since sm_80 shares. */
+#define NV_COMMON                                                                           \
+	.warp_size = 32, .max_threads_per_block = 1024, .smem_per_block = 48 * 1024,         \
+	.regs_per_block = 65536, .regs_per_sm = 65536
+
+/* The H100 SXM5's data sheet, for sm_90 and sm_90a alike. */
+#define H100_SXM5                                                                           \
+	NV_COMMON, .sm_count = 132, .max_threads_per_sm = 2048,                              \
+	.smem_per_block_optin = 227 * 1024, .smem_per_sm = 228 * 1024, .clock_khz = 1980000, \
+	.mem_clock_khz = 2619000, .mem_bus_width = 5120, .l2_bytes = 50 << 20,               \
+	.peak_bandwidth_gbs = 3350.0, .peak_fp16_tflops = 989.0
+
 static const tinyc_device_info targets[] = {
 	{
 		.name = "NVIDIA A100-SXM4 (nominal)", .target = "sm_80", .arch = {8, 0, 0},
-		.sm_count = 108, .warp_size = 32, .max_threads_per_block = 1024,
-		.max_threads_per_sm = 2048, .smem_per_block = 48 * 1024,
-		.smem_per_block_optin = 163 * 1024, .smem_per_sm = 164 * 1024,
-		.regs_per_block = 65536, .regs_per_sm = 65536, .clock_khz = 1410000,
+		NV_COMMON, .sm_count = 108, .max_threads_per_sm = 2048,
+		.smem_per_block_optin = 163 * 1024, .smem_per_sm = 164 * 1024, .clock_khz = 1410000,
 		.mem_clock_khz = 1215000, .mem_bus_width = 5120, .l2_bytes = 40 << 20,
 		.peak_bandwidth_gbs = 1555.0, .peak_fp16_tflops = 312.0,
 	},
 	{
 		.name = "NVIDIA A10 (nominal)", .target = "sm_86", .arch = {8, 6, 0},
-		.sm_count = 72, .warp_size = 32, .max_threads_per_block = 1024,
-		.max_threads_per_sm = 1536, .smem_per_block = 48 * 1024,
-		.smem_per_block_optin = 99 * 1024, .smem_per_sm = 100 * 1024,
-		.regs_per_block = 65536, .regs_per_sm = 65536, .clock_khz = 1695000,
+		NV_COMMON, .sm_count = 72, .max_threads_per_sm = 1536,
+		.smem_per_block_optin = 99 * 1024, .smem_per_sm = 100 * 1024, .clock_khz = 1695000,
 		.mem_clock_khz = 6251000, .mem_bus_width = 384, .l2_bytes = 6 << 20,
 		.peak_bandwidth_gbs = 600.0, .peak_fp16_tflops = 125.0,
 	},
 	{
 		.name = "NVIDIA L40 (nominal)", .target = "sm_89", .arch = {8, 9, 0},
-		.sm_count = 142, .warp_size = 32, .max_threads_per_block = 1024,
-		.max_threads_per_sm = 1536, .smem_per_block = 48 * 1024,
-		.smem_per_block_optin = 99 * 1024, .smem_per_sm = 100 * 1024,
-		.regs_per_block = 65536, .regs_per_sm = 65536, .clock_khz = 2490000,
+		NV_COMMON, .sm_count = 142, .max_threads_per_sm = 1536,
+		.smem_per_block_optin = 99 * 1024, .smem_per_sm = 100 * 1024, .clock_khz = 2490000,
 		.mem_clock_khz = 9001000, .mem_bus_width = 384, .l2_bytes = 96 << 20,
 		.peak_bandwidth_gbs = 864.0, .peak_fp16_tflops = 181.0,
 	},
 	{
 		.name = "NVIDIA H100 SXM5 (nominal)", .target = "sm_90", .arch = {9, 0, 0},
-		.sm_count = 132, .warp_size = 32, .max_threads_per_block = 1024,
-		.max_threads_per_sm = 2048, .smem_per_block = 48 * 1024,
-		.smem_per_block_optin = 227 * 1024, .smem_per_sm = 228 * 1024,
-		.regs_per_block = 65536, .regs_per_sm = 65536, .clock_khz = 1980000,
-		.mem_clock_khz = 2619000, .mem_bus_width = 5120, .l2_bytes = 50 << 20,
-		.peak_bandwidth_gbs = 3350.0, .peak_fp16_tflops = 989.0,
+		H100_SXM5,
 	},
 	{
 		.name = "NVIDIA H100 SXM5, sm_90a features (nominal)", .target = "sm_90a",
-		.arch = {9, 0, 'a'},
-		.sm_count = 132, .warp_size = 32, .max_threads_per_block = 1024,
-		.max_threads_per_sm = 2048, .smem_per_block = 48 * 1024,
-		.smem_per_block_optin = 227 * 1024, .smem_per_sm = 228 * 1024,
-		.regs_per_block = 65536, .regs_per_sm = 65536, .clock_khz = 1980000,
-		.mem_clock_khz = 2619000, .mem_bus_width = 5120, .l2_bytes = 50 << 20,
-		.peak_bandwidth_gbs = 3350.0, .peak_fp16_tflops = 989.0,
+		.arch = {9, 0, 'a'}, H100_SXM5,
 	},
 };
 
