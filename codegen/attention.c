@@ -2,7 +2,7 @@
  * kernel (sched/attention.h).
  *
  * A block owns `bm` query rows of one batch entry (grid x: query tiles, grid y: the batch
- * dims flattened), one thread per row.  The thread keeps its query row and its output
+ * dims flattened; swapped for the causal tensor-core kernel), one thread per row.  The thread keeps its query row and its output
  * accumulator in registers (its tile of scores in its own column of a shared score
  * tile); the block streams K and V through shared memory `bn` keys at
  * a time.  Per key tile every thread computes its row of scores (the Q K^T dot product,
@@ -41,6 +41,9 @@ typedef struct abuild {
 	int dyn;			/* every shared array in dynamic shared memory (above
 					 * 48 KiB: the runtime opts in when the dynamic part
 					 * alone is that large) */
+	int qy;				/* query tiles on grid y, the batch on grid x (the
+					 * causal tensor-core kernel: every batch entry's
+					 * longest tiles start in the first wave) */
 } abuild;
 
 /* The emitter hook: the dot product for the Q*K reduction, the normalised accumulator
@@ -189,7 +192,7 @@ static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *
 static tinyc_gexpr *query_tile(abuild *b, int bm)
 {
 	tinyc_gkernel *k = b->k;
-	tinyc_gexpr *bx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X));
+	tinyc_gexpr *bx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, b->qy ? TINYC_GSP_BID_Y : TINYC_GSP_BID_X));
 	if (!b->causal)
 		return bx;
 	return bin(b, TINYC_GX_SUB, ic(b, (b->m->tq + bm - 1) / bm - 1), bx);
@@ -540,6 +543,51 @@ static void kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt
 	mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
 }
 
+/* The K/V traffic of the key loop through a cp.async ring of ns >= 3 stages (pipeline
+ * cp; body tb, J0 its first key, work block wb): tiles 0 .. ns-2 start before the loop;
+ * each tile waits for its own copies, then one barrier makes them visible and tells that
+ * every warp is done with the previous tile, whose stage then receives tile + ns - 1
+ * (keys below kend).  One barrier a tile instead of kv_stream's two.  *kbase, *vbase:
+ * where this tile's stage starts. */
+static void kv_ring(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *wb, int cp, int ns,
+		    int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *const *p, tinyc_gexpr *r0,
+		    int BM, tinyc_gexpr *J0, int BN, tinyc_gexpr *kend, int threads,
+		    tinyc_gexpr **kbase, tinyc_gexpr **vbase)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_attn_match *m = b->m;
+	*kbase = *vbase = ic(b, 0);
+	for (int t = 0; t < ns - 1; t++) {
+		tinyc_gstmt *blk = t ? tinyc_gs_block(k) : body;
+		load_tile_async(b, blk, ks, ic(b, t * BN * KS), KS, m->k_side, 1, p, ic(b, t * BN), BN, m->d,
+				m->tk, threads);
+		load_tile_async(b, blk, vs, ic(b, t * BN * VS), VS, m->v_side, 2, p, ic(b, t * BN), BN, m->dv,
+				m->tk, threads);
+		if (t)
+			app(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_LT, ic(b, t * BN), kend), blk, NULL));
+		app(b, body, tinyc_gs_cp_commit(k, cp));
+	}
+	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, ns)));
+	if (st < 0)
+		return;
+	tinyc_emit_set_nonneg(b->em, st);
+	app(b, tb, tinyc_gs_cp_wait(k, cp, ns - 2));
+	app(b, tb, tinyc_gs_barrier(k));
+	tinyc_gexpr *S = tinyc_gx_var(k, st);
+	tinyc_gexpr *O = bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, ns - 1)), ic(b, ns));
+	tinyc_gexpr *JN = bin(b, TINYC_GX_ADD, J0, ic(b, (ns - 1) * BN));
+	tinyc_gstmt *next = tinyc_gs_block(k);
+	load_tile_async(b, next, ks, bin(b, TINYC_GX_MUL, O, ic(b, BN * KS)), KS, m->k_side, 1, p, JN, BN,
+			m->d, m->tk, threads);
+	load_tile_async(b, next, vs, bin(b, TINYC_GX_MUL, O, ic(b, BN * VS)), VS, m->v_side, 2, p, JN, BN,
+			m->dv, m->tk, threads);
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, JN, kend), next, NULL));
+	app(b, tb, tinyc_gs_cp_commit(k, cp));
+	*kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * KS));
+	*vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * VS));
+	mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
+}
+
 /* Store the kernel's value for O = b->out at O's index idx (pred: the row exists): the
  * value's ops applied, at the value's own index (a cast and a head merge after O go
  * straight into the consumer's layout, attention_out.c). */
@@ -820,7 +868,7 @@ static void mask_keys_mma(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, 
 /* The online-softmax step of one key tile on a 16-row block's score fragments sacc[so..]
  * (NS values, two rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a
  * row, the rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators
- * oacc[oo..] (NO), then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) into the sums
+ * oacc[oo..] (NO) when a maximum moved, then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) into the sums
  * and, as dtype dt, into the A fragment pa[so..].  A row whose maximum is still -inf uses 0 as its reference. */
 static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int so, int oacc, int oo,
 			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt)
@@ -851,12 +899,22 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 				tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))), NULL, NULL));
 		if (b->failed)
 			return;
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
-		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	}
+	/* the rescale only where a row maximum moved (alpha is 1 but for rounding
+	 * otherwise): past the first tiles most key tiles skip NO multiplies a lane */
+	tinyc_gstmt *rb = tinyc_gs_block(k);
+	tinyc_gexpr *moved = NULL;
+	for (int h = 0; h < 2; h++) {
+		tinyc_gexpr *ne = bin(b, TINYC_GX_NE, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, mv[h]));
+		moved = moved ? bin(b, TINYC_GX_LOR, moved, ne) : ne;
+		app(b, rb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
 	}
 	for (int i = 0; i < NO; i++)
-		app(b, wb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
+		app(b, rb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
 								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+	app(b, wb, tinyc_gs_if(k, moved, rb, NULL));
+	for (int h = 0; h < 2; h++)
+		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
 	for (int i = 0; i < NS; i++) {
 		int h = (i % 4) / 2;
 		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
@@ -911,9 +969,9 @@ static void store_output_mma(abuild *b, tinyc_gstmt *body, const tinyc_skernel *
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
- * and V stream through 2-stage cp.async rings when the views allow 16-byte copies (the
- * next tile's copies in flight while this one is computed), else through synchronous
- * element loads. */
+ * and V stream through cp.async rings of ap->stages (2: kv_stream, 3: kv_ring) when the
+ * views allow 16-byte copies (the next tiles' copies in flight while this one is
+ * computed), else through synchronous element loads. */
 static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 			   const tinyc_attn_plan *ap)
 {
@@ -934,7 +992,8 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	int lane = reg(b, body, "lane", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_LANE)));
 	int warp = reg(b, body, "warp", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_WARP)));
 	int bx = reg(b, body, "qtile", b->ix, query_tile(b, BM));
-	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
+	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, b->qy ? TINYC_GSP_BID_X :
+												  TINYC_GSP_BID_Y)));
 	if (b->failed)
 		return;
 	int nn[] = {tid, lane, warp, bx, pb};
@@ -971,15 +1030,16 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	 * K ring before the loop); else one synchronous tile each and a Q tile */
 	const int pipe = ap->stages > 1 && tile_async_ok(b, m->k_side, 1, p) &&
 			 tile_async_ok(b, m->v_side, 2, p);
-	b->stages = pipe ? 2 : 1;
-	const int64_t kring = pipe ? (2 * BN * QS > BM * QS ? 2 * BN * QS : BM * QS) : BN * QS;
+	const int NR = pipe ? (ap->stages > 2 ? ap->stages : 2) : 1;	/* ring stages */
+	b->stages = NR;
+	const int64_t kring = pipe ? (NR * BN * QS > BM * QS ? NR * BN * QS : BM * QS) : BN * QS;
 	int qs = pipe ? -1 : tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
-	const int64_t vring = (int64_t)(pipe ? 2 : 1) * BN * VS;
+	const int64_t vring = (int64_t)NR * BN * VS;
 	b->dyn = (kring + vring) * 2 + 16 > 48 * 1024;	/* above the static limit */
 	const int dyn = b->dyn;
 	int ks = tinyc_gk_shared(k, "ktile", dt, kring, 16, dyn);
 	int vs = tinyc_gk_shared(k, "vtile", dt, vring, 16, dyn);
-	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
+	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, NR, -1) : 0;
 	if (pipe)
 		qs = ks;
 	int qa = tinyc_gk_reg_array(k, "qa", dt, MB * NQ);
@@ -1026,8 +1086,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (pipe)
 		app(b, body, tinyc_gs_barrier(k));
 	tinyc_gexpr *kbase, *vbase;
-	kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
-		  &kbase, &vbase);
+	if (NR > 2)
+		kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);
+	else
+		kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
+			  &kbase, &vbase);
 	if (b->failed)
 		return;
 	app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
@@ -1080,7 +1143,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 								ic(b, h * 4), oacc, ic(b, mb * NO + (2 * ep + h) * 4)));
 				}
 		}
-	if (pipe)	/* the next tile's copies overwrite this stage */
+	if (NR == 2)	/* the next tile's copies overwrite this stage */
 		app(b, tb, tinyc_gs_barrier(k));
 	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
 	if (pipe)
@@ -1123,10 +1186,11 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	for (int d = 0; d < ap->m.rank - 2; d++)
 		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
 	k->block[0] = ap->mma ? 2 * ap->bm / (ap->mb > 1 ? 2 : 1) : ap->bm, k->block[1] = k->block[2] = 1;
-	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
-	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
-	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	b.causal = tinyc_attn_causal_offset(em, &ap->m, &b.coff) == 1;
+	b.qy = b.causal && ap->mma && (ap->m.tq + ap->bm - 1) / ap->bm <= 65535;	/* grid y limit */
+	k->grid[b.qy] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
+	k->grid[!b.qy] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
+	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	if (ap->mma)	/* 2 blocks per SM by default: at most 128 registers a thread */
 		k->min_blocks_per_sm = ap->min_blocks;
 	if (ap->mma)
