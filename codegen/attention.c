@@ -497,6 +497,18 @@ static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *ba
 	app(b, blk, tinyc_gs_for_range(k, it, ic(b, 0), ic(b, steps), ic(b, 1), -1, lb));
 }
 
+/* The cp.async copies of the K and V tiles of keys [J, J + BN) into ring stage `stage`
+ * of ks (row stride KS) and vs (VS), appended to blk. */
+static void kv_copy(abuild *b, tinyc_gstmt *blk, int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *stage,
+		    tinyc_gexpr *const *p, tinyc_gexpr *J, int BN, int threads)
+{
+	const tinyc_attn_match *m = b->m;
+	load_tile_async(b, blk, ks, bin(b, TINYC_GX_MUL, stage, ic(b, BN * KS)), KS, m->k_side, 1, p, J, BN, m->d,
+			m->tk, threads);
+	load_tile_async(b, blk, vs, bin(b, TINYC_GX_MUL, stage, ic(b, BN * VS)), VS, m->v_side, 2, p, J, BN, m->dv,
+			m->tk, threads);
+}
+
 /* The per-tile K/V traffic of the key loop (body tb, J0 its first key, work block wb
  * under the mask's skip test): with pipeline cp (>= 0) tile 0's copies go into body
  * before the loop, and each tile first starts the next tile's copies (keys below kend)
@@ -520,8 +532,7 @@ static void kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt
 		app(b, wb, tinyc_gs_barrier(k));
 		return;
 	}
-	load_tile_async(b, body, ks, ic(b, 0), KS, m->k_side, 1, p, ic(b, 0), BN, m->d, m->tk, threads);
-	load_tile_async(b, body, vs, ic(b, 0), VS, m->v_side, 2, p, ic(b, 0), BN, m->dv, m->tk, threads);
+	kv_copy(b, body, ks, KS, vs, VS, ic(b, 0), p, ic(b, 0), BN, threads);
 	app(b, body, tinyc_gs_cp_commit(k, cp));
 	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, 2)));
 	if (st < 0)
@@ -530,10 +541,7 @@ static void kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt
 	tinyc_gexpr *S = tinyc_gx_var(k, st), *O = bin(b, TINYC_GX_SUB, ic(b, 1), S);
 	tinyc_gstmt *next = tinyc_gs_block(k);
 	tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
-	load_tile_async(b, next, ks, bin(b, TINYC_GX_MUL, O, ic(b, BN * KS)), KS, m->k_side, 1, p, J1, BN,
-			m->d, m->tk, threads);
-	load_tile_async(b, next, vs, bin(b, TINYC_GX_MUL, O, ic(b, BN * VS)), VS, m->v_side, 2, p, J1, BN,
-			m->dv, m->tk, threads);
+	kv_copy(b, next, ks, KS, vs, VS, O, p, J1, BN, threads);
 	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), next, NULL));
 	app(b, tb, tinyc_gs_cp_commit(k, cp));
 	app(b, tb, tinyc_gs_cp_wait(k, cp, 1));
@@ -555,14 +563,10 @@ static void kv_ring(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *
 		    tinyc_gexpr **kbase, tinyc_gexpr **vbase)
 {
 	tinyc_gkernel *k = b->k;
-	const tinyc_attn_match *m = b->m;
 	*kbase = *vbase = ic(b, 0);
 	for (int t = 0; t < ns - 1; t++) {
 		tinyc_gstmt *blk = t ? tinyc_gs_block(k) : body;
-		load_tile_async(b, blk, ks, ic(b, t * BN * KS), KS, m->k_side, 1, p, ic(b, t * BN), BN, m->d,
-				m->tk, threads);
-		load_tile_async(b, blk, vs, ic(b, t * BN * VS), VS, m->v_side, 2, p, ic(b, t * BN), BN, m->dv,
-				m->tk, threads);
+		kv_copy(b, blk, ks, KS, vs, VS, ic(b, t), p, ic(b, t * BN), BN, threads);
 		if (t)
 			app(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_LT, ic(b, t * BN), kend), blk, NULL));
 		app(b, body, tinyc_gs_cp_commit(k, cp));
@@ -577,10 +581,7 @@ static void kv_ring(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *
 	tinyc_gexpr *O = bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, ns - 1)), ic(b, ns));
 	tinyc_gexpr *JN = bin(b, TINYC_GX_ADD, J0, ic(b, (ns - 1) * BN));
 	tinyc_gstmt *next = tinyc_gs_block(k);
-	load_tile_async(b, next, ks, bin(b, TINYC_GX_MUL, O, ic(b, BN * KS)), KS, m->k_side, 1, p, JN, BN,
-			m->d, m->tk, threads);
-	load_tile_async(b, next, vs, bin(b, TINYC_GX_MUL, O, ic(b, BN * VS)), VS, m->v_side, 2, p, JN, BN,
-			m->dv, m->tk, threads);
+	kv_copy(b, next, ks, KS, vs, VS, O, p, JN, BN, threads);
 	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, JN, kend), next, NULL));
 	app(b, tb, tinyc_gs_cp_commit(k, cp));
 	*kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * KS));
@@ -865,11 +866,31 @@ static void mask_keys_mma(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, 
 	app(b, wb, tinyc_gs_if(k, need, mb, NULL));
 }
 
+/* op (MAX or ADD) over the fragment values arr[so + i] of row half h ((i % 4) / 2 == h,
+ * i < NS <= 64) as a balanced tree: depth log2 instead of a chain of NS / 2. */
+static tinyc_gexpr *row_tree(abuild *b, tinyc_gx_op op, int arr, int so, int NS, int h)
+{
+	tinyc_gexpr *t[32];
+	int n = 0;
+	for (int i = 0; i < NS && n < 32; i++)
+		if ((i % 4) / 2 == h)
+			t[n++] = tinyc_gx_load(b->k, arr, ic(b, so + i), NULL);
+	for (; n > 1; n = (n + 1) / 2) {
+		for (int i = 0; i < n / 2; i++)
+			t[i] = bin(b, op, t[2 * i], t[2 * i + 1]);
+		if (n % 2)	/* the odd one out moves up a level */
+			t[n / 2] = t[n - 1];
+	}
+	return t[0];
+}
+
 /* The online-softmax step of one key tile on a 16-row block's score fragments sacc[so..]
  * (NS values, two rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a
- * row, the rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators
- * oacc[oo..] (NO) when a maximum moved, then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) into the sums
- * and, as dtype dt, into the A fragment pa[so..].  A row whose maximum is still -inf uses 0 as its reference. */
+ * row (a balanced tree, then the 4 lanes), the rescale alpha = 2^((m_old - m) c) of the
+ * running sums lv and accumulators oacc[oo..] (NO; without a causal mask only when a
+ * maximum moved), then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) as dtype dt into
+ * the A fragment pa[so..] and, by a balanced tree, into the sums.  A row whose maximum is
+ * still -inf uses 0 as its reference. */
 static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int so, int oacc, int oo,
 			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt)
 {
@@ -881,11 +902,9 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 	int tmp = reg(b, wb, "other", TINYC_FLOAT, NULL);
 	if (b->failed)
 		return;
-	for (int i = 0; i < NS; i++) {
-		int h = (i % 4) / 2;
+	for (int h = 0; h < 2; h++)
 		app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
-							 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
-	}
+							 row_tree(b, TINYC_GX_MAX, sacc, so, NS, h))));
 	for (int h = 0; h < 2; h++) {
 		for (int off = 1; off <= 2; off *= 2) {
 			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
@@ -900,19 +919,23 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 		if (b->failed)
 			return;
 	}
-	/* the rescale only where a row maximum moved (alpha is 1 but for rounding
-	 * otherwise): past the first tiles most key tiles skip NO multiplies a lane */
+	/* without a causal mask, the rescale only where a row maximum moved (alpha is 1 but
+	 * for rounding otherwise): past the first tiles most key tiles skip NO multiplies a
+	 * lane (H100, T=8192: 5463 vs 5651 us); under a causal mask the branch cost more than
+	 * it saved (2980 vs 3137 us), so there it is unconditional */
 	tinyc_gstmt *rb = tinyc_gs_block(k);
 	tinyc_gexpr *moved = NULL;
 	for (int h = 0; h < 2; h++) {
-		tinyc_gexpr *ne = bin(b, TINYC_GX_NE, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, mv[h]));
-		moved = moved ? bin(b, TINYC_GX_LOR, moved, ne) : ne;
+		if (!b->causal) {
+			tinyc_gexpr *ne = bin(b, TINYC_GX_NE, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, mv[h]));
+			moved = moved ? bin(b, TINYC_GX_LOR, moved, ne) : ne;
+		}
 		app(b, rb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
 	}
 	for (int i = 0; i < NO; i++)
 		app(b, rb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
 								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
-	app(b, wb, tinyc_gs_if(k, moved, rb, NULL));
+	app(b, wb, b->causal ? rb : tinyc_gs_if(k, moved, rb, NULL));
 	for (int h = 0; h < 2; h++)
 		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
 	for (int i = 0; i < NS; i++) {
@@ -921,10 +944,11 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 			tinyc_gx_load(k, sacc, ic(b, so + i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
 			NULL, NULL);
 		app(b, wb, tinyc_gs_store(k, sacc, ic(b, so + i), pe, NULL));
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
-							 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
 		app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
 	}
+	for (int h = 0; h < 2; h++)
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+							 row_tree(b, TINYC_GX_ADD, sacc, so, NS, h))));
 }
 
 /* The output of a 16-row block of the tensor-core kernel: the row sums lv completed over
@@ -1187,7 +1211,11 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
 	k->block[0] = ap->mma ? 2 * ap->bm / (ap->mb > 1 ? 2 : 1) : ap->bm, k->block[1] = k->block[2] = 1;
 	b.causal = tinyc_attn_causal_offset(em, &ap->m, &b.coff) == 1;
-	b.qy = b.causal && ap->mma && (ap->m.tq + ap->bm - 1) / ap->bm <= 65535;	/* grid y limit */
+	/* causal 128-row blocks whose batch's K and V fit in L2 (H100, B*H=96, T=2048: 246.5
+	 * -> 234.7 us); beyond, a head's blocks run together and share its K/V in L2 */
+	double kv_bytes = batch * (double)ap->m.tk * (double)(ap->m.d + ap->m.dv) * 2;
+	b.qy = b.causal && ap->mma && ap->bm == 128 && kv_bytes <= s->dev.l2_bytes &&
+	       (ap->m.tq + ap->bm - 1) / ap->bm <= 65535;	/* grid y limit */
 	k->grid[b.qy] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
 	k->grid[!b.qy] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);

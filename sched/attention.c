@@ -521,6 +521,8 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 			bm = f[0], bn = f[1], minb = f[2], mb = f[3] == 2 ? 2 : 1;
 		/* 128-row blocks at d <= 64: 3-stage rings, one barrier a tile (55 KiB a block) */
 		int ns = bm == 128 && small ? 3 : 2;
+		if (f[0] && f[4])
+			ns = f[4];
 		int64_t kring = ns * bn * (m.d + 8) > bm * (m.d + 8) ? ns * bn * (m.d + 8) : bm * (m.d + 8);
 		/* above 48 KiB the rings go to dynamic shared memory */
 		if ((kring + ns * bn * (m.dv + 8)) * 2 + 16 <= 100 * 1024) {
