@@ -867,12 +867,12 @@ static void mask_keys_mma(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, 
 }
 
 /* op (MAX or ADD) over the fragment values arr[so + i] of row half h ((i % 4) / 2 == h,
- * i < NS <= 64) as a balanced tree: depth log2 instead of a chain of NS / 2. */
+ * i < NS <= 128) as a balanced tree: depth log2 instead of a chain of NS / 2. */
 static tinyc_gexpr *row_tree(abuild *b, tinyc_gx_op op, int arr, int so, int NS, int h)
 {
-	tinyc_gexpr *t[32];
+	tinyc_gexpr *t[64];
 	int n = 0;
-	for (int i = 0; i < NS && n < 32; i++)
+	for (int i = 0; i < NS && n < 64; i++)
 		if ((i % 4) / 2 == h)
 			t[n++] = tinyc_gx_load(b->k, arr, ic(b, so + i), NULL);
 	for (; n > 1; n = (n + 1) / 2) {
