@@ -476,16 +476,23 @@ static void attn_plan_free(void *p)
 }
 
 /* The 3xTF32 candidate of an fp32 attention (codegen/attention_tf32.c): 64-row blocks of 4
- * warps (16 rows each), 64 keys a tile through 2-stage cp.async rings, estimated as its
- * three tf32 mma per product at a fifth of the tf32 peak (half the fp16 one), or the
- * traffic of K and V read once per query tile.  0 or -1. */
+ * warps (16 rows each), 64 keys a tile (32 when d > 64) through 2-stage cp.async rings,
+ * registers capped for 3 blocks a SM when d, dv <= 64 (ptxas, sm_90a: 168 registers, no
+ * spills; 172 uncapped, 2 a SM), estimated as its three tf32 mma per product at a fifth of
+ * the tf32 peak (half the fp16 one), or the traffic of K and V read once per query tile.
+ * Nothing when the rings do not fit the device's shared memory.  0 or -1. */
 static int attention_tf32_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k,
 				  const tinyc_attn_match *m, double batch)
 {
-	int bm = 64, bn = 64, minb = 0, mb = 1;
+	int small = m->d <= 64 && m->dv <= 64;
+	int bm = 64, bn = small ? 64 : 32, minb = small ? 3 : 0, mb = 1;
 	const int *f = s->opt.attn_tile;	/* TINYC_ATTN_TILE (experiments) */
 	if ((f[0] == 64 || f[0] == 128) && (f[1] == 32 || f[1] == 64))
 		bm = f[0], bn = f[1], minb = f[2], mb = f[3] == 2 ? 2 : 1;
+	/* K ring (or the Q tile), V ring: rows of d + 8 and dv + 4 floats (attention_tf32.c) */
+	int64_t kring = 2 * bn > bm ? 2 * bn : bm;
+	if ((kring * (m->d + 8) + 2 * bn * (m->dv + 4)) * 4 + 16 > s->dev.smem_per_block_optin)
+		return 0;
 	tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
 	if (!ap)
 		return tinyc_error(ctx, "OutOfMemory", "attention plan");
@@ -504,8 +511,8 @@ static int attention_tf32_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skern
 	p.est_us = t_mma > t_mem ? t_mma : t_mem;
 	char desc[256];
 	snprintf(desc, sizeof(desc), "attention flash 3xTF32 mma.sync m16n8k8 Tq=%lld Tk=%lld d=%lld "
-		 "dv=%lld rows/block %d keys/tile %d rows/warp %d", (long long)m->tq, (long long)m->tk,
-		 (long long)m->d, (long long)m->dv, bm, bn, 16 * mb);
+		 "dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d", (long long)m->tq,
+		 (long long)m->tk, (long long)m->d, (long long)m->dv, bm, bn, minb, 16 * mb);
 	snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
 	p.ext = ap;
 	p.ext_free = attn_plan_free;
