@@ -879,6 +879,36 @@ int tinyc_attn_warp_roles(abuild *b, const tinyc_schedule *s, int BM, tinyc_attn
 	return 0;
 }
 
+/* The block's Q tile (BM rows from r0) into shared qs (row stride S, element type dt): by
+ * cp.async through pipeline cp (>= 0) where the view allows, else by element loads; then a
+ * barrier. */
+void tinyc_attn_load_q(abuild *b, tinyc_gstmt *body, int qs, int64_t S, tinyc_gexpr *const *p,
+		       tinyc_gexpr *r0, int BM, int threads, int cp, tinyc_dtype dt)
+{
+	const tinyc_attn_match *m = b->m;
+	if (cp >= 0 && tinyc_attn_tile_async_ok(b, m->q_side, 0, p)) {
+		tinyc_attn_load_tile_async(b, body, qs, ic(b, 0), S, m->q_side, 0, p, r0, BM, m->d, m->tq, threads);
+		app(b, body, tinyc_gs_cp_commit(b->k, cp));
+		app(b, body, tinyc_gs_cp_wait(b->k, cp, 0));
+	} else {
+		tinyc_attn_load_tile(b, body, qs, S, m->q_side, 0, p, r0, BM, m->d, m->tq, threads, dt);
+	}
+	app(b, body, tinyc_gs_barrier(b->k));
+}
+
+/* The running state of a warp's MB 16-row blocks, declared in body: the accumulator
+ * fragments oacc at 0, and per block the maxima mv (-inf) and sums lv (0) of rows g and
+ * g + 8.  0 or -1. */
+int tinyc_attn_row_state(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv, int *lv)
+{
+	app(b, body, tinyc_gs_decl(b->k, oacc, fc(b, 0)));
+	for (int h = 0; h < 2 * MB; h++) {
+		mv[h] = reg(b, body, h % 2 ? "m1" : "m0", TINYC_FLOAT, fc(b, -INFINITY));
+		lv[h] = reg(b, body, h % 2 ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
+	}
+	return b->failed ? -1 : 0;
+}
+
 /* The graph's scale (and an additive mask) on the n raw score fragment values sacc[0..n)
  * (NS a 16-row block; wrow[i / NS] its first row), in place, through the emitter. */
 void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int n, int NS, const tinyc_attn_warps *w,
@@ -921,7 +951,6 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4, NQ = (int)(D / 16) * 8;
 	const tinyc_dtype dt = m->in_dtype;
 	tinyc_gstmt *body = k->body;
-	tinyc_gexpr *ninf = fc(b, -INFINITY);
 
 	tinyc_attn_warps w;
 	if (tinyc_attn_warp_roles(b, s, BM, &w) < 0)
@@ -965,27 +994,15 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		b->failed = 1;
 		return;
 	}
-	if (pipe && tinyc_attn_tile_async_ok(b, m->q_side, 0, p)) {
-		tinyc_attn_load_tile_async(b, body, qs, ic(b, 0), QS, m->q_side, 0, p, r0, BM, D, m->tq, NT);
-		app(b, body, tinyc_gs_cp_commit(k, cp));
-		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
-	} else {
-		tinyc_attn_load_tile(b, body, qs, QS, m->q_side, 0, p, r0, BM, D, m->tq, NT, dt);
-	}
-	app(b, body, tinyc_gs_barrier(k));
+	tinyc_attn_load_q(b, body, qs, QS, p, r0, BM, NT, pipe ? cp : -1, dt);
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
 	for (int mb = 0; mb < MB; mb++)
 		for (int kk = 0; kk < D / 16; kk++)
 			app(b, body, tinyc_gs_ldmatrix(k, qa, ic(b, mb * NQ + kk * 8), qs,
 				bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, wrow[mb], lr), ic(b, QS)),
 				    bin(b, TINYC_GX_ADD, ic(b, kk * 16), lc)), 4, 0));
-	app(b, body, tinyc_gs_decl(k, oacc, fc(b, 0)));
 	int mv[4], lv[4];	/* row maximum and sum of rows gq and gq + 8 of each block */
-	for (int h = 0; h < 2 * MB; h++) {
-		mv[h] = reg(b, body, h % 2 ? "m1" : "m0", TINYC_FLOAT, ninf);
-		lv[h] = reg(b, body, h % 2 ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
-	}
-	if (b->failed)
+	if (tinyc_attn_row_state(b, body, oacc, MB, mv, lv) < 0)
 		return;
 
 	tinyc_gexpr *kend = tinyc_attn_key_end(b, body, r0, BM);

@@ -24,8 +24,6 @@
  *          shuffle; B is V at rows 2q and 2q + 1 (rows of DV + 4 floats: the 32 lanes
  *          hit 32 banks).
  */
-#include <math.h>
-
 #include "codegen/attention_int.h"
 
 /* A fragment's element e in mma order from a lane's raw pairs (row g: j, j + 4 adjacent,
@@ -85,7 +83,6 @@ void tinyc_attn_build_tf32(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	const int64_t D = m->d, DV = m->dv, KS = D + 8, VS = DV + 4;
 	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4, NQ = (int)(D / 8) * 4;
 	tinyc_gstmt *body = k->body;
-	tinyc_gexpr *ninf = fc(b, -INFINITY);
 
 	tinyc_attn_warps w;
 	if (tinyc_attn_warp_roles(b, s, BM, &w) < 0)
@@ -131,14 +128,7 @@ void tinyc_attn_build_tf32(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		app(b, body, tinyc_gs_decl(k, arrays[i], arrays[i] == r.zero ? fc(b, 0) : NULL));
 
 	/* the Q tile, then each warp's rows g and g + 8 as column pairs (2q, 2q + 1) */
-	if (pipe && tinyc_attn_tile_async_ok(b, m->q_side, 0, p)) {
-		tinyc_attn_load_tile_async(b, body, qs, ic(b, 0), KS, m->q_side, 0, p, r0, BM, D, m->tq, NT);
-		app(b, body, tinyc_gs_cp_commit(k, cp));
-		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
-	} else {
-		tinyc_attn_load_tile(b, body, qs, KS, m->q_side, 0, p, r0, BM, D, m->tq, NT, TINYC_FLOAT);
-	}
-	app(b, body, tinyc_gs_barrier(k));
+	tinyc_attn_load_q(b, body, qs, KS, p, r0, BM, NT, pipe ? cp : -1, TINYC_FLOAT);
 	app(b, body, tinyc_gs_decl(k, qraw, NULL));
 	for (int mb = 0; mb < MB; mb++)
 		for (int kk = 0; kk < D / 8; kk++)
@@ -148,13 +138,8 @@ void tinyc_attn_build_tf32(abuild *b, const tinyc_schedule *s, const tinyc_skern
 						       bin(b, TINYC_GX_ADD, ic(b, kk * 8), tq2));
 				app(b, body, tinyc_gs_copy(k, qraw, ic(b, mb * NQ + kk * 4 + 2 * h), qs, src, 2, NULL, 0));
 			}
-	app(b, body, tinyc_gs_decl(k, oacc, fc(b, 0)));
 	int mv[4], lv[4];	/* row maximum and sum of rows g and g + 8 of each block */
-	for (int h = 0; h < 2 * MB; h++) {
-		mv[h] = reg(b, body, h % 2 ? "m1" : "m0", TINYC_FLOAT, ninf);
-		lv[h] = reg(b, body, h % 2 ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
-	}
-	if (b->failed)
+	if (tinyc_attn_row_state(b, body, oacc, MB, mv, lv) < 0)
 		return;
 
 	tinyc_gexpr *kend = tinyc_attn_key_end(b, body, r0, BM);
