@@ -31,6 +31,7 @@
  */
 #include <string.h>
 
+#include "codegen/gpu.h"
 #include "codegen/matmul.h"
 
 #define THREADS 256		/* 8 warps */
@@ -48,24 +49,31 @@ static tinyc_gexpr *bin(tinyc_mmk *b, tinyc_gx_op op, tinyc_gexpr *x, tinyc_gexp
 
 /* tf32(x): x rounded to 10 mantissa bits, to nearest, ties away from zero (the bits of
  * cvt.rna.tf32.f32 for every non-NaN x). */
-static tinyc_gexpr *tf32_round(tinyc_mmk *b, tinyc_gexpr *x)
+static tinyc_gexpr *tf32_round(tinyc_gkernel *k, tinyc_gexpr *x)
 {
-	tinyc_gkernel *k = b->k;
 	tinyc_gexpr *u = tinyc_gx_bitcast(k, TINYC_UINT, x);
-	u = bin(b, TINYC_GX_ADD, u, tinyc_gx_int(k, TINYC_UINT, 0x1000));
-	u = bin(b, TINYC_GX_AND, u, tinyc_gx_int(k, TINYC_UINT, 0xffffe000u));
+	u = tinyc_gx_binary(k, TINYC_GX_ADD, u, tinyc_gx_int(k, TINYC_UINT, 0x1000));
+	u = tinyc_gx_binary(k, TINYC_GX_AND, u, tinyc_gx_int(k, TINYC_UINT, 0xffffe000u));
 	return tinyc_gx_bitcast(k, TINYC_FLOAT, u);
+}
+
+int tinyc_tf32_split(tinyc_gkernel *k, tinyc_gstmt *blk, tinyc_gexpr *x, int hi, tinyc_gexpr *hidx,
+		     int lo, tinyc_gexpr *lidx)
+{
+	tinyc_gstmt *sh = tinyc_gs_store(k, hi, hidx, tf32_round(k, x), NULL);
+	if (!sh || tinyc_gs_append(k, blk, sh) < 0)
+		return -1;
+	tinyc_gexpr *h = tinyc_gx_load(k, hi, hidx, NULL);
+	tinyc_gstmt *sl = tinyc_gs_store(k, lo, lidx, tf32_round(k, tinyc_gx_binary(k, TINYC_GX_SUB, x, h)), NULL);
+	return sl && tinyc_gs_append(k, blk, sl) >= 0 ? 0 : -1;
 }
 
 /* hi[dst] = tf32(raw[src]), lo[dst] = tf32(raw[src] - hi[dst]) (appended to blk). */
 static void split(tinyc_mmk *b, tinyc_gstmt *blk, int raw, int src, int hi, int lo, int dst)
 {
-	tinyc_gkernel *k = b->k;
-	tinyc_gexpr *x = tinyc_gx_load(k, raw, I(b, src), NULL);
-	tinyc_mmk_append(b, blk, tinyc_gs_store(k, hi, I(b, dst), tf32_round(b, x), NULL));
-	tinyc_gexpr *h = tinyc_gx_load(k, hi, I(b, dst), NULL);
-	tinyc_gexpr *r = tf32_round(b, bin(b, TINYC_GX_SUB, x, h));
-	tinyc_mmk_append(b, blk, tinyc_gs_store(k, lo, I(b, dst), r, NULL));
+	tinyc_gexpr *x = tinyc_gx_load(b->k, raw, I(b, src), NULL);
+	if (tinyc_tf32_split(b->k, blk, x, hi, I(b, dst), lo, I(b, dst)) < 0)
+		b->error = 1;
 }
 
 /* What the k-loop body reads: the shared tiles, the fragment arrays, the lane's place. */

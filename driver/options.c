@@ -59,6 +59,8 @@ static void read_knobs(tinyc_sched_options *o)
 	o->no_rowfuse = env_zero("TINYC_ROWFUSE");
 	o->rowfuse_threads = env_int("TINYC_ROWFUSE_THREADS", 0);
 	o->no_attention = env_zero("TINYC_ATTENTION");
+	const char *av = getenv("TINYC_ATTENTION");
+	o->attn_simt = av && !strcmp(av, "simt");
 	const char *at = getenv("TINYC_ATTN_TILE");
 	int a[4] = {0, 0, 2, 0};
 	if (at && sscanf(at, "%dx%dx%dx%d", &a[0], &a[1], &a[2], &a[3]) >= 2 && a[2] >= 0 && a[2] <= 8 &&

@@ -45,6 +45,8 @@ typedef struct tinyc_sched_options {
 	int no_rowfuse;			/* TINYC_ROWFUSE=0: no row groups */
 	int rowfuse_threads;		/* TINYC_ROWFUSE_THREADS: the only row width (0: any) */
 	int no_attention;		/* TINYC_ATTENTION=0: attention left to the generic path */
+	int attn_simt;			/* TINYC_ATTENTION=simt: fp32 attention on the SIMT kernel
+					 * (no 3xTF32 candidate) */
 	int attn_tile[4];		/* TINYC_ATTN_TILE=BMxBN[xMINBLOCKS[xROWBLOCKS]]: the
 					 * attention mma tile, blocks per SM (default 2) and
 					 * 16-row blocks a warp (1, 2); [0] = 0: the model's */

@@ -5,12 +5,14 @@ usage: tools/bench_attention_torch.py [--b 8] [--heads 12] [--dim 64] [--iters 2
 CASE is DTYPE:T:MASK (float16|float32, T, causal|none).  q, k, v are views of [B,T,H*d]
 tensors with the heads split and transposed, as in the exported tinygrad graphs.  fp16 runs
 the flash backend only; fp32 whatever torch picks.  Time per call: CUDA events around
-`iters` back-to-back calls divided by iters, median of 5 such runs after warm-up.  Prints
-"BENCH torch DTYPE T MASK ms=<t> backend=<name>" per case.
+`iters` back-to-back calls divided by iters, median of 5 such runs after warm-up; with
+--graph also `iters` calls captured into one CUDA graph, median of 7 replays / iters (as
+`tinyc bench` times kernels).  Prints "BENCH torch DTYPE T MASK ms=<t> [graph_ms=<t>]
+backend=<name>" per case.
 """
 import argparse
 
-from torch_timing import loop_us
+from torch_timing import graph_us, loop_us
 
 
 def main():
@@ -20,6 +22,7 @@ def main():
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--dim", type=int, default=64)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--graph", action="store_true", help="also time by CUDA-graph replay")
     a = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -36,7 +39,8 @@ def main():
             def call():
                 return F.scaled_dot_product_attention(q, k, v, is_causal=mask == "causal")
             ms = loop_us(call, a.iters, warmup=3, repeats=5) / 1e3
-        print(f"BENCH torch {dt} {t} {mask} ms={ms:.4f} "
+            gms = f" graph_ms={graph_us(call, a.iters) / 1e3:.4f}" if a.graph else ""
+        print(f"BENCH torch {dt} {t} {mask} ms={ms:.4f}{gms} "
               f"backend={'flash' if dtype == torch.float16 else 'efficient/math'}", flush=True)
 
 
