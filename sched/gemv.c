@@ -4,8 +4,9 @@
  * The kernel is memory-bound: it must read B once, as fast as DRAM delivers it.  A CTA of
  * 256 threads owns BN output columns; its threads form a grid of BN / 8 column lanes by
  * 256 / (BN / 8) k lanes: thread (r, c) reads the 16-byte vector B[kr, n0 + 8c .. + 8] of
- * every k row kr = r, r + K_STEP, .. (K_STEP = 256 / (BN / 8)), `unroll` rows per loop trip
- * all issued before their products, and keeps M x 8 fp32 accumulators.  Rows of X are
+ * every k row kr = r, r + K_STEP, .. (K_STEP = 256 / (BN / 8)), `unroll` rows per step,
+ * the next step's loads issued before this step's products (a two-step register ring, so
+ * `unroll` loads per thread stay in flight), and keeps M x 8 fp32 accumulators.  Rows of X are
  * read as scalars (the same address for the column lanes: one transaction).  After the k
  * loop the k lanes of a column are summed in a fixed order (warp shuffles, then the warps'
  * partials through shared memory) and the epilogue graph runs on the summed tile: the
@@ -93,7 +94,7 @@ int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int 
 	t->smem = (int64_t)(GEMV_THREADS / 32) * t->bm * bn * 4;
 	if ((double)t->smem > 0.8 * s->dev.smem_per_block)
 		return -1;
-	t->regs = (int)M * 8 + unroll * 4 + 32;
+	t->regs = (int)M * 8 + unroll * 8 + 32;	/* two steps of 16-bit B in the ring */
 	if (t->regs > 255)
 		return -1;
 	int by_threads = s->dev.max_threads_per_sm / GEMV_THREADS;
