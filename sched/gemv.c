@@ -33,6 +33,10 @@
 				 * than wgmma at N or K = 11008 (52.7 / 84.5 against 36.9 /
 				 * 47.5 us), M = 16 at 0.4x wgmma: the fp32 products bind */
 #define GEMV_LAUNCH_US 2.0	/* one kernel launch (as sched/matmul.c) */
+#define GEMV_LATENCY_X 2.0	/* the loaded latency these loads see, in units of the
+				 * model's DRAM latency: H100, 1 x 11008 x 4096, [4,64,32]
+				 * with 21 KB in flight per SM 35.1 us, with 43 KB (unroll 8)
+				 * 32.5, [8,32,64] unroll 4 (43 KB) 33.0 */
 
 /* The bound value of dim d, or -1. */
 static int64_t bound(const tinyc_schedule *s, const tinyc_dim *d)
@@ -135,7 +139,7 @@ static void gemv_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan
 	mp->t_memory_us = mp->bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
 	double slots = (double)s->dev.sm_count * t->ctas_per_sm;
 	double resident = (ctas < slots ? ctas : slots) * t->threads;
-	double inflight = tinyc_plan_inflight_eff(s, resident, t->stages * 16.0);
+	double inflight = tinyc_plan_inflight_eff(s, resident, t->stages * 16.0 / GEMV_LATENCY_X);
 	double waves = ceil(ctas / slots);
 	/* a partial last wave costs its share only where the CTAs are long-lived; the k loop
 	 * of a CTA is the whole kernel here */
@@ -145,7 +149,8 @@ static void gemv_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan
 	/* fewer CTAs than SMs: the idle SMs' share of the bandwidth is lost (measured on an
 	 * H100: 86 CTAs of 128 columns at 1x11008x4096 ran 102 us, 1 TB/s) */
 	double fill = ctas < s->dev.sm_count ? ctas / s->dev.sm_count : 1.0;
-	p->eff = inflight * wave_eff * fill;
+	/* two caps, not a product: the loads in flight already count only the busy SMs */
+	p->eff = (inflight < fill ? inflight : fill) * wave_eff;
 	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
 	/* the k-lane sums and the epilogue: a few microseconds-tenths per CTA wave */
 	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + 0.5 * waves + GEMV_LAUNCH_US;
@@ -185,7 +190,8 @@ int tinyc_gemv_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel
 
 void tinyc_gemv_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out)
 {
-	tinyc_buf_printf(out, " (unroll: %d k rows of B in flight per thread)\n", t->stages);
+	tinyc_buf_printf(out, " (unroll: %d k rows of B per step; the next step's loads in flight "
+			 "under this step's products)\n", t->stages);
 	tinyc_buf_printf(out, "  bind: n.o -> block.x, l -> block.z; %d threads = %d k lanes x %d "
 			 "column lanes of 8 columns, the k rows strided by %d\n", t->threads, t->bk,
 			 t->bn / 8, t->bk);
