@@ -628,6 +628,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	double M = tinyc_sched_dim_est(s, &prob->m), N = tinyc_sched_dim_est(s, &prob->n);
 	double K = tinyc_sched_dim_est(s, &prob->k), L = tinyc_sched_dim_est(s, &prob->l);
 	double mt = ceil(M / t->bm), nt = ceil(N / t->bn);
+	double instr = 1.0;	/* wgmma: the narrow instruction's factor */
 	mp->flops = 2 * M * N * K * L;
 	/* operand tiles are re-read once per tile row / column; the persistent wgmma kernel's
 	 * rasterisation keeps a group's A panel and the swept B panels in L2: A is read once,
@@ -673,7 +674,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		 * 9.6 us at 4 stages, 11.1 with 6 and another tile), so only for 32+ k tiles */
 		if (t->stages >= 4 && mp->t_memory_us > mp->t_compute_us && ceil(K / t->bk) >= 32)
 			pipe = t->stages >= 6 ? 0.98 : t->stages == 5 ? 0.95 : 0.92;
-		double instr = t->wgn >= 256 ? 1.0 : t->wgn >= 128 ? 0.95 : 0.8;
+		instr = t->wgn >= 256 ? 1.0 : t->wgn >= 128 ? 0.95 : 0.8;
 		double kt = ceil(K / t->bk);
 		/* pingpong: a consumer's epilogue runs under the other's main loop, all but the
 		 * CTA's last when it has two tiles or more */
@@ -723,6 +724,12 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	double eff = p->eff > 1e-6 ? p->eff : 1e-6;
 	double util_m = M / (mt * t->bm);
 	double eff_mem = t->variant == TINYC_MM_WGMMA && mt == 1 ? eff / util_m : eff;
+	/* split-K with whole m tiles (M >= 64): the narrow instruction re-reads A from shared
+	 * memory, which costs tensor-core time, not DRAM time (H100, graph replay: 64 x 4096
+	 * x 4096 split-K 2 of 64 x 64 tiles 11.0 us against split-K 4 of 64 x 128 12.95;
+	 * with M = 8 or 16 the 64 x 64 tiles were slower, 16.3 against 11.0) */
+	if (t->split > 1 && util_m >= 1.0)
+		eff_mem /= instr;
 	double tc = mp->t_compute_us / eff, tm = mp->t_memory_us / eff_mem;
 	p->est_us = (tc > tm ? tc : tm) + LAUNCH_US * (1 + reduction_count(prob));
 	/* packing: each packed operand is read and written once more by its packing kernel
