@@ -1328,7 +1328,7 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	/* packed operands: their packing kernels first, then the matmul reads the workspaces */
 	tinyc_mm_problem packed = *prob;	/* shallow: the evt stays prob's */
 	tinyc_gkernel *nhwc = NULL;	/* the transpose kernel, which also packs B */
-	if (t->variant == TINYC_MM_WGMMA && t->a_nhwc &&	/* A reads the channels-last copy */
+	if ((t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_TF32X3) && t->a_nhwc &&	/* A reads the channels-last copy */
 	    (packed.a.buf = tinyc_conv_nhwc_emit(ctx, gm, &prob->a, &t->nhwc, name, &nhwc)) < 0)
 		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_a &&

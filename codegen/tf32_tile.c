@@ -182,9 +182,11 @@ int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name)
 	c.kq = bin(b, TINYC_GX_MUL, t4, I(b, 2));
 	/* ptxas (128x128): 129 registers at BK 16 (2 CTAs per SM under the bound, a few
 	 * spilled), 141 at BK 32 (one CTA per SM); narrower warp tiles fit; a gathered
-	 * operand's im2col addressing takes 228 (128x64x16): unbounded */
-	int gathered = b->prob->a.gather.on || b->prob->b.gather.on;
-	k->min_blocks_per_sm = !gathered && (BK == 16 || MI * NI < 16) ? 2 : 0;
+	 * operand's im2col addressing takes 228 (128x64x16): unbounded; a conv's A on its
+	 * channels-last copy (16-byte loads) 133 (128x64x16, sm_90a): bounded, 28 bytes
+	 * spilled */
+	int elementwise = !b->t->a_nhwc && (b->prob->a.gather.on || b->prob->b.gather.on);
+	k->min_blocks_per_sm = !elementwise && (BK == 16 || MI * NI < 16) ? 2 : 0;
 	tinyc_mm_tile_io ia, ib;
 	tinyc_mm_tile_io_init(b, &ia, 0, BM, BK, 0, LD, c.As, ra);
 	tinyc_mm_tile_io_init(b, &ib, 1, BK, BN, 1, LD, c.Bs, rb);

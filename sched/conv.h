@@ -57,7 +57,7 @@ void tinyc_conv_print_gather(const tinyc_mm_gather *g, struct tinyc_buf *out);
 /* The channels-last internal layout of a gathered A (sched/conv_nhwc.c): the input
  * x[l][c][p] (l < l, c < c, p < p) is rearranged into x'[l][p][c] first. */
 typedef struct tinyc_conv_nhwc {
-	int64_t c;			/* channels (a multiple of 8) */
+	int64_t c;			/* channels (a multiple of 8 halves or 4 floats) */
 	int64_t p;			/* pixels per channel: the channel stride of x */
 	int64_t l;			/* images (1 when A has no batch stride) */
 } tinyc_conv_nhwc;
@@ -66,7 +66,8 @@ typedef struct tinyc_conv_nhwc {
  * its evt prob's) with A's gather rescaled to x'[l][p][c] and its k axes reordered so
  * that the channels are innermost (16-byte runs of 8 channels per pixel), and B gathered
  * in the same k order; *nh the copy's shape.  -1 when prob does not fit (A not gathered
- * or not 16-bit, channels not a multiple of 8 or in a guard, unbound sizes). */
+ * or not 16- or 32-bit, channels not a multiple of 16 bytes or in a guard, unbound
+ * sizes). */
 struct tinyc_mm_problem;
 int tinyc_conv_nhwc_problem(const struct tinyc_mm_problem *prob, const int64_t *sym, int nsym,
 			    struct tinyc_mm_problem *out, tinyc_conv_nhwc *nh);

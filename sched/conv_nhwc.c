@@ -3,11 +3,12 @@
  *
  * An NCHW input x[L][C][P] (P = H*W pixels) read through an im2col gather whose k axes
  * are (ci, kh, kw) is rearranged by one transpose kernel into x'[L][P][C]; the k axes are
- * reordered to (kh, kw, ci), so that 8 consecutive k of a row of A are 8 consecutive
- * channels of one input pixel: one 16-byte cp.async (zero-filled in the padding, where the
- * window's guards fail; they do not involve ci) straight into the wgmma template's
- * shared-memory tile.  The weight B is read with the same k order (gathered, packed by
- * the existing packing kernel: it is small).
+ * reordered to (kh, kw, ci), so that 8 consecutive k of a row of A (16-bit) are 8
+ * consecutive channels of one input pixel: one 16-byte cp.async (zero-filled in the
+ * padding, where the window's guards fail; they do not involve ci) straight into the wgmma
+ * template's shared-memory tile.  The weight B is read with the same k order (gathered,
+ * packed by the existing packing kernel: it is small).  fp32 (the 3xTF32 tile): 4
+ * channels per 16-byte load, B gathered in place.
  */
 #include "sched/matmul.h"
 
@@ -33,15 +34,16 @@ int tinyc_conv_nhwc_problem(const tinyc_mm_problem *prob, const int64_t *sym, in
 {
 	const tinyc_mm_gather *g = &prob->a.gather;
 	int es = tinyc_dtype_size(prob->a.dtype);
-	if (!g->on || prob->b.gather.on || es != 2 || g->nax[1] < 1)
+	if (!g->on || prob->b.gather.on || (es != 2 && es != 4) || g->nax[1] < 1)
 		return -1;
+	int run = 16 / es;	/* channels per 16 bytes: 8 halves, 4 floats */
 	/* the channel axis: the column axis of the largest stride, in no guard */
 	int nc = g->nax[1], c = 0;
 	for (int i = 1; i < nc; i++)
 		if (g->stride[1][i] > g->stride[1][c])
 			c = i;
 	int64_t C = g->ext[1][c], P = g->stride[1][c];
-	if (C % 8 || P < 1)
+	if (C % run || P < 1)
 		return -1;
 	for (int q = 0; q < g->nguard; q++)
 		if (g->gcoef[q][1][c])

@@ -32,6 +32,9 @@
  * 4096x2304x768 324 us); 0.42 keeps the measured order against the SIMT tile, whose
  * estimate is as optimistic (2494 against 2920 us measured at 4096^3) */
 #define TF32X3_EFF_SM90 0.42
+/* The SIMT tile's efficiency on a gathered (im2col) operand, relative to a strided one
+ * (measured on the H100, see estimate) */
+#define SIMT_GATHER_EFF 0.37
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
 /* --------------------------------------------------------------- problems ---- */
@@ -444,8 +447,12 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		t->dyn_smem = 1;
 		/* 64 accumulators, the prefetch registers, raw + hi + lo fragments: ptxas, 129
 		 * registers at bk 16 (bounded to 128 for 2 CTAs per SM), 141 at bk 32; im2col
-		 * addressing of a gathered operand 228 */
-		t->regs = prob->a.gather.on || prob->b.gather.on ? 232 : bk == 16 || bn == 64 ? 128 : 144;
+		 * addressing of a gathered operand 228; a conv's A on its NHWC copy (16-byte
+		 * loads, B gathered) fits 128 with a small spill (tinyc_conv_nhwc_problem's
+		 * problem: both operands gathered) */
+		int nhwc = prob->a.gather.on && prob->b.gather.on && bk == 16;
+		t->regs = nhwc ? 128 : prob->a.gather.on || prob->b.gather.on ? 232
+		        : bk == 16 || bn == 64 ? 128 : 144;
 	} else if (v == TINYC_MM_SIMT && stages == 2) {
 		/* the fp32 tile (codegen/simt_tile.c): 128x128, k-step 16, two shared stages */
 		if (bm != 128 || bn != 128 || bk != 16 || !simt_tile_fits(prob))
@@ -712,6 +719,13 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 			legacy *= 0.95;
 		/* a bound operand whose rows are not 16-byte aligned takes the element loads */
 		double elem = 1.0;
+		/* the one-stage SIMT tile on a gathered fp32 operand (im2col): per element its
+		 * window's address and guards; H100 measured 0.37 of the estimate without this
+		 * (fp32 BasicBlock conv 762.5 us against 278.9, stem 748.6 against 289.0; fp16
+		 * not measured) */
+		if (t->variant == TINYC_MM_SIMT && fp32_operands(prob) &&
+		    (prob->a.gather.on || prob->b.gather.on))
+			elem = SIMT_GATHER_EFF;
 		if (t->variant == TINYC_MM_MMA && (prob->tma_ok & TINYC_MM_SIZES_BOUND))
 			elem = ((prob->tma_ok & TINYC_MM_TMA_A) ? 1.0 : 0.7) *
 			       ((prob->tma_ok & TINYC_MM_TMA_B) ? 1.0 : 0.7);
@@ -853,7 +867,7 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	/* NHWC (pp bit 2): the problem on the channels-last copy of the conv's input */
 	tinyc_mm_problem np;
 	tinyc_conv_nhwc nh;
-	if (v == TINYC_MM_WGMMA && pp >= 4) {
+	if ((v == TINYC_MM_WGMMA || v == TINYC_MM_TF32X3) && pp >= 4) {
 		if (split > 1 || tinyc_conv_nhwc_problem(tp, sym, s->bind ? s->bind->n : 0, &np, &nh) < 0)
 			return 0;
 		prob = tp = &np;
@@ -878,6 +892,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	}
 	if (t.variant == TINYC_MM_WGMMA)
 		wgmma_knobs(o, &t);
+	if (t.variant == TINYC_MM_TF32X3 && pp >= 4)	/* A by 16-byte loads of 4 channels */
+		t.a_nhwc = 1;
 	if (t.a_nhwc)
 		t.nhwc = nh;
 	t.no_stage = o->no_stage;
@@ -908,9 +924,9 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 t.smem, t.ctas_per_sm);
 	else if (t.variant == TINYC_MM_TF32X3)
 		snprintf(p.desc, sizeof(p.desc),
-			 "matmul tf32x3 [%d,%d,%d] stages %d, warps %dx%d, 3xTF32 mma m16n8k8, "
-			 "smem %" PRId64 " B dynamic, %d CTA/SM", t.bm, t.bn, t.bk, t.stages, t.warps_m, t.warps_n, t.smem,
-			 t.ctas_per_sm);
+			 "matmul tf32x3 [%d,%d,%d] stages %d%s, warps %dx%d, 3xTF32 mma m16n8k8, "
+			 "smem %" PRId64 " B dynamic, %d CTA/SM", t.bm, t.bn, t.bk, t.stages,
+			 t.a_nhwc ? " A nhwc" : "", t.warps_m, t.warps_n, t.smem, t.ctas_per_sm);
 	else if (t.variant == TINYC_MM_MMA)
 		snprintf(p.desc, sizeof(p.desc),
 			 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
@@ -1005,13 +1021,17 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 	}
 	/* fp32 on tensor cores (3xTF32): 128x128 and 128x64 tiles, k-step 16 (32 measured
 	 * slower on the H100: one CTA per SM, 3834 against 2716 us at 4096^3).  A convolution
-	 * (gathered operand) gets them only when forced, for now: the SIMT estimate of its
-	 * gathered loads is far from the measured times (docs/matmul-results.md) */
+	 * (gathered A) on the channels-last copy of its input (A in 16-byte loads of 4
+	 * channels); gathered element by element (228 registers) only when forced */
 	int gathered = prob0->a.gather.on || prob0->b.gather.on;
+	tinyc_mm_problem nprob;
+	tinyc_conv_nhwc nh;
+	int nhwc = gathered && tinyc_conv_nhwc_problem(&prob, s->bind ? s->bind->val : NULL,
+						       s->bind ? s->bind->n : 0, &nprob, &nh) == 0;
 	for (int q = 0; q < 2 && (force < 0 || force == TINYC_MM_TF32X3) &&
-			(!gathered || force == TINYC_MM_TF32X3); q++) {
-		if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_TF32X3, 128, q ? 64 : 128, 16, 2, 0,
-				       0, have_ft, ft, idx)) < 0)
+			(!gathered || nhwc || force == TINYC_MM_TF32X3); q++) {
+		if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_TF32X3, 128, q ? 64 : 128, 16, 2,
+				       nhwc ? 4 : 0, 0, have_ft, ft, idx)) < 0)
 			return -1;
 		added += r;
 	}
@@ -1391,6 +1411,12 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 					    : "element loads (transposed into the tile)",
 				 t->async_b ? "cp.async 16 B chunks (when sizes align, else element loads)"
 					    : "element loads (transposed into the tile)");
+	else if (t->variant == TINYC_MM_TF32X3 && t->a_nhwc)
+		tinyc_buf_printf(out, "  nhwc: A's input rearranged channels-last first (x[%lld][%lld][%lld] "
+				 "-> [l][p][c] by a transpose kernel), k ordered window then channels\n"
+				 "  loads: A 16-byte loads of 4 channels of a pixel (zero in the padding), "
+				 "B element loads in the same k order, zero-filling predicates\n",
+				 (long long)t->nhwc.l, (long long)t->nhwc.c, (long long)t->nhwc.p);
 	else
 		tinyc_buf_puts(out, "  loads: cooperative, coalesced along each operand's contiguous "
 				    "axis, zero-filling predicates\n");

@@ -4,7 +4,7 @@ TF32 off for fp32) and torch.compile, timed by CUDA-graph replay (eager: 20 call
 in one graph, the median of 10 replays / 20; tools/torch_timing.py) and for torch.compile by 100 back-to-back
 calls between two CUDA events (time / 100), after warm-up.
 
-  tools/bench_conv.py [--no-compile]
+  tools/bench_conv.py [--no-compile] [--fp32]      (--fp32: the fp32 rows only)
 
 prints "BENCH torch case=NAME dtype=D eager_us=.. compile_us=..".  Cases:
   block      ResNet BasicBlock (two 3x3 convs, no bias, BatchNorm eval, ReLU, identity
@@ -50,7 +50,7 @@ def main(argv):
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
     for case in ("block", "stem", "depthwise"):
-        for dt in (torch.float32, torch.float16):
+        for dt in (torch.float32,) if "--fp32" in argv else (torch.float32, torch.float16):
             m, shape = model(case)
             m = m.cuda().to(dt).eval()
             for p in m.parameters():
