@@ -97,5 +97,6 @@ int tinyc_conv_nhwc_problem(const tinyc_mm_problem *prob, const int64_t *sym, in
 	}
 	gb->ext[1][0] = N, gb->stride[1][0] = sn;
 	nh->c = C, nh->p = P, nh->l = batched ? L : 1;
+	nh->stored_by = nh->feeds = 0;
 	return 0;
 }

@@ -736,10 +736,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		p->est_us += bytes / (0.6 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + LAUNCH_US;
 	}
 	/* NHWC: the transpose kernel reads and writes the conv's input once */
-	if (t->a_nhwc) {
-		double bytes = 2.0 * t->nhwc.c * t->nhwc.p * t->nhwc.l * tinyc_dtype_size(prob->a.dtype);
-		p->est_us += bytes / (0.6 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + LAUNCH_US;
-	}
+	if (t->a_nhwc)
+		p->est_us += tinyc_conv_nhwc_copy_us(s, &t->nhwc) + LAUNCH_US;
 }
 
 /* The variant the options record forces (TINYC_MATMUL), or -1. */
@@ -1312,7 +1310,8 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_buf_putc(out, '\n');
 		const char *copy = "copied by the producer's threads (rows not 16-byte aligned: element "
 				   "loads into the swizzled layout, fence.proxy.async)";
-		if (t->a_nhwc)
+		tinyc_conv_chain_print(s, t, out);	/* NHWC store, or input stored NHWC */
+		if (t->a_nhwc && !t->nhwc.stored_by)
 			tinyc_buf_printf(out, "  nhwc: A's input rearranged channels-last first (x[%lld][%lld][%lld] "
 					 "-> [l][p][c] by a transpose kernel), k ordered window then "
 					 "channels\n", (long long)t->nhwc.l, (long long)t->nhwc.c,

@@ -42,6 +42,7 @@
 #define CONV_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/c2d_k5_s2_p2_fp16.uop"
 #define BLOCK_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/resnet_block_fp16.uop"
 #define NHWC_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/nhwc_c16_k3_s2_odd_fp16.uop"
+#define BLOCK_ODD_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/resnet_block_c16_odd_fp16.uop"
 #define DW_BIAS_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/sep_dw_bias_k3_s2_fp16.uop"
 
 /* y = x @ w^T with w stored [N, K] (a torch Linear weight): B is k-contiguous */
@@ -440,6 +441,68 @@ Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
 		}
 	tinyc_io_clear_outputs(&io);
 	for (int t = 0; t < 3; t++)
+		tinyc_tensor_free(in[t]);
+	compiled_free(&c);
+}
+
+/* The channels-last hand-off (sched/conv_chain.c) on a BasicBlock x[3,16,7,7] in half,
+ * both convs forced onto the NHWC path: the first conv's epilogue stores t0 as
+ * [l][p][c] (strides along m, n, l: 16, 1, 784), the second gathers it with no transpose
+ * kernel of its own, and the first conv's transpose kernel packs both weights: 3 kernels.
+ * That kernel, run alone on the GPU IR interpreter, packs the second weight K-major with
+ * k = (kh, kw, ci), worked out here from the shapes. */
+Test(wgmma_plan, conv_chain_nhwc_store_and_both_weights_in_one_kernel)
+{
+	compiled c;
+	compile_wgmma_gpuir(&c, BLOCK_ODD_FP16, "64x64x64x4", "2");
+	const tinyc_schedule *s = tinyc_module_schedule(c.m);
+	cr_assert_eq(s->nkern, 2);
+	const tinyc_mm_plan *m0 = tinyc_skernel_plan(&s->kerns[0])->ext;
+	const tinyc_mm_plan *m1 = tinyc_skernel_plan(&s->kerns[1])->ext;
+	cr_assert(m0->t.a_nhwc && m1->t.a_nhwc, "both convs NHWC");
+	cr_assert(m0->t.nhwc.feeds == 2 && !m0->t.nhwc.stored_by, "k0 stores t0 for k1");
+	cr_assert(m1->t.nhwc.stored_by == 1 && !m1->t.nhwc.feeds, "k1 reads t0 as stored");
+	int stores = 0;
+	for (int i = 0; i < m0->prob.evt->n; i++) {
+		const tinyc_evt_node *nd = &m0->prob.evt->nodes[i];
+		if (nd->kind != TINYC_EVT_AUX_STORE)
+			continue;
+		stores++;
+		cr_assert(tinyc_evt_poly_is_const(&nd->t.lay.stride[0], 16) &&
+			  tinyc_evt_poly_is_const(&nd->t.lay.stride[1], 1) &&
+			  tinyc_evt_poly_is_const(&nd->t.lay.stride[2], 784), "t0 stored [l][p][c]");
+	}
+	cr_assert_eq(stores, 1);
+	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
+	cr_assert_eq(gm->nkernel, 3, "transpose + both packs, conv1, conv2");
+	cr_assert_str_eq(gm->kernels[0]->name, "k0_where_nhwc");
+	int wb = -1;
+	for (int i = 0; i < gm->nbuf; i++)
+		if (!strcmp(gm->bufs[i].name, "pkB_k1_y"))
+			wb = i;
+	cr_assert(wb >= 0);
+	gm->bufs[wb].role = TINYC_GB_OUTPUT, gm->bufs[wb].index = 1;
+	int64_t xs[4] = {3, 16, 7, 7}, wsh[4] = {16, 16, 3, 3}, vs[1] = {16};
+	tinyc_tensor *in[11];
+	for (int t = 0; t < 11; t++) {
+		in[t] = t == 0 ? tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, xs)
+			: t == 1 || t == 6 ? tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, wsh)
+					   : tinyc_tensor_alloc(c.ctx, TINYC_HALF, 1, vs);
+		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
+			tinyc_tensor_set(in[t], i, (double)((i * 7 + t) % 1000 + 1));	/* exact in half */
+	}
+	tinyc_io io = {11, in, 0, NULL};
+	run_first_kernels(&c, gm, 1, &io);
+	cr_assert_eq(io.nout, 2);
+	for (int64_t n = 0; n < 16; n++)
+		for (int64_t k = 0; k < 144; k++) {
+			int64_t kh = k / 48, kw = k / 16 % 3, ch = k % 16;
+			cr_assert_eq(tinyc_tensor_get(io.out[1], n * 144 + k),
+				     (double)(((n * 144 + ch * 9 + kh * 3 + kw) * 7 + 6) % 1000 + 1),
+				     "conv2's B packed (k %d, n %d)", (int)k, (int)n);
+		}
+	tinyc_io_clear_outputs(&io);
+	for (int t = 0; t < 11; t++)
 		tinyc_tensor_free(in[t]);
 	compiled_free(&c);
 }
