@@ -56,8 +56,8 @@ tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gex
 int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_operand *op,
 			 const tinyc_conv_nhwc *nh, const char *name, tinyc_gkernel **kernel)
 {
-	int64_t C = nh->c, P = nh->p, L = nh->l, elems = C * P * L;
-	if (C < 8 || C % 8 || P < 1 || L < 1 || tinyc_dtype_size(op->dtype) != 2)
+	int64_t C = nh->c, Ci = nh->c_in, P = nh->p, L = nh->l, elems = C * P * L;
+	if (C < 8 || C % 8 || Ci < 1 || Ci > C || P < 1 || L < 1 || tinyc_dtype_size(op->dtype) != 2)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: the NHWC copy needs 16-bit "
 				   "elements and channels in multiples of 8", name);
 	char wname[160], kname[160], comment[800], pn[200];
@@ -82,9 +82,9 @@ int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_op
 	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	snprintf(comment, sizeof(comment), "%s: %s[%lld][%lld][%lld] rearranged channels-last into %s "
 		 "for matmul %s (tiles of 64 pixels x %lld channels through shared memory: loads "
-		 "along the pixels, 16-byte stores along the channels)", kname,
-		 gm->bufs[op->buf].name, (long long)L, (long long)C, (long long)P, wname, name,
-		 (long long)CT);
+		 "along the pixels, 16-byte stores along the channels)%s", kname,
+		 gm->bufs[op->buf].name, (long long)L, (long long)Ci, (long long)P, wname, name,
+		 (long long)CT, Ci < C ? "; channels padded with zeros to 8" : "");
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	snprintf(pn, sizeof(pn), "%s_u16", gm->bufs[op->buf].name);
 	int src = tinyc_gk_param_ptr(k, pn, TINYC_USHORT, 1, op->buf);
@@ -110,9 +110,12 @@ int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_op
 	tinyc_gexpr *e = NB(TINYC_GX_ADD, tid, NB(TINYC_GX_MUL, I, NI(256)));
 	tinyc_gexpr *ch = NB(TINYC_GX_DIV, e, NI(64)), *px = NB(TINYC_GX_MOD, e, NI(64));
 	tinyc_gexpr *p = NB(TINYC_GX_ADD, p0, px);
-	tinyc_gexpr *at = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, l, NI(C)),
+	tinyc_gexpr *at = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, l, NI(Ci)),
 								  NB(TINYC_GX_ADD, c0, ch)), NI(P)), p);
-	tinyc_gexpr *v = tinyc_gx_load(k, src, at, NB(TINYC_GX_LT, p, NI(P)));
+	tinyc_gexpr *inx = NB(TINYC_GX_LT, p, NI(P));
+	if (Ci < C)	/* the padded channels: zeros */
+		inx = NB(TINYC_GX_LAND, inx, NB(TINYC_GX_LT, NB(TINYC_GX_ADD, c0, ch), NI(Ci)));
+	tinyc_gexpr *v = tinyc_gx_load(k, src, at, inx);
 	tinyc_gstmt *ld = tinyc_gs_block(k);
 	tinyc_gs_append(k, ld, tinyc_gs_store(k, tile, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, px, NI(RS)), ch), v, NULL));
 	/* store: chunk q = tid + 256 i is pixel q / (CT / 8), channels 8 (q % (CT / 8)) .. + 8:

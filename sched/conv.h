@@ -57,7 +57,9 @@ void tinyc_conv_print_gather(const tinyc_mm_gather *g, struct tinyc_buf *out);
 /* The channels-last internal layout of a gathered A (sched/conv_nhwc.c): the input
  * x[l][c][p] (l < l, c < c, p < p) is rearranged into x'[l][p][c] first. */
 typedef struct tinyc_conv_nhwc {
-	int64_t c;			/* channels (a multiple of 8) */
+	int64_t c;			/* channels of the copy (a multiple of 8) */
+	int64_t c_in;			/* channels of x (c_in < c: the copy's last c - c_in
+					 * channels are zeros, B's rows for them too) */
 	int64_t p;			/* pixels per channel: the channel stride of x */
 	int64_t l;			/* images (1 when A has no batch stride) */
 	int stored_by;			/* 1 + the kernel whose epilogue already stored x

@@ -87,7 +87,7 @@ int tinyc_conv_chain(tinyc_schedule *s)
 {
 	for (int k2 = 0; k2 < s->nkern; k2++) {
 		tinyc_mm_plan *mp2 = own_matmul(s, k2);
-		if (!mp2 || !mp2->t.a_nhwc || mp2->t.nhwc.stored_by)
+		if (!mp2 || !mp2->t.a_nhwc || mp2->t.nhwc.stored_by || mp2->t.nhwc.c_in != mp2->t.nhwc.c)
 			continue;
 		int b = mp2->prob.a.buf, w = -1;
 		if (b < 0 || b >= s->nbuf || s->bufs[b].role != TINYC_SB_TEMP)

@@ -1313,9 +1313,10 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_conv_chain_print(s, t, out);	/* NHWC store, or input stored NHWC */
 		if (t->a_nhwc && !t->nhwc.stored_by)
 			tinyc_buf_printf(out, "  nhwc: A's input rearranged channels-last first (x[%lld][%lld][%lld] "
-					 "-> [l][p][c] by a transpose kernel), k ordered window then "
-					 "channels\n", (long long)t->nhwc.l, (long long)t->nhwc.c,
-					 (long long)t->nhwc.p);
+					 "-> [l][p][c] by a transpose kernel%s), k ordered window then "
+					 "channels\n", (long long)t->nhwc.l, (long long)t->nhwc.c_in,
+					 (long long)t->nhwc.p, t->nhwc.c_in < t->nhwc.c ? ", channels padded "
+					 "with zeros to 8" : "");
 		const char *cp16 = "gathered by the producer's threads in 16-byte cp.async chunks of 8 "
 				   "channels (zero-filled in the padding) into the swizzled layout, "
 				   "cp.async.wait_group + fence.proxy.async, then the arrival a stage later";

@@ -445,6 +445,57 @@ Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
 	compiled_free(&c);
 }
 
+/* The NHWC path of a conv whose channels are not a multiple of 8 (the stem's 3): conv2d
+ * x[1,3,11,9], 4 filters 5x5, stride 2, padding 2 in half, forced.  The copy has 8
+ * channels (the last 5 zeros), K = 5*5*8 = 200, and B's rows for the padded channels are
+ * zeros (a guard ci < 3 in its gather); the first kernel, run alone on the GPU IR
+ * interpreter, writes both, worked out here from the shapes. */
+Test(wgmma_plan, conv_nhwc_padded_channels_on_the_interpreter)
+{
+	compiled c;
+	compile_wgmma_gpuir(&c, CONV_FP16, "64x64x64x4", "2");
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert(mp->t.a_nhwc && mp->t.pack_b, "A nhwc, B packed");
+	cr_assert(mp->t.nhwc.c == 8 && mp->t.nhwc.c_in == 3 && mp->t.nhwc.p == 99);
+	cr_assert(mp->prob.k.sym < 0 && mp->prob.k.val == 200, "K padded: 5*5*8");
+	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
+	int wx = -1, wb = -1;
+	for (int i = 0; i < gm->nbuf; i++) {
+		if (!strcmp(gm->bufs[i].name, "nhwc_k0_y"))
+			wx = i;
+		if (!strcmp(gm->bufs[i].name, "pkB_k0_y"))
+			wb = i;
+	}
+	cr_assert(wx >= 0 && wb >= 0 && gm->nkernel == 2);
+	gm->bufs[wx].role = TINYC_GB_OUTPUT, gm->bufs[wx].index = 1;
+	gm->bufs[wb].role = TINYC_GB_OUTPUT, gm->bufs[wb].index = 2;
+	int64_t xs[4] = {1, 3, 11, 9}, wsh[4] = {4, 3, 5, 5}, bs[1] = {4};
+	tinyc_tensor *in[3] = {tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, xs),
+			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, wsh),
+			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 1, bs)};
+	for (int t = 0; t < 3; t++)
+		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
+			tinyc_tensor_set(in[t], i, (double)(i + 1));	/* exact in half */
+	tinyc_io io = {3, in, 0, NULL};
+	run_first_kernels(&c, gm, 1, &io);
+	cr_assert_eq(io.nout, 3);
+	for (int64_t p = 0; p < 99; p++)
+		for (int64_t ch = 0; ch < 8; ch++)
+			cr_assert_eq(tinyc_tensor_get(io.out[1], p * 8 + ch), ch < 3 ? (double)(ch * 99 + p + 1) : 0.0,
+				     "x' (p %d, c %d)", (int)p, (int)ch);
+	for (int64_t n = 0; n < 4; n++)
+		for (int64_t k = 0; k < 200; k++) {
+			int64_t kh = k / 40, kw = k / 8 % 5, ch = k % 8;
+			cr_assert_eq(tinyc_tensor_get(io.out[2], n * 200 + k),
+				     ch < 3 ? (double)(n * 75 + ch * 25 + kh * 5 + kw + 1) : 0.0,
+				     "B packed (k %d, n %d)", (int)k, (int)n);
+		}
+	tinyc_io_clear_outputs(&io);
+	for (int t = 0; t < 3; t++)
+		tinyc_tensor_free(in[t]);
+	compiled_free(&c);
+}
+
 /* The channels-last hand-off (sched/conv_chain.c) on a BasicBlock x[3,16,7,7] in half,
  * both convs forced onto the NHWC path: the first conv's epilogue stores t0 as
  * [l][p][c] (strides along m, n, l: 16, 1, 784), the second gathers it with no transpose
@@ -741,6 +792,12 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	cr_assert_eq(compile_to(&c, BLOCK_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
 	cr_assert(chosen(&c)->t.a_nhwc && chosen(&c)->t.bm == 128 && chosen(&c)->t.stages == 3);
 	nvrtc_ok(&c, "sm_90a", "resnet_block_fp16 nhwc 128x64x64x3");
+	compiled_free(&c);
+	/* 3 channels padded to 8 in the copy, B's padded rows zero by a guard */
+	setenv("TINYC_MATMUL_TILE", "64x64x64x4", 1);
+	cr_assert_eq(compile_to(&c, CONV_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
+	cr_assert(chosen(&c)->t.a_nhwc && chosen(&c)->t.nhwc.c_in == 3);
+	nvrtc_ok(&c, "sm_90a", "c2d_k5_s2_p2_fp16 nhwc, channels padded");
 	compiled_free(&c);
 	unsetenv("TINYC_MATMUL_TILE");
 	unsetenv("TINYC_WGMMA_PACK");
