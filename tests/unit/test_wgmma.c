@@ -394,17 +394,49 @@ Test(wgmma_plan, conv_im2col_packed_m_major_on_the_interpreter)
 	compiled_free(&c);
 }
 
-/* The NHWC path of a convolution (sched/conv_nhwc.c): conv2d x[2,16,9,7], 24 filters 3x3,
- * stride 2, padding 1 in half.  Its first kernel, run alone on the GPU IR interpreter: the
- * transpose writes x'[l][p][c] = x[l][c][p], its blocks past the transpose's pack B
- * K-major with k = (kh, kw, ci) (rows of 144), both worked out here from the shapes. */
-Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
+/* Check the channels-last copy of x[L][C][P] (element i holding (i * mul + add) % mod + 1):
+ * x'[l][p][ci] with ci < Cp, zeros for ci >= C. */
+static void expect_nhwc_copy(const tinyc_tensor *xc, int64_t L, int64_t C, int64_t P, int64_t Cp,
+			     int64_t mul, int64_t add, int64_t mod)
+{
+	for (int64_t l = 0; l < L; l++)
+		for (int64_t p = 0; p < P; p++)
+			for (int64_t ch = 0; ch < Cp; ch++) {
+				int64_t i = (l * C + ch) * P + p;
+				cr_assert_eq(tinyc_tensor_get(xc, (l * P + p) * Cp + ch),
+					     ch < C ? (double)((i * mul + add) % mod + 1) : 0.0,
+					     "x' (l %d, p %d, c %d)", (int)l, (int)p, (int)ch);
+			}
+}
+
+/* Check the weight w[N][C][KH][KW] (element i holding (i * mul + add) % mod + 1) packed
+ * K-major for the NHWC path: row n, k = (kh, kw, ci) with ci < Cp, zeros for ci >= C. */
+static void expect_nhwc_weight(const tinyc_tensor *pk, int64_t N, int64_t C, int64_t KH, int64_t KW,
+			       int64_t Cp, int64_t mul, int64_t add, int64_t mod)
+{
+	int64_t K = KH * KW * Cp;
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t k = 0; k < K; k++) {
+			int64_t kh = k / (KW * Cp), kw = k / Cp % KW, ch = k % Cp;
+			int64_t i = ((n * C + ch) * KH + kh) * KW + kw;
+			cr_assert_eq(tinyc_tensor_get(pk, n * K + k), ch < C ? (double)((i * mul + add) % mod + 1) : 0.0,
+				     "B packed (k %d, n %d)", (int)k, (int)n);
+		}
+}
+
+/* The first kernel of a conv forced onto the NHWC path (file: conv2d x[L][C][H][W] with
+ * N filters KH x KW and a bias of N), run alone on the GPU IR interpreter: the transpose
+ * writes x'[l][p][c] (Cp channels, zeros past C) and its blocks past the transpose's pack
+ * B K-major with k = (kh, kw, ci), both worked out here from the shapes. */
+static void nhwc_first_kernel(const char *file, int64_t L, int64_t C, int64_t H, int64_t W, int64_t N,
+			      int64_t KH, int64_t KW, int64_t Cp, int64_t P)
 {
 	compiled c;
-	compile_wgmma_gpuir(&c, NHWC_FP16, "64x64x64x4", "2");
+	compile_wgmma_gpuir(&c, file, "64x64x64x4", "2");
 	const tinyc_mm_plan *mp = chosen(&c);
 	cr_assert(mp->t.a_nhwc && mp->t.pack_b && !mp->t.pack_a, "A nhwc, B packed");
-	cr_assert(mp->t.nhwc.c == 16 && mp->t.nhwc.p == 63 && mp->t.nhwc.l == 2);
+	cr_assert(mp->t.nhwc.c == Cp && mp->t.nhwc.c_in == C && mp->t.nhwc.p == P && mp->t.nhwc.l == L);
+	cr_assert(mp->prob.k.sym < 0 && mp->prob.k.val == KH * KW * Cp, "K = KH KW Cp");
 	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
 	int wx = -1, wb = -1;
 	for (int i = 0; i < gm->nbuf; i++) {
@@ -416,84 +448,37 @@ Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
 	cr_assert(wx >= 0 && wb >= 0 && gm->nkernel == 2, "the transpose kernel packs the weight too");
 	gm->bufs[wx].role = TINYC_GB_OUTPUT, gm->bufs[wx].index = 1;
 	gm->bufs[wb].role = TINYC_GB_OUTPUT, gm->bufs[wb].index = 2;
-	int64_t xs[4] = {2, 16, 9, 7}, wsh[4] = {24, 16, 3, 3}, bs[1] = {24};
+	int64_t xs[4] = {L, C, H, W}, wsh[4] = {N, C, KH, KW}, bs[1] = {N};
 	tinyc_tensor *in[3] = {tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, xs),
 			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, wsh),
 			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 1, bs)};
-	for (int t = 0; t < 2; t++)
+	for (int t = 0; t < 3; t++)
 		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
 			tinyc_tensor_set(in[t], i, (double)(i % 2000 + 1));	/* exact in half */
 	tinyc_io io = {3, in, 0, NULL};
 	run_first_kernels(&c, gm, 1, &io);	/* the transpose and the weight's packing */
 	cr_assert_eq(io.nout, 3);
-	for (int64_t l = 0; l < 2; l++)
-		for (int64_t p = 0; p < 63; p++)
-			for (int64_t ch = 0; ch < 16; ch++)
-				cr_assert_eq(tinyc_tensor_get(io.out[1], (l * 63 + p) * 16 + ch),
-					     (double)((l * 1008 + ch * 63 + p) % 2000 + 1),
-					     "x' (l %d, p %d, c %d)", (int)l, (int)p, (int)ch);
-	for (int64_t n = 0; n < 24; n++)
-		for (int64_t k = 0; k < 144; k++) {
-			int64_t kh = k / 48, kw = k / 16 % 3, ch = k % 16;
-			cr_assert_eq(tinyc_tensor_get(io.out[2], n * 144 + k),
-				     (double)((n * 144 + ch * 9 + kh * 3 + kw) % 2000 + 1),
-				     "B packed (k %d, n %d)", (int)k, (int)n);
-		}
+	expect_nhwc_copy(io.out[1], L, C, P, Cp, 1, 0, 2000);
+	expect_nhwc_weight(io.out[2], N, C, KH, KW, Cp, 1, 0, 2000);
 	tinyc_io_clear_outputs(&io);
 	for (int t = 0; t < 3; t++)
 		tinyc_tensor_free(in[t]);
 	compiled_free(&c);
 }
 
-/* The NHWC path of a conv whose channels are not a multiple of 8 (the stem's 3): conv2d
- * x[1,3,11,9], 4 filters 5x5, stride 2, padding 2 in half, forced.  The copy has 8
- * channels (the last 5 zeros), K = 5*5*8 = 200, and B's rows for the padded channels are
- * zeros (a guard ci < 3 in its gather); the first kernel, run alone on the GPU IR
- * interpreter, writes both, worked out here from the shapes. */
+/* conv2d x[2,16,9,7], 24 filters 3x3, stride 2, padding 1 in half (sched/conv_nhwc.c). */
+Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
+{
+	nhwc_first_kernel(NHWC_FP16, 2, 16, 9, 7, 24, 3, 3, 16, 63);
+}
+
+/* A conv whose channels are not a multiple of 8 (the stem's 3): conv2d x[1,3,11,9], 4
+ * filters 5x5, stride 2, padding 2 in half.  The copy has 8 channels (the last 5 zeros),
+ * K = 5*5*8 = 200, and B's rows for the padded channels are zeros (a guard ci < 3 in its
+ * gather). */
 Test(wgmma_plan, conv_nhwc_padded_channels_on_the_interpreter)
 {
-	compiled c;
-	compile_wgmma_gpuir(&c, CONV_FP16, "64x64x64x4", "2");
-	const tinyc_mm_plan *mp = chosen(&c);
-	cr_assert(mp->t.a_nhwc && mp->t.pack_b, "A nhwc, B packed");
-	cr_assert(mp->t.nhwc.c == 8 && mp->t.nhwc.c_in == 3 && mp->t.nhwc.p == 99);
-	cr_assert(mp->prob.k.sym < 0 && mp->prob.k.val == 200, "K padded: 5*5*8");
-	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
-	int wx = -1, wb = -1;
-	for (int i = 0; i < gm->nbuf; i++) {
-		if (!strcmp(gm->bufs[i].name, "nhwc_k0_y"))
-			wx = i;
-		if (!strcmp(gm->bufs[i].name, "pkB_k0_y"))
-			wb = i;
-	}
-	cr_assert(wx >= 0 && wb >= 0 && gm->nkernel == 2);
-	gm->bufs[wx].role = TINYC_GB_OUTPUT, gm->bufs[wx].index = 1;
-	gm->bufs[wb].role = TINYC_GB_OUTPUT, gm->bufs[wb].index = 2;
-	int64_t xs[4] = {1, 3, 11, 9}, wsh[4] = {4, 3, 5, 5}, bs[1] = {4};
-	tinyc_tensor *in[3] = {tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, xs),
-			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, wsh),
-			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 1, bs)};
-	for (int t = 0; t < 3; t++)
-		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
-			tinyc_tensor_set(in[t], i, (double)(i + 1));	/* exact in half */
-	tinyc_io io = {3, in, 0, NULL};
-	run_first_kernels(&c, gm, 1, &io);
-	cr_assert_eq(io.nout, 3);
-	for (int64_t p = 0; p < 99; p++)
-		for (int64_t ch = 0; ch < 8; ch++)
-			cr_assert_eq(tinyc_tensor_get(io.out[1], p * 8 + ch), ch < 3 ? (double)(ch * 99 + p + 1) : 0.0,
-				     "x' (p %d, c %d)", (int)p, (int)ch);
-	for (int64_t n = 0; n < 4; n++)
-		for (int64_t k = 0; k < 200; k++) {
-			int64_t kh = k / 40, kw = k / 8 % 5, ch = k % 8;
-			cr_assert_eq(tinyc_tensor_get(io.out[2], n * 200 + k),
-				     ch < 3 ? (double)(n * 75 + ch * 25 + kh * 5 + kw + 1) : 0.0,
-				     "B packed (k %d, n %d)", (int)k, (int)n);
-		}
-	tinyc_io_clear_outputs(&io);
-	for (int t = 0; t < 3; t++)
-		tinyc_tensor_free(in[t]);
-	compiled_free(&c);
+	nhwc_first_kernel(CONV_FP16, 1, 3, 11, 9, 4, 5, 5, 8, 99);
 }
 
 /* The channels-last hand-off (sched/conv_chain.c) on a BasicBlock x[3,16,7,7] in half,
@@ -545,13 +530,7 @@ Test(wgmma_plan, conv_chain_nhwc_store_and_both_weights_in_one_kernel)
 	tinyc_io io = {11, in, 0, NULL};
 	run_first_kernels(&c, gm, 1, &io);
 	cr_assert_eq(io.nout, 2);
-	for (int64_t n = 0; n < 16; n++)
-		for (int64_t k = 0; k < 144; k++) {
-			int64_t kh = k / 48, kw = k / 16 % 3, ch = k % 16;
-			cr_assert_eq(tinyc_tensor_get(io.out[1], n * 144 + k),
-				     (double)(((n * 144 + ch * 9 + kh * 3 + kw) * 7 + 6) % 1000 + 1),
-				     "conv2's B packed (k %d, n %d)", (int)k, (int)n);
-		}
+	expect_nhwc_weight(io.out[1], 16, 16, 3, 3, 16, 7, 6, 1000);	/* conv2.weight: input 6 */
 	tinyc_io_clear_outputs(&io);
 	for (int t = 0; t < 11; t++)
 		tinyc_tensor_free(in[t]);
