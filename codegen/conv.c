@@ -227,7 +227,8 @@ int tinyc_conv_cp16(tinyc_mmk *b, tinyc_gstmt *ptile, tinyc_gstmt *blk, int sh, 
 		tinyc_gexpr *sw = CB(TINYC_GX_XOR, c, CB(TINYC_GX_MOD, o, cint(b, 8)));
 		tinyc_gexpr *idx = CB(TINYC_GX_ADD, base, CB(TINYC_GX_ADD, CB(TINYC_GX_MUL, o, cint(b, 64)),
 							     CB(TINYC_GX_MUL, sw, cint(b, 8))));
-		tinyc_mmk_append(b, blk, tinyc_gs_copy(k, sh, idx, tinyc_mmk_param(b, op->buf, 0), addr, 8, ok, 1));
+		/* .ca: the window's taps re-read neighbouring pixels, which L1 keeps */
+		tinyc_mmk_append(b, blk, tinyc_gs_copy(k, sh, idx, tinyc_mmk_param(b, op->buf, 0), addr, 8, ok, 2));
 	}
 #undef CB
 	return b->error ? -1 : 0;
