@@ -56,9 +56,9 @@ tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gex
 int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_operand *op,
 			 const tinyc_conv_nhwc *nh, const char *name, tinyc_gkernel **kernel)
 {
-	int64_t C = nh->c, P = nh->p, L = nh->l, elems = C * P * L;
+	int64_t C = nh->c, Ci = nh->c_in, P = nh->p, L = nh->l, elems = C * P * L;
 	int es = tinyc_dtype_size(op->dtype), ew = 16 / (es > 0 ? es : 1);	/* elements per 16 bytes */
-	if ((es != 2 && es != 4) || C < ew || C % ew || P < 1 || L < 1)
+	if ((es != 2 && es != 4) || C < ew || C % ew || Ci < 1 || Ci > C || P < 1 || L < 1)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: the NHWC copy needs 16- or 32-bit "
 				   "elements and channels in multiples of 16 bytes", name);
 	char wname[160], kname[160], comment[800], pn[200];
@@ -85,9 +85,9 @@ int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_op
 	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	snprintf(comment, sizeof(comment), "%s: %s[%lld][%lld][%lld] rearranged channels-last into %s "
 		 "for matmul %s (tiles of 64 pixels x %lld channels through shared memory: loads "
-		 "along the pixels, 16-byte stores along the channels)", kname,
-		 gm->bufs[op->buf].name, (long long)L, (long long)C, (long long)P, wname, name,
-		 (long long)CT);
+		 "along the pixels, 16-byte stores along the channels)%s", kname,
+		 gm->bufs[op->buf].name, (long long)L, (long long)Ci, (long long)P, wname, name,
+		 (long long)CT, Ci < C ? "; channels padded with zeros to 8" : "");
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	snprintf(pn, sizeof(pn), "%s_u%d", gm->bufs[op->buf].name, 8 * es);
 	int src = tinyc_gk_param_ptr(k, pn, et, 1, op->buf);
@@ -113,9 +113,12 @@ int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_op
 	tinyc_gexpr *e = NB(TINYC_GX_ADD, tid, NB(TINYC_GX_MUL, I, NI(256)));
 	tinyc_gexpr *ch = NB(TINYC_GX_DIV, e, NI(64)), *px = NB(TINYC_GX_MOD, e, NI(64));
 	tinyc_gexpr *p = NB(TINYC_GX_ADD, p0, px);
-	tinyc_gexpr *at = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, l, NI(C)),
+	tinyc_gexpr *at = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, l, NI(Ci)),
 								  NB(TINYC_GX_ADD, c0, ch)), NI(P)), p);
-	tinyc_gexpr *v = tinyc_gx_load(k, src, at, NB(TINYC_GX_LT, p, NI(P)));
+	tinyc_gexpr *inx = NB(TINYC_GX_LT, p, NI(P));
+	if (Ci < C)	/* the padded channels: zeros */
+		inx = NB(TINYC_GX_LAND, inx, NB(TINYC_GX_LT, NB(TINYC_GX_ADD, c0, ch), NI(Ci)));
+	tinyc_gexpr *v = tinyc_gx_load(k, src, at, inx);
 	tinyc_gstmt *ld = tinyc_gs_block(k);
 	tinyc_gs_append(k, ld, tinyc_gs_store(k, tile, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, px, NI(RS)), ch), v, NULL));
 	/* store: chunk q = tid + 256 i is pixel q / cpp, channels ew (q % cpp) .. + ew: four
@@ -234,7 +237,8 @@ int tinyc_conv_cp16(tinyc_mmk *b, tinyc_gstmt *ptile, tinyc_gstmt *blk, int sh, 
 		tinyc_gexpr *sw = CB(TINYC_GX_XOR, c, CB(TINYC_GX_MOD, o, cint(b, 8)));
 		tinyc_gexpr *idx = CB(TINYC_GX_ADD, base, CB(TINYC_GX_ADD, CB(TINYC_GX_MUL, o, cint(b, 64)),
 							     CB(TINYC_GX_MUL, sw, cint(b, 8))));
-		tinyc_mmk_append(b, blk, tinyc_gs_copy(k, sh, idx, tinyc_mmk_param(b, op->buf, 0), addr, 8, ok, 1));
+		/* .ca: the window's taps re-read neighbouring pixels, which L1 keeps */
+		tinyc_mmk_append(b, blk, tinyc_gs_copy(k, sh, idx, tinyc_mmk_param(b, op->buf, 0), addr, 8, ok, 2));
 	}
 #undef CB
 	return b->error ? -1 : 0;

@@ -737,7 +737,7 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		int bytes = s->n * tinyc_dtype_size(t);
 		if (s->async) {
 			tinyc_buf_printf(o, "asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d, %%2;\\n\" :: \"r\"(",
-					 bytes == 16 ? "cg" : "ca", bytes);
+					 bytes == 16 && s->async == 1 ? "cg" : "ca", bytes);
 			csmem_addr(p, &s->dst);
 			tinyc_buf_puts(o, "), \"l\"(");
 			caddr(p, &s->src);

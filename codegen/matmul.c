@@ -1303,7 +1303,9 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	if (tinyc_gs_append(k, all, tinyc_gs_decl(k, pk, NULL)) < 0 ||
 	    tinyc_gs_append(k, all, tinyc_gs_for_range(k, jv, PK_I(0), PK_I(4), PK_I(1), 4, body)) < 0 ||
 	    tinyc_gs_append(k, all, tinyc_gs_if(k, PK_B(TINYC_GX_LT, w0, PK_I(W)), st, NULL)) < 0 ||
-	    (host && tinyc_gs_append(k, k->body, tinyc_gs_if(k, PK_B(TINYC_GX_GE, bid, PK_I(0)), all, NULL)) < 0))
+	    (host && tinyc_gs_append(k, k->body, tinyc_gs_if(k, PK_B(TINYC_GX_LAND, PK_B(TINYC_GX_GE, bid, PK_I(0)),
+									 PK_B(TINYC_GX_LT, bid, PK_I(blocks))),
+							     all, NULL)) < 0))
 		return -1;
 #undef PK_I
 #undef PK_B
@@ -1311,8 +1313,11 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	return 0;
 }
 
-int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
-		      const tinyc_mm_tiles *t, const char *name)
+/* tinyc_matmul_emit; host_b: a kernel of 256 threads launched earlier whose extra blocks
+ * pack B (the transpose kernel of the conv whose epilogue stores this one's NHWC input),
+ * or NULL. */
+static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		const tinyc_mm_tiles *t, const char *name, tinyc_gkernel *host_b)
 {
 	if (!prob->evt)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: no epilogue graph", name);
@@ -1328,14 +1333,15 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	/* packed operands: their packing kernels first, then the matmul reads the workspaces */
 	tinyc_mm_problem packed = *prob;	/* shallow: the evt stays prob's */
 	tinyc_gkernel *nhwc = NULL;	/* the transpose kernel, which also packs B */
-	if ((t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_TF32X3) && t->a_nhwc &&	/* A reads the channels-last copy */
+	if ((t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_TF32X3) && t->a_nhwc &&
+	    !t->nhwc.stored_by &&	/* A reads a channels-last copy, made here */
 	    (packed.a.buf = tinyc_conv_nhwc_emit(ctx, gm, &prob->a, &t->nhwc, name, &nhwc)) < 0)
 		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_a &&
 	    pack_operand(ctx, gm, prob, t, 0, name, &packed.a, NULL) < 0)
 		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_b &&
-	    pack_operand(ctx, gm, prob, t, 1, name, &packed.b, nhwc) < 0)
+	    pack_operand(ctx, gm, prob, t, 1, name, &packed.b, nhwc ? nhwc : host_b) < 0)
 		return -1;
 	tinyc_mmk b;
 	memset(&b, 0, sizeof(b));
@@ -1403,5 +1409,19 @@ int tinyc_matmul_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedul
 	const tinyc_mm_plan *mp = p->ext;
 	if (mp->fused_into >= 0)
 		return 0;	/* written by the matmul kernel it is fused into */
-	return tinyc_matmul_emit(ctx, gm, &mp->prob, &mp->t, sk->name);
+	tinyc_gkernel *host_b = NULL;	/* the producer's transpose kernel, when it has one */
+	if (mp->t.a_nhwc && mp->t.nhwc.stored_by) {
+		char hn[160];
+		snprintf(hn, sizeof(hn), "%s_nhwc", s->kerns[mp->t.nhwc.stored_by - 1].name);
+		for (int i = 0; i < gm->nkernel && !host_b; i++)
+			if (!strcmp(gm->kernels[i]->name, hn))
+				host_b = gm->kernels[i];
+	}
+	return emit(ctx, gm, &mp->prob, &mp->t, sk->name, host_b);
+}
+
+int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		      const tinyc_mm_tiles *t, const char *name)
+{
+	return emit(ctx, gm, prob, t, name, NULL);
 }

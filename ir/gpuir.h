@@ -268,7 +268,8 @@ typedef struct tinyc_gstmt {
 					 * SHFL width, MBAR_INIT count, TMA rank */
 	int unroll;			/* FOR: 0 none, -1 full, k > 0 factor */
 	int trans;			/* LDMATRIX: .trans */
-	int async;			/* COPY: cp.async */
+	int async;			/* COPY: 1 cp.async (16 bytes: .cg, past L1), 2
+					 * cp.async.ca (kept in L1: gathers that re-read) */
 	int pipe;			/* CP_*, MBAR_*, TMA_LOAD: pipeline index, or -1 */
 	tinyc_gatomic atomic_op;	/* ATOMIC */
 	tinyc_gshfl shfl;		/* SHFL */

@@ -644,7 +644,10 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	double rd_b = t->variant == TINYC_MM_WGMMA ? ceil(mt / t->raster) : mt;
 	if (t->variant == TINYC_MM_TF32X3)	/* a row of n tiles runs at once: A once, B from L2 */
 		rd_a = rd_b = 1;
-	mp->bytes = L * (M * K * tinyc_dtype_size(prob->a.dtype) * rd_a +
+	/* a conv's channels-last input: read once from DRAM, the window's re-reads from
+	 * L1 (cp.async.ca) and L2, not the im2col matrix's M x K */
+	double a_bytes = t->a_nhwc ? (double)t->nhwc.c * t->nhwc.p * t->nhwc.l / L : M * K * rd_a;
+	mp->bytes = L * (a_bytes * tinyc_dtype_size(prob->a.dtype) +
 			 K * N * tinyc_dtype_size(prob->b.dtype) * rd_b) +
 		    epilogue_bytes(s, prob, M, N, L, t->bm, t->bn);
 	double peak = t->variant == TINYC_MM_SIMT ? s->fp32_tflops : s->dev.peak_fp16_tflops;
@@ -691,6 +694,12 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		/* operands the producer's threads copy element by element (no TMA): one
 		 * warpgroup keeps few loads in flight (measured: 15 TFLOP/s at 4097^3) */
 		double copy = (t->a_tma ? 1.0 : t->a_nhwc ? 0.8 : 0.15) * (t->b_tma ? 1.0 : 0.15);
+		/* NHWC: a 128-row tile doubles the chunks each producer thread gathers per stage;
+		 * calibrated on two H100 measurements: the fp16 BasicBlock's convs take 56.1 +
+		 * 86.8 us with 128 rows against 51.9 + 79.6 with 64, the stem (K = 392, fewer B
+		 * re-reads with 128 rows) 112.5 against 167.8 */
+		if (t->a_nhwc && t->bm >= 128)
+			copy *= 0.85;
 		p->eff = util * wave_eff * pipe * instr * epi * copy *
 			 (t->consumers == 2 ? 1.0 : 0.9);
 	} else {
@@ -757,10 +766,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		p->est_us += bytes / (0.6 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + LAUNCH_US;
 	}
 	/* NHWC: the transpose kernel reads and writes the conv's input once */
-	if (t->a_nhwc) {
-		double bytes = 2.0 * t->nhwc.c * t->nhwc.p * t->nhwc.l * tinyc_dtype_size(prob->a.dtype);
-		p->est_us += bytes / (0.6 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + LAUNCH_US;
-	}
+	if (t->a_nhwc)
+		p->est_us += tinyc_conv_nhwc_copy_us(s, &t->nhwc) + LAUNCH_US;
 }
 
 /* The variant the options record forces (TINYC_MATMUL), or -1. */
@@ -1339,11 +1346,13 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_buf_putc(out, '\n');
 		const char *copy = "copied by the producer's threads (rows not 16-byte aligned: element "
 				   "loads into the swizzled layout, fence.proxy.async)";
-		if (t->a_nhwc)
+		tinyc_conv_chain_print(s, t, out);	/* NHWC store, or input stored NHWC */
+		if (t->a_nhwc && !t->nhwc.stored_by)
 			tinyc_buf_printf(out, "  nhwc: A's input rearranged channels-last first (x[%lld][%lld][%lld] "
-					 "-> [l][p][c] by a transpose kernel), k ordered window then "
-					 "channels\n", (long long)t->nhwc.l, (long long)t->nhwc.c,
-					 (long long)t->nhwc.p);
+					 "-> [l][p][c] by a transpose kernel%s), k ordered window then "
+					 "channels\n", (long long)t->nhwc.l, (long long)t->nhwc.c_in,
+					 (long long)t->nhwc.p, t->nhwc.c_in < t->nhwc.c ? ", channels padded "
+					 "with zeros to 8" : "");
 		const char *cp16 = "gathered by the producer's threads in 16-byte cp.async chunks of 8 "
 				   "channels (zero-filled in the padding) into the swizzled layout, "
 				   "cp.async.wait_group + fence.proxy.async, then the arrival a stage later";

@@ -461,7 +461,7 @@ int tinyc_schedule_plan(tinyc_ctx *ctx, tinyc_schedule *s)
 		if (k->choice < 0)
 			return tinyc_error(ctx, "NoSchedule", "kernel %s: no plan applies", k->name);
 	}
-	return 0;
+	return tinyc_conv_chain(s);	/* channels-last hand-off between chosen convs */
 }
 
 /* ---------------------------------------------------------------- verifier ---- */
