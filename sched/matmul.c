@@ -32,9 +32,12 @@
  * 4096x2304x768 324 us); 0.42 keeps the measured order against the SIMT tile, whose
  * estimate is as optimistic (2494 against 2920 us measured at 4096^3) */
 #define TF32X3_EFF_SM90 0.42
-/* the wgmma 3xTF32 form against a third of the tf32 wgmma peak: a guess (the splits in
- * shared memory, the part fragments' adds) until measured */
+/* the wgmma 3xTF32 form against a third of the tf32 wgmma peak (the splits in shared
+ * memory, the part fragments' adds, a wait per k tile); H100 (docs/matmul-results.md):
+ * 128x128x32 measured 1409 us at 4096^3 (est 1541), 191 at 4096x2304x768 (est 191); the
+ * 128x64 tile 10-25% slower at 4096 rows (1867, 223 us), hence TF32WG_EFF_N64 */
 #define TF32WG_EFF 0.7
+#define TF32WG_EFF_N64 0.85
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
 /* --------------------------------------------------------------- problems ---- */
@@ -697,7 +700,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		 * warpgroup keeps few loads in flight (measured: 15 TFLOP/s at 4097^3) */
 		double copy = (t->a_tma ? 1.0 : t->a_nhwc ? 0.8 : 0.15) * (t->b_tma ? 1.0 : 0.15);
 		p->eff = util * wave_eff * pipe * instr * epi * copy *
-			 (t->consumers == 2 ? 1.0 : 0.9) * (t->tf32x3 ? TF32WG_EFF : 1.0);
+			 (t->consumers == 2 ? 1.0 : 0.9) * (t->tf32x3 ? TF32WG_EFF * (t->bn == 64 ? TF32WG_EFF_N64 : 1.0) : 1.0);
 	} else {
 		/* the two-stage SIMT tile prefetches the next k tile into registers under the
 		 * FMAs and reads its operands as 16-byte vectors from shared memory */

@@ -19,7 +19,7 @@ if ! TINYC_MATMUL=tf32wg "$tinyc" --dump-stage=schedule --bind M=200,N=136,K=100
 	exit 77
 fi
 for case in "$gelu M=200,N=136,K=100" "$gelu M=333,N=257,K=3072" "$gelu M=129,N=65,K=36" \
-	    "$lin M=37,N=45,K=68" "$lin M=130,N=129,K=36" "$lin M=1000,N=700,K=1028"; do
+	    "$lin M=97,N=45,K=68" "$lin M=130,N=129,K=36" "$lin M=1000,N=700,K=1028"; do
 	set -- $case
 	echo "+ TINYC_MATMUL=tf32wg tinyc run $1 --bind $2 --device=cuda --random-inputs 1 --check --atol=1e-4 --rtol=1e-4"
 	if ! TINYC_MATMUL=tf32wg "$tinyc" --dump-stage=schedule --bind "$2" "$1" | grep -q 'k8 3xTF32'; then
