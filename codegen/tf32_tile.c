@@ -68,8 +68,9 @@ int tinyc_tf32_split(tinyc_gkernel *k, tinyc_gstmt *blk, tinyc_gexpr *x, int hi,
 	return sl && tinyc_gs_append(k, blk, sl) >= 0 ? 0 : -1;
 }
 
-/* hi[dst] = tf32(raw[src]), lo[dst] = tf32(raw[src] - hi[dst]) (appended to blk). */
-static void split(tinyc_mmk *b, tinyc_gstmt *blk, int raw, int src, int hi, int lo, int dst)
+/* hi[dst] = tf32(raw[src]), lo[dst] = tf32(raw[src] - hi[dst]) (appended to blk; also the
+ * wgmma 3xTF32 producer's, codegen/tf32_wgmma.c). */
+void tinyc_tf32_split_mmk(tinyc_mmk *b, tinyc_gstmt *blk, int raw, int src, int hi, int lo, int dst)
 {
 	tinyc_gexpr *x = tinyc_gx_load(b->k, raw, I(b, src), NULL);
 	if (tinyc_tf32_split(b->k, blk, x, hi, I(b, dst), lo, I(b, dst)) < 0)
@@ -104,7 +105,7 @@ static void tf32_compute(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *
 			tinyc_gexpr *ix = bin(b, TINYC_GX_ADD, b0, I(b, (int64_t)ni * 8 * c->ld + ks * 8));
 			tinyc_mmk_append(b, blk, tinyc_gs_copy(k, c->braw, I(b, ni * 2), c->Bs, ix, 2, NULL, 0));
 			for (int e = 0; e < 2; e++)
-				split(b, blk, c->braw, ni * 2 + e, c->bhi, c->blo, ni * 2 + e);
+				tinyc_tf32_split_mmk(b, blk, c->braw, ni * 2 + e, c->bhi, c->blo, ni * 2 + e);
 		}
 		for (int mi = 0; mi < MI; mi++) {
 			/* rows g and g + 8, each the lane's k pair: araw = (g, q) (g, q+4) (g+8, q) (g+8, q+4) */
@@ -117,7 +118,7 @@ static void tf32_compute(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *
 			/* the mma's order: (g, q) (g+8, q) (g, q+4) (g+8, q+4) */
 			static const int from[4] = {0, 2, 1, 3};
 			for (int e = 0; e < 4; e++)
-				split(b, blk, c->araw, mi * 4 + from[e], c->ahi, c->alo, mi * 4 + e);
+				tinyc_tf32_split_mmk(b, blk, c->araw, mi * 4 + from[e], c->ahi, c->alo, mi * 4 + e);
 			for (int ni = 0; ni < NI; ni++) {
 				tinyc_gexpr *ao = I(b, mi * 4), *bo = I(b, ni * 2), *z = I(b, 0);
 				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, c->part, z, c->alo, ao, c->bhi, bo, c->zero, z));

@@ -40,9 +40,9 @@ static int env_zero(const char *name)
 /* The knobs of o from the environment (the variables docs/architecture.md lists). */
 static void read_knobs(tinyc_sched_options *o)
 {
-	static const char *const variants[] = {"simt", "mma", "wgmma", "gemv", "tf32x3"};
+	static const char *const variants[] = {"simt", "mma", "wgmma", "gemv", "tf32x3", "tf32wg"};
 	const char *v = getenv("TINYC_MATMUL");
-	for (int i = 0; v && i < 5; i++)
+	for (int i = 0; v && i < 6; i++)
 		if (!strcmp(v, variants[i]))
 			o->matmul = variants[i];
 	const char *tile = getenv("TINYC_MATMUL_TILE");

@@ -35,6 +35,12 @@
 /* The SIMT tile's efficiency on a gathered (im2col) operand, relative to a strided one
  * (measured on the H100, see estimate) */
 #define SIMT_GATHER_EFF 0.37
+/* the wgmma 3xTF32 form against a third of the tf32 wgmma peak (the splits in shared
+ * memory, the part fragments' adds, a wait per k tile); H100 (docs/matmul-results.md):
+ * 128x128x32 measured 1409 us at 4096^3 (est 1541), 191 at 4096x2304x768 (est 191); the
+ * 128x64 tile 10-25% slower at 4096 rows (1867, 223 us), hence TF32WG_EFF_N64 */
+#define TF32WG_EFF 0.7
+#define TF32WG_EFF_N64 0.85
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
 /* --------------------------------------------------------------- problems ---- */
@@ -266,6 +272,8 @@ static void wgmma_knobs(const tinyc_sched_options *o, tinyc_mm_tiles *t)
 /* The tiles of the Hopper template (see tinyc_matmul_tiles); pingpong: the consumers
  * alternate whole tiles; pack: the operands TMA cannot load are packed first (-1 when
  * there is none). */
+static int fp32_operands(const tinyc_mm_problem *prob);
+
 static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 		       const int64_t *sym, int bm, int bn, int bk, int stages, int pingpong,
 		       int pack, tinyc_mm_tiles *t)
@@ -273,15 +281,18 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	memset(t, 0, sizeof(*t));
 	t->variant = TINYC_MM_WGMMA;
 	t->bm = bm, t->bn = bn, t->bk = bk, t->stages = stages;
+	t->tf32x3 = fp32_operands(prob);
 	if (dev->arch.major != 9 || dev->arch.minor != 0 || !(prob->tma_ok & TINYC_MM_SIZES_BOUND) ||
-	    prob->a.dtype != prob->b.dtype ||
-	    (prob->a.dtype != TINYC_HALF && prob->a.dtype != TINYC_BFLOAT16) ||
-	    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT)
+	    (!t->tf32x3 && (prob->a.dtype != prob->b.dtype ||
+			    (prob->a.dtype != TINYC_HALF && prob->a.dtype != TINYC_BFLOAT16) ||
+			    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT)))
+		return -1;
+	if (t->tf32x3 && tinyc_tf32wg_rejects(prob, bm, bn, bk, stages, pingpong, pack))
 		return -1;
 	int64_t mrows = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
 	if (bm == 128 && mrows >= 1 && mrows <= 64)
 		return -1;	/* a 64-row tile holds M: the second consumer's rows would be padding */
-	if (bk != 64 || (bm != 64 && bm != 128) ||
+	if ((bk != 64 && !t->tf32x3) || (bm != 64 && bm != 128) ||
 	    (bn != 64 && bn != 128 && bn != 192 && bn != 256) ||
 	    stages < 2 || stages > 8)
 		return -1;
@@ -329,14 +340,19 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	 * bytes per consumer warp) */
 	t->smem = (int64_t)stages * (bm + bn) * bk * 2 + 2 * 8 * stages +
 		  (int64_t)4 * t->consumers * 16 * 144;
+	if (t->tf32x3)	/* fp32 hi and lo stages, the ready barriers */
+		t->smem += (int64_t)stages * (bm + bn) * bk * 6 + 8 * stages;
 	if ((double)t->smem > optin_limit(dev) - 1024 || t->threads > dev->max_threads_per_block)
 		return -1;
 	/* the consumer's accumulators, broadcast vectors, addressing */
 	int rows = pingpong ? bm : 64;
 	t->regs = (rows / 64) * (bn / 2) + (rows / 64) * (bn / 8) + 40;
+	if (t->tf32x3)	/* a part fragment beside the accumulators */
+		t->regs = 2 * (bn / 2) + 40;
 	int generic = !t->a_tma || !t->b_tma;	/* the producer's threads copy: more registers */
 	/* NHWC: the producer's cp.async addressing keeps the rows' terms of a tile in
 	 * registers; no setmaxnreg (168 each: 65536 / 384) */
+	generic |= t->tf32x3;	/* the producer's threads split */
 	t->regs_producer = t->consumers == 2 && !t->a_nhwc ? (generic ? 56 : 40) : 0;
 	t->regs_consumer = t->consumers == 2 && !t->a_nhwc ? (generic ? 224 : 232) : 0;
 	if (t->regs > (t->regs_consumer ? t->regs_consumer : t->consumers == 2 ? 168 : 255))
@@ -396,8 +412,8 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 {
 	static const char *const names[] = {"simt", "mma", "wgmma", "gemv", "tf32x3"};
 	if (t->variant == TINYC_MM_WGMMA)
-		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s", t->bm, t->bn, t->bk, t->stages,
-			 t->consumers, t->wgn, t->pingpong ? " pp" : "",
+		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s%s", t->bm, t->bn, t->bk, t->stages,
+			 t->consumers, t->wgn, t->pingpong ? " pp" : "", t->tf32x3 ? " tf32x3" : "",
 			 t->a_nhwc ? " nhwc" : t->pack_a && t->pack_b ? " packAB" : t->pack_a ? " packA"
 			 : t->pack_b ? " packB" : "");
 	else
@@ -651,7 +667,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 			 K * N * tinyc_dtype_size(prob->b.dtype) * rd_b) +
 		    epilogue_bytes(s, prob, M, N, L, t->bm, t->bn);
 	double peak = t->variant == TINYC_MM_SIMT ? s->fp32_tflops : s->dev.peak_fp16_tflops;
-	if (t->variant == TINYC_MM_TF32X3)	/* tf32 runs at half the fp16 rate, 3 mma per step */
+	if (t->variant == TINYC_MM_TF32X3 || t->tf32x3)	/* tf32: half the fp16 rate, 3 mma a step */
 		peak = s->dev.peak_fp16_tflops / 2 / 3;
 	if (peak <= 0)
 		peak = 1;
@@ -701,7 +717,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		if (t->a_nhwc && t->bm >= 128)
 			copy *= 0.85;
 		p->eff = util * wave_eff * pipe * instr * epi * copy *
-			 (t->consumers == 2 ? 1.0 : 0.9);
+			 (t->consumers == 2 ? 1.0 : 0.9) * (t->tf32x3 ? TF32WG_EFF * (t->bn == 64 ? TF32WG_EFF_N64 : 1.0) : 1.0);
 	} else {
 		/* the two-stage SIMT tile prefetches the next k tile into registers under the
 		 * FMAs and reads its operands as 16-byte vectors from shared memory */
@@ -786,6 +802,8 @@ static int forced_variant(const tinyc_sched_options *o)
 		return TINYC_MM_GEMV;
 	if (!strcmp(v, "tf32x3"))
 		return TINYC_MM_TF32X3;
+	if (!strcmp(v, "tf32wg"))	/* wgmma: its fp32 form is the 3xTF32 one */
+		return TINYC_MM_WGMMA;
 	return -1;
 }
 
@@ -943,14 +961,15 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 t.warps_n, t.smem, t.dyn_smem ? " dynamic" : "", t.ctas_per_sm);
 	else
 		snprintf(p.desc, sizeof(p.desc),
-			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%dk16, "
+			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%d%s, "
 			 "smem %" PRId64 " B, persistent %d CTAs",
 			 t.bm, t.bn, t.bk, t.stages,
 			 t.a_nhwc ? "A nhwc cp.async, B packed"
 			 : t.pack_a && t.pack_b ? "tma, A B packed" : t.pack_a ? "tma, A packed"
 			 : t.pack_b ? "tma, B packed"
 			 : t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
-			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.smem, t.grid);
+			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.tf32x3 ? "k8 3xTF32" : "k16",
+			 t.smem, t.grid);
 	if (split > 1) {
 		size_t n = strlen(p.desc);
 		snprintf(p.desc + n, sizeof(p.desc) - n, ", split-K %d", split);
@@ -993,8 +1012,10 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 				for (int i = 0; i < 2; i++)
 					for (int j = 0; j < 4; j++)
 						for (int q = 0; q < 4; q++) {
+							/* fp32: the 3xTF32 form's k tile of 32 */
+							int wbk = fp32_operands(&prob) ? 32 : 64;
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
-									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,
+									       wbn[j], wbk, wst[q], pp, 0, have_ft, ft,
 									       idx)) < 0)
 								return -1;
 							added += r;
@@ -1339,8 +1360,16 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 					 "under the other's main loop), %d x ", t->bm / 64);
 		else
 			tinyc_buf_printf(out, "%d consumers of 64 rows, ", t->consumers);
-		tinyc_buf_printf(out, "wgmma m64n%dk16 from 128 B-swizzled shared tiles, one wgmma group in "
-				 "flight", t->wgn);
+		if (t->tf32x3)
+			tinyc_buf_printf(out, "3xTF32: the producer's threads split each landed stage into "
+					 "hi (in place) and lo tiles, 3 wgmma m64n%dk8 .tf32 per k step "
+					 "(lo*hi, hi*lo, hi*hi) into a fresh fragment added to the "
+					 "accumulators per k tile (fp32 accuracy; the two consumers' groups "
+					 "overlap)",
+					 t->wgn);
+		else
+			tinyc_buf_printf(out, "wgmma m64n%dk16 from 128 B-swizzled shared tiles, one wgmma "
+					 "group in flight", t->wgn);
 		if (t->regs_consumer)
 			tinyc_buf_printf(out, "; setmaxnreg %d/%d", t->regs_producer, t->regs_consumer);
 		tinyc_buf_putc(out, '\n');

@@ -28,7 +28,8 @@ typedef struct tinyc_sched_options {
 	const tinyc_tune_entry *tune;	/* tuning entries of dev (kept; NULL: none) */
 	int ntune;			/* entries in tune */
 	int tune_off;			/* TINYC_TUNE=0: the tuning cache is not read */
-	const char *matmul;		/* TINYC_MATMUL: "simt", "mma", "wgmma", "gemv", "tf32x3"
+	const char *matmul;		/* TINYC_MATMUL: "simt", "mma", "wgmma", "gemv", "tf32x3",
+					 * "tf32wg" (wgmma: its fp32 form is 3xTF32)
 					 * forces the contraction template; NULL: the cost
 					 * model chooses */
 	int tile[5];			/* TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES[xSPLIT]]: the only

@@ -931,3 +931,56 @@ Test(tune, class_store_lookup_and_choice)
 	unsetenv("TINYC_CACHE_DIR");
 	compiled_free(&c);
 }
+
+/* ------------------------------------------------------------- 3xTF32 ---- */
+
+#define LINEAR_FP32 TINYC_SOURCE_DIR "/examples/linear_fp32.uop"
+#define GELU_RES_FP32 TINYC_SOURCE_DIR "/tests/gpu/tf32wg/linear_gelu_res_fp32.uop"
+
+/* fp32 Linears (both operands k-contiguous) on sm_90a take the wgmma 3xTF32 form by the
+ * cost model at GPT-2's shapes and when forced at odd sizes (tails in m, n and k; bias,
+ * GELU and a residual in the epilogue); the CUDA compiles for sm_90a with three
+ * m64nNk8 .tf32 wgmma per k step; sm_80 keeps the mma.sync 3xTF32 tile. */
+Test(wgmma_nvrtc, tf32x3_wgmma_odd_shapes, .timeout = 600)
+{
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	compiled c;
+	cr_assert_eq(compile_to(&c, LINEAR_FP32, NULL, "sm_90a", "M=4096,N=768,K=3072", "cuda"), 0);
+	cr_assert(chosen(&c)->t.variant == TINYC_MM_WGMMA && chosen(&c)->t.tf32x3);
+	char *cu = dump(&c, "cuda");
+	cr_assert(strstr(cu, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), "the tf32 wgmma");
+	free(cu);
+	nvrtc_ok(&c, "sm_90a", "linear_fp32 4096x768x3072");
+	compiled_free(&c);
+	setenv("TINYC_MATMUL", "tf32wg", 1);
+	static const char *const odd[][2] = {
+		{GELU_RES_FP32, "M=200,N=136,K=100"}, {GELU_RES_FP32, "M=333,N=257,K=3072"},
+		{LINEAR_FP32, "M=97,N=45,K=68"},
+	};
+	for (size_t i = 0; i < sizeof(odd) / sizeof(*odd); i++) {
+		cr_assert_eq(compile_to(&c, odd[i][0], NULL, "sm_90a", odd[i][1], "cuda"), 0, "%s", odd[i][1]);
+		const tinyc_mm_plan *mp = chosen(&c);
+		cr_assert(mp->t.variant == TINYC_MM_WGMMA && mp->t.tf32x3 && mp->t.bk == 32, "%s", odd[i][1]);
+		nvrtc_ok(&c, "sm_90a", odd[i][1]);
+		compiled_free(&c);
+	}
+	/* a K whose rows TMA cannot load (K = 70: 280-byte rows) is no wgmma 3xTF32 candidate */
+	cr_assert_eq(compile_to(&c, LINEAR_FP32, NULL, "sm_90a", "M=37,N=45,K=70", "schedule"), 0);
+	cr_assert(!chosen(&c)->t.tf32x3);
+	compiled_free(&c);
+	/* sm_80: the forced wgmma form matches no candidate (ignored); the mma.sync tile */
+	cr_assert_eq(compile_to(&c, GELU_RES_FP32, NULL, "sm_80", "M=333,N=257,K=3072", "schedule"), 0);
+	cr_assert_neq(chosen(&c)->t.variant, TINYC_MM_WGMMA);
+	compiled_free(&c);
+	setenv("TINYC_MATMUL", "tf32x3", 1);
+	cr_assert_eq(compile_to(&c, GELU_RES_FP32, NULL, "sm_80", "M=333,N=257,K=3072", "cuda"), 0);
+	unsetenv("TINYC_MATMUL");
+	cr_assert_eq(chosen(&c)->t.variant, TINYC_MM_TF32X3);
+	nvrtc_ok(&c, "sm_80", "linear_gelu_res_fp32 sm_80");
+	compiled_free(&c);
+}
