@@ -18,11 +18,16 @@
  *               of their own, CHW) while the other threads compute the next tile (double
  *               buffer)
  *       pass 3  imp[p] = sum over g, in order, of exp(s - lse_g) (flushed below FLT_MIN);
- *               key = float bits & KEYMASK; imp[n-1] forced to 1000
+ *               key = float bits & KEYMASK; imp[n-1] forced to 1000.  Computed fast (FMA
+ *               scores, expf) with a bound on the distance from the reference's
+ *               arithmetic; the keys the bound leaves open are recomputed exactly
  *       top-K   radix select of the TOPK-th largest key (8-bit digits, shared histogram),
  *               ties to the smaller position through an ordered ballot scan; the kept
  *               candidates as a bitmask, their nodes, ascending, the next layer's parents
- *     pass 4 (leaves: the candidates not kept, all of them on layer 0): tiles of a
+ *     pass 4 (leaves: the candidates not kept, all of them on layer 0), on tensor cores
+ *             when G = K = V = 16 and the inputs are float (ht_leaves_mma: a warp per
+ *             chunk of 8 candidates, 3xTF32 mma.sync, cp.async staging, a softmax state
+ *             a warp, merged at the end), else: tiles of a
  *             candidate a thread: scores (FMA) and V rows (16-byte loads) into padded
  *             candidate-major tiles, weights exp(s - running max) with lazy rescaling
  *             (the tile max only when a score exceeds the running max by LAZY), weights
@@ -30,7 +35,8 @@
  *   final: the per-slice partial states are summed and o = U / max(S, 1e-30).
  *
  * exp and log on the selection path are correctly rounded float results (computed in
- * double), the closest a GPU gets to the host libm the reference calls.  The keys share
+ * double; exp through a table, ht_exp_tab), the closest a GPU gets to the host libm the
+ * reference calls.  The keys share
  * their shared memory with the work area (they live from pass 3 to the top-K only).
  * Per-phase cycles (profile = 1): HT_MARK after each phase's barrier.
  */
