@@ -2,49 +2,27 @@
  * kernel (sched/attention.h).
  *
  * A block owns `bm` query rows of one batch entry (grid x: query tiles, grid y: the batch
- * dims flattened; swapped for the causal tensor-core kernel), one thread per row.  The thread keeps its query row and its output
- * accumulator in registers (its tile of scores in its own column of a shared score
- * tile); the block streams K and V through shared memory `bn` keys at
- * a time.  Per key tile every thread computes its row of scores (the Q K^T dot product,
- * then the graph's own scale and mask expression through the emitter, with the dot
- * product substituted for the Q*K reduction), takes the tile maximum, rescales its
- * running sum and accumulator once (online softmax, fp32 statistics) and accumulates
- * P V.  Keys past Tk score -inf; rows past Tq compute but do not store.  The output is
- * the accumulator divided by the running sum, passed through the elementwise ops the
- * graph applies to O before it is stored.  Q, K and V are read through the emitter at the
- * MUL operands' indices, so the graph's views (head splits, transposes, GQA broadcasts)
- * need no special case.
+ * dims flattened; swapped for some causal tensor-core kernels, abuild.qy), one thread per
+ * row.  The thread keeps its query row and its output accumulator in registers (its tile of
+ * scores in its own column of a shared score tile); the block streams K and V through
+ * shared memory `bn` keys at a time.  Per key tile every thread computes its row of scores
+ * (the Q K^T dot product, then the graph's own scale and mask expression through the
+ * emitter, with the dot product substituted for the Q*K reduction), takes the tile
+ * maximum, rescales its running sum and accumulator once (online softmax, fp32 statistics)
+ * and accumulates P V.  Keys past Tk score -inf; rows past Tq compute but do not store.  The
+ * output is the accumulator divided by the running sum, passed through the elementwise ops
+ * the graph applies to O before it is stored.  Q, K and V are read through the emitter at
+ * the MUL operands' indices, so the graph's views (head splits, transposes, GQA
+ * broadcasts) need no special case.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
-#include "codegen/gpu.h"
+#include "codegen/attention_int.h"
 #include "codegen/attention_mask.h"
 #include "codegen/attention_out.h"
-#include "sched/attention.h"
 
-/* State of one kernel build. */
-typedef struct abuild {
-	tinyc_ctx *ctx;			/* diagnostics */
-	tinyc_gkernel *k;		/* the kernel */
-	tinyc_emit *em;			/* its value emitter */
-	const tinyc_attn_match *m;	/* the attention */
-	tinyc_dtype ix;			/* index dtype */
-	tinyc_gexpr *dot;		/* value substituted for the Q*K reduction, or NULL */
-	tinyc_gexpr *out;		/* value substituted for the P*V reduction, or NULL */
-	int failed;			/* a builder call failed */
-	int stages;			/* K/V ring depth the kernel got (1: synchronous) */
-	int causal;			/* the mask is proven `j <= i + coff` (attention_mask.c) */
-	int64_t coff;			/* its diagonal offset */
-	int dyn;			/* every shared array in dynamic shared memory (above
-					 * 48 KiB: the runtime opts in when the dynamic part
-					 * alone is that large) */
-	int qy;				/* query tiles on grid y, the batch on grid x (the
-					 * causal tensor-core kernel: every batch entry's
-					 * longest tiles start in the first wave) */
-} abuild;
 
 /* The emitter hook: the dot product for the Q*K reduction, the normalised accumulator
  * for the P*V reduction. */
@@ -59,54 +37,6 @@ static tinyc_gexpr *attn_leaf(tinyc_emit *em, int node, tinyc_gexpr *const *idx,
 	if (b->causal && node == b->m->bias)	/* applied as a key bound instead */
 		return tinyc_gx_float(b->k, tinyc_emit_compute_dtype(em->g->nodes[node].dtype), 0.0);
 	return NULL;
-}
-
-/* Append s to block, recording failure. */
-static void app(abuild *b, tinyc_gstmt *block, tinyc_gstmt *s)
-{
-	if (!s || tinyc_gs_append(b->k, block, s) < 0)
-		b->failed = 1;
-}
-
-/* An index constant. */
-static tinyc_gexpr *ic(abuild *b, int64_t v)
-{
-	return tinyc_gx_int(b->k, b->ix, v);
-}
-
-/* A float constant. */
-static tinyc_gexpr *fc(abuild *b, double v)
-{
-	return tinyc_gx_float(b->k, TINYC_FLOAT, v);
-}
-
-/* A binary expression. */
-static tinyc_gexpr *bin(abuild *b, tinyc_gx_op op, tinyc_gexpr *x, tinyc_gexpr *y)
-{
-	return tinyc_gx_binary(b->k, op, x, y);
-}
-
-/* Declare a register `name` of dtype dt initialised to init in block; its index or -1. */
-static int reg(abuild *b, tinyc_gstmt *block, const char *name, tinyc_dtype dt, tinyc_gexpr *init)
-{
-	int v = tinyc_gk_reg(b->k, name, dt);
-	if (v < 0) {
-		b->failed = 1;
-		return -1;
-	}
-	app(b, block, tinyc_gs_decl(b->k, v, init));
-	return v;
-}
-
-/* A loop iterator register (non-negative). */
-static int iter(abuild *b, const char *name)
-{
-	int v = tinyc_gk_reg(b->k, name, b->ix);
-	if (v < 0)
-		b->failed = 1;
-	else
-		tinyc_emit_set_nonneg(b->em, v);
-	return v;
 }
 
 /* Whether dim d of node n is the constant 1. */
@@ -189,7 +119,7 @@ static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *
 
 /* The query tile of this block: under a causal mask the last tiles (the most keys) run
  * first, for balance. */
-static tinyc_gexpr *query_tile(abuild *b, int bm)
+tinyc_gexpr *tinyc_attn_query_tile(abuild *b, int bm)
 {
 	tinyc_gkernel *k = b->k;
 	tinyc_gexpr *bx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, b->qy ? TINYC_GSP_BID_Y : TINYC_GSP_BID_X));
@@ -200,7 +130,7 @@ static tinyc_gexpr *query_tile(abuild *b, int bm)
 
 /* Under a causal mask, the key loop's end: the keys the block's last row r0 + bm - 1 may
  * see, min(Tk, max(0, r0 + bm + coff)), as a register in body.  Otherwise Tk. */
-static tinyc_gexpr *key_end(abuild *b, tinyc_gstmt *body, tinyc_gexpr *r0, int bm)
+tinyc_gexpr *tinyc_attn_key_end(abuild *b, tinyc_gstmt *body, tinyc_gexpr *r0, int bm)
 {
 	if (!b->causal)
 		return ic(b, b->m->tk);
@@ -251,7 +181,7 @@ static int tile_iter(abuild *b, const char *name, int64_t per_row, int64_t unit,
 /* Load rows [r0, r0 + nrows) x cols [0, W) of view `node` (trailing index built by `kind`:
  * 0 Q (row, 0, c), 1 K (0, row, c), 2 V (0, c, row)) into shared `sh` (row stride S,
  * dtype dt), zero outside [0, limit). */
-static void load_tile(abuild *b, tinyc_gstmt *blk, int sh, int64_t S, int node, int kind,
+void tinyc_attn_load_tile(abuild *b, tinyc_gstmt *blk, int sh, int64_t S, int node, int kind,
 		      tinyc_gexpr *const *p, tinyc_gexpr *r0, int nrows, int64_t W, int64_t limit,
 		      int threads, tinyc_dtype dt)
 {
@@ -423,7 +353,7 @@ static int affine_form(const tinyc_gexpr *e, const int *xv, int nx, int64_t *coe
 /* Whether the tile rows of view `node` (trailing index built by `kind` as in load_tile)
  * can be copied in 16-byte cp.async chunks: the offset affine in (row, column) with
  * column stride 1, row stride and origin multiples of 8 elements. */
-static int tile_async_ok(abuild *b, int node, int kind, tinyc_gexpr *const *p)
+int tinyc_attn_tile_async_ok(abuild *b, int node, int kind, tinyc_gexpr *const *p)
 {
 	tinyc_gkernel *k = b->k;
 	const int nb = b->m->rank - 2;
@@ -452,7 +382,7 @@ static int tile_async_ok(abuild *b, int node, int kind, tinyc_gexpr *const *p)
  * loop has a constant trip count (copies / threads, unrolled), and when the block covers
  * whole rows per step a thread's row and column are tid / CW + step and a constant
  * column: no per-copy division, no remainder loop. */
-static void load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *base, int64_t S,
+void tinyc_attn_load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr *base, int64_t S,
 			    int node, int kind, tinyc_gexpr *const *p, tinyc_gexpr *r0, int nrows,
 			    int64_t W, int64_t limit, int threads)
 {
@@ -503,10 +433,10 @@ static void kv_copy(abuild *b, tinyc_gstmt *blk, int ks, int64_t KS, int vs, int
 		    tinyc_gexpr *const *p, tinyc_gexpr *J, int BN, int threads)
 {
 	const tinyc_attn_match *m = b->m;
-	load_tile_async(b, blk, ks, bin(b, TINYC_GX_MUL, stage, ic(b, BN * KS)), KS, m->k_side, 1, p, J, BN, m->d,
-			m->tk, threads);
-	load_tile_async(b, blk, vs, bin(b, TINYC_GX_MUL, stage, ic(b, BN * VS)), VS, m->v_side, 2, p, J, BN, m->dv,
-			m->tk, threads);
+	tinyc_attn_load_tile_async(b, blk, ks, bin(b, TINYC_GX_MUL, stage, ic(b, BN * KS)), KS, m->k_side, 1, p, J,
+				   BN, m->d, m->tk, threads);
+	tinyc_attn_load_tile_async(b, blk, vs, bin(b, TINYC_GX_MUL, stage, ic(b, BN * VS)), VS, m->v_side, 2, p, J,
+				   BN, m->dv, m->tk, threads);
 }
 
 /* The per-tile K/V traffic of the key loop (body tb, J0 its first key, work block wb
@@ -516,7 +446,7 @@ static void kv_copy(abuild *b, tinyc_gstmt *blk, int ks, int64_t KS, int vs, int
  * barrier, then waits for its own; *kbase, *vbase: where this tile's stage starts.
  * Without, synchronous loads into the one stage.  Rows of stride KS (VS) in ks (vs),
  * element type dt; threads: the block size. */
-static void kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *wb, int cp,
+void tinyc_attn_kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *wb, int cp,
 		      int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *const *p, tinyc_gexpr *r0,
 		      int BM, tinyc_gexpr *J0, int BN, tinyc_gexpr *kend, int threads, tinyc_dtype dt,
 		      tinyc_gexpr **kbase, tinyc_gexpr **vbase)
@@ -527,8 +457,8 @@ static void kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt
 	if (cp < 0) {
 		app(b, tb, tinyc_gs_barrier(k));
 		mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
-		load_tile(b, wb, ks, KS, m->k_side, 1, p, J0, BN, m->d, m->tk, threads, dt);
-		load_tile(b, wb, vs, VS, m->v_side, 2, p, J0, BN, m->dv, m->tk, threads, dt);
+		tinyc_attn_load_tile(b, wb, ks, KS, m->k_side, 1, p, J0, BN, m->d, m->tk, threads, dt);
+		tinyc_attn_load_tile(b, wb, vs, VS, m->v_side, 2, p, J0, BN, m->dv, m->tk, threads, dt);
 		app(b, wb, tinyc_gs_barrier(k));
 		return;
 	}
@@ -651,7 +581,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	tinyc_gexpr *ninf = fc(b, -INFINITY);
 
 	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	int bx = reg(b, body, "qtile", b->ix, query_tile(b, BM));
+	int bx = reg(b, body, "qtile", b->ix, tinyc_attn_query_tile(b, BM));
 	if (b->failed)
 		return;
 	tinyc_emit_set_nonneg(em, tid);
@@ -690,8 +620,8 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	/* fp32 inputs on sm_80+: K and V through 2-stage cp.async rings of 4-float copies
 	 * (dynamic shared memory above the static limit) */
 	const int pipe = ap->stages > 1 && m->in_dtype == TINYC_FLOAT && s->dev.arch.major >= 8 &&
-			 D % 4 == 0 && DV % 4 == 0 && tile_async_ok(b, m->k_side, 1, p) &&
-			 tile_async_ok(b, m->v_side, 2, p);
+			 D % 4 == 0 && DV % 4 == 0 && tinyc_attn_tile_async_ok(b, m->k_side, 1, p) &&
+			 tinyc_attn_tile_async_ok(b, m->v_side, 2, p);
 	b->stages = pipe ? 2 : 1;
 	const int64_t ring = (pipe ? 2 : 1) * (int64_t)BN * (D + DV);
 	b->dyn = (ring + (int64_t)BN * BM) * 4 + 16 > 48 * 1024;
@@ -723,7 +653,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 		return;
 
 	/* the key tiles */
-	tinyc_gexpr *kend = key_end(b, body, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM);
+	tinyc_gexpr *kend = tinyc_attn_key_end(b, body, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM);
 	int j0 = iter(b, "j0");
 	if (!kend)
 		return;
@@ -733,7 +663,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	 * the block (exact: a finite score plus -inf is -inf, whose weight is 0) */
 	tinyc_gstmt *wb = tinyc_gs_block(k);
 	tinyc_gexpr *kbase, *vbase;
-	kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, D, vs, DV, p,
+	tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, D, vs, DV, p,
 		  bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM)), BM, J0, BN, kend, BM, TINYC_FLOAT,
 		  &kbase, &vbase);
 	if (b->failed)
@@ -842,7 +772,7 @@ static void frag_pos(abuild *b, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr 
 /* Scores of keys a row may not see (past Tk; under a causal mask past row + coff) to -inf
  * (the NS fragment values from sacc[so]), only in the tiles that hold such keys: the warp-uniform test is whether the tile's last
  * key passes Tk or the diagonal of the warp's first row.  Nothing when neither can. */
-static void mask_keys_mma(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, tinyc_gexpr *r0,
+void tinyc_attn_mask_keys(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, tinyc_gexpr *r0,
 			  tinyc_gexpr *wrow, tinyc_gexpr *gq, tinyc_gexpr *tq2, tinyc_gexpr *J0, int BN)
 {
 	tinyc_gkernel *k = b->k;
@@ -886,13 +816,15 @@ static tinyc_gexpr *row_tree(abuild *b, tinyc_gx_op op, int arr, int so, int NS,
 
 /* The online-softmax step of one key tile on a 16-row block's score fragments sacc[so..]
  * (NS values, two rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a
- * row (a balanced tree, then the 4 lanes), the rescale alpha = 2^((m_old - m) c) of the
- * running sums lv and accumulators oacc[oo..] (NO; without a causal mask only when a
- * maximum moved), then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) as dtype dt into
- * the A fragment pa[so..] and, by a balanced tree, into the sums.  A row whose maximum is
- * still -inf uses 0 as its reference. */
-static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int so, int oacc, int oo,
-			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt)
+ * row, the rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators
+ * oacc[oo..] (NO), then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) as dtype dt into
+ * the A fragment pa[so..] and into the sums.  A row whose maximum is still -inf uses 0 as
+ * its reference.  trees (the 16-bit kernel, where it was measured): the row maxima and
+ * sums by balanced trees and, without a causal mask, the rescale only when a maximum
+ * moved; else (the 3xTF32 kernel, as it was measured) chains and an unconditional
+ * rescale. */
+void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int so, int oacc, int oo,
+			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt, int trees)
 {
 	tinyc_gkernel *k = b->k;
 	tinyc_gexpr *ninf = fc(b, -INFINITY), *C = fc(b, b->m->exp_scale);
@@ -902,9 +834,16 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 	int tmp = reg(b, wb, "other", TINYC_FLOAT, NULL);
 	if (b->failed)
 		return;
-	for (int h = 0; h < 2; h++)
-		app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
-							 row_tree(b, TINYC_GX_MAX, sacc, so, NS, h))));
+	if (trees)
+		for (int h = 0; h < 2; h++)
+			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
+								 row_tree(b, TINYC_GX_MAX, sacc, so, NS, h))));
+	else
+		for (int i = 0; i < NS; i++) {
+			int h = (i % 4) / 2;
+			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
+								 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
+		}
 	for (int h = 0; h < 2; h++) {
 		for (int off = 1; off <= 2; off *= 2) {
 			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
@@ -918,6 +857,26 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 				tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))), NULL, NULL));
 		if (b->failed)
 			return;
+		if (!trees) {
+			app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
+			app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+		}
+	}
+	if (!trees) {
+		for (int i = 0; i < NO; i++)
+			app(b, wb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
+									   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+		for (int i = 0; i < NS; i++) {
+			int h = (i % 4) / 2;
+			tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
+				tinyc_gx_load(k, sacc, ic(b, so + i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
+				NULL, NULL);
+			app(b, wb, tinyc_gs_store(k, sacc, ic(b, so + i), pe, NULL));
+			app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+								 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
+			app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
+		}
+		return;
 	}
 	/* without a causal mask, the rescale only where a row maximum moved (alpha is 1 but
 	 * for rounding otherwise): past the first tiles most key tiles skip NO multiplies a
@@ -955,7 +914,7 @@ static void online_softmax_mma(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
  * the 4 lanes of a row, then each accumulator element oacc[oo + i] (NO of them, in the m16n8 fragment layout)
  * times 1 / l through the graph's elementwise ops after the P*V reduction, stored at its
  * (row, column) of the output view (rows past Tq not stored). */
-static void store_output_mma(abuild *b, tinyc_gstmt *body, const tinyc_skernel *sk, int oacc, int oo, int NO,
+void tinyc_attn_store_output(abuild *b, tinyc_gstmt *body, const tinyc_skernel *sk, int oacc, int oo, int NO,
 			     const int *lv, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr *gq,
 			     tinyc_gexpr *tq2, tinyc_gexpr *const *p)
 {
@@ -990,6 +949,103 @@ static void store_output_mma(abuild *b, tinyc_gstmt *body, const tinyc_skernel *
 	}
 }
 
+/* The thread roles of a tensor-core kernel with BM query rows a block, declared at the top
+ * of the body: lane, warp, the query tile (its first row r0), the batch indices from
+ * blockIdx.y (blockIdx.x under b->qy, the query tiles then on y: tinyc_attn_query_tile;
+ * both tensor-core kernels), the accumulator fragment's row group and column pair.  0 or
+ * -1. */
+int tinyc_attn_warp_roles(abuild *b, const tinyc_schedule *s, int BM, tinyc_attn_warps *w)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_uop *su = &s->g->nodes[b->m->score];
+	const int nb = b->m->rank - 2;
+	tinyc_gstmt *body = k->body;
+	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
+	int lane = reg(b, body, "lane", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_LANE)));
+	int warp = reg(b, body, "warp", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_WARP)));
+	int bx = reg(b, body, "qtile", b->ix, tinyc_attn_query_tile(b, BM));
+	/* the batch on grid y, or on x where the query tiles are on y (b->qy) */
+	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, b->qy ? TINYC_GSP_BID_X :
+												  TINYC_GSP_BID_Y)));
+	if (b->failed)
+		return -1;
+	int nn[] = {tid, lane, warp, bx, pb};
+	for (int i = 0; i < 5; i++)
+		tinyc_emit_set_nonneg(b->em, nn[i]);
+	w->lane = tinyc_gx_var(k, lane), w->warp = tinyc_gx_var(k, warp);
+	w->r0 = bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM));
+	tinyc_gexpr *rest = tinyc_gx_var(k, pb);
+	for (int d = nb - 1; d >= 0; d--) {
+		int64_t ext = su->shape[d].sym < 0 ? su->shape[d].val : tinyc_dim_value(&su->shape[d], s->bind);
+		char name[16];
+		snprintf(name, sizeof(name), "b%d", d);
+		int v = reg(b, body, name, b->ix, bin(b, TINYC_GX_MOD, rest, ic(b, ext)));
+		if (v < 0)
+			return -1;
+		tinyc_emit_set_nonneg(b->em, v);
+		w->p[d] = tinyc_gx_var(k, v);
+		rest = bin(b, TINYC_GX_DIV, rest, ic(b, ext));
+	}
+	w->gq = bin(b, TINYC_GX_DIV, w->lane, ic(b, 4));
+	w->tq2 = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, w->lane, ic(b, 4)), ic(b, 2));
+	return 0;
+}
+
+/* The block's Q tile (BM rows from r0) into shared qs (row stride S, element type dt): by
+ * cp.async through pipeline cp (>= 0) where the view allows, else by element loads; then a
+ * barrier. */
+void tinyc_attn_load_q(abuild *b, tinyc_gstmt *body, int qs, int64_t S, tinyc_gexpr *const *p,
+		       tinyc_gexpr *r0, int BM, int threads, int cp, tinyc_dtype dt)
+{
+	const tinyc_attn_match *m = b->m;
+	if (cp >= 0 && tinyc_attn_tile_async_ok(b, m->q_side, 0, p)) {
+		tinyc_attn_load_tile_async(b, body, qs, ic(b, 0), S, m->q_side, 0, p, r0, BM, m->d, m->tq, threads);
+		app(b, body, tinyc_gs_cp_commit(b->k, cp));
+		app(b, body, tinyc_gs_cp_wait(b->k, cp, 0));
+	} else {
+		tinyc_attn_load_tile(b, body, qs, S, m->q_side, 0, p, r0, BM, m->d, m->tq, threads, dt);
+	}
+	app(b, body, tinyc_gs_barrier(b->k));
+}
+
+/* The running state of a warp's MB 16-row blocks, declared in body: the accumulator
+ * fragments oacc at 0, and per block the maxima mv (-inf) and sums lv (0) of rows g and
+ * g + 8.  0 or -1. */
+int tinyc_attn_row_state(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv, int *lv)
+{
+	app(b, body, tinyc_gs_decl(b->k, oacc, fc(b, 0)));
+	for (int h = 0; h < 2 * MB; h++) {
+		mv[h] = reg(b, body, h % 2 ? "m1" : "m0", TINYC_FLOAT, fc(b, -INFINITY));
+		lv[h] = reg(b, body, h % 2 ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
+	}
+	return b->failed ? -1 : 0;
+}
+
+/* The graph's scale (and an additive mask) on the n raw score fragment values sacc[0..n)
+ * (NS a 16-row block; wrow[i / NS] its first row), in place, through the emitter. */
+void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int n, int NS, const tinyc_attn_warps *w,
+		       tinyc_gexpr *const *wrow, tinyc_gexpr *J0)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_attn_match *m = b->m;
+	for (int i = 0; i < n; i++) {
+		tinyc_gexpr *row, *col;
+		frag_pos(b, w->r0, wrow[i / NS], w->gq, w->tq2, J0, i % NS, &row, &col);
+		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, col, ic(b, m->tk));
+		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
+		view_index(b, m->score, m->rank - 2, w->p, 2, t, idx);
+		tinyc_gstmt *eb = tinyc_gs_block(k);
+		b->dot = tinyc_gx_load(k, sacc, ic(b, i), NULL);
+		tinyc_emit_scope_enter(b->em);
+		tinyc_gexpr *sv = tinyc_emit_value(b->em, eb, m->score, idx,
+			bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)), vj));
+		tinyc_emit_scope_leave(b->em);
+		b->dot = NULL;
+		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_cast(k, TINYC_FLOAT, sv), NULL));
+		app(b, wb, eb);
+	}
+}
+
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
@@ -1000,51 +1056,25 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 			   const tinyc_attn_plan *ap)
 {
 	tinyc_gkernel *k = b->k;
-	tinyc_emit *em = b->em;
 	const tinyc_attn_match *m = b->m;
-	const tinyc_graph *g = s->g;
-	const tinyc_uop *su = &g->nodes[m->score];
 	const int MB = ap->mb > 1 ? 2 : 1;	/* 16-row blocks a warp (wrow, mv, lv hold 2) */
-	const int nb = m->rank - 2, BM = ap->bm, BN = ap->bn, NT = BM * 2 / MB;
+	const int BM = ap->bm, BN = ap->bn, NT = BM * 2 / MB;
 	const int64_t D = m->d, DV = m->dv, QS = D + 8, VS = DV + 8;
 	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4, NQ = (int)(D / 16) * 8;
 	const tinyc_dtype dt = m->in_dtype;
 	tinyc_gstmt *body = k->body;
-	tinyc_gexpr *ninf = fc(b, -INFINITY);
 
-	int tid = reg(b, body, "tid", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	int lane = reg(b, body, "lane", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_LANE)));
-	int warp = reg(b, body, "warp", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_WARP)));
-	int bx = reg(b, body, "qtile", b->ix, query_tile(b, BM));
-	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, b->qy ? TINYC_GSP_BID_X :
-												  TINYC_GSP_BID_Y)));
-	if (b->failed)
+	tinyc_attn_warps w;
+	if (tinyc_attn_warp_roles(b, s, BM, &w) < 0)
 		return;
-	int nn[] = {tid, lane, warp, bx, pb};
-	for (int i = 0; i < 5; i++)
-		tinyc_emit_set_nonneg(em, nn[i]);
-	tinyc_gexpr *L = tinyc_gx_var(k, lane), *Wp = tinyc_gx_var(k, warp);
-	tinyc_gexpr *r0 = bin(b, TINYC_GX_MUL, tinyc_gx_var(k, bx), ic(b, BM));
-	tinyc_gexpr *p[TINYC_MAX_RANK], *rest = tinyc_gx_var(k, pb);
-	for (int d = nb - 1; d >= 0; d--) {
-		int64_t ext = su->shape[d].sym < 0 ? su->shape[d].val : tinyc_dim_value(&su->shape[d], s->bind);
-		char name[16];
-		snprintf(name, sizeof(name), "b%d", d);
-		int v = reg(b, body, name, b->ix, bin(b, TINYC_GX_MOD, rest, ic(b, ext)));
-		if (v < 0)
-			return;
-		tinyc_emit_set_nonneg(em, v);
-		p[d] = tinyc_gx_var(k, v);
-		rest = bin(b, TINYC_GX_DIV, rest, ic(b, ext));
-	}
+	tinyc_gexpr *L = w.lane, *Wp = w.warp, *r0 = w.r0, *const *p = w.p;
 	/* lane roles: A / V.trans ldmatrix rows and columns, K (non-trans) rows and columns,
 	 * accumulator row group and column pair */
 	tinyc_gexpr *lr = bin(b, TINYC_GX_MOD, L, ic(b, 16));
 	tinyc_gexpr *lc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_DIV, L, ic(b, 16)), ic(b, 8));
 	tinyc_gexpr *kn = bin(b, TINYC_GX_ADD, lc, bin(b, TINYC_GX_MOD, L, ic(b, 8)));
 	tinyc_gexpr *kc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, L, ic(b, 8)), ic(b, 2)), ic(b, 8));
-	tinyc_gexpr *gq = bin(b, TINYC_GX_DIV, L, ic(b, 4));
-	tinyc_gexpr *tq2 = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, L, ic(b, 4)), ic(b, 2));
+	tinyc_gexpr *gq = w.gq, *tq2 = w.tq2;
 	/* the first row of each 16-row block of the warp */
 	tinyc_gexpr *wrow[2];
 	for (int mb = 0; mb < MB; mb++)
@@ -1052,8 +1082,8 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 
 	/* pipelined: K and V through 2-stage cp.async rings (the Q tile passes through the
 	 * K ring before the loop); else one synchronous tile each and a Q tile */
-	const int pipe = ap->stages > 1 && tile_async_ok(b, m->k_side, 1, p) &&
-			 tile_async_ok(b, m->v_side, 2, p);
+	const int pipe = ap->stages > 1 && tinyc_attn_tile_async_ok(b, m->k_side, 1, p) &&
+			 tinyc_attn_tile_async_ok(b, m->v_side, 2, p);
 	const int NR = pipe ? (ap->stages > 2 ? ap->stages : 2) : 1;	/* ring stages */
 	b->stages = NR;
 	const int64_t kring = pipe ? (NR * BN * QS > BM * QS ? NR * BN * QS : BM * QS) : BN * QS;
@@ -1077,30 +1107,18 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		b->failed = 1;
 		return;
 	}
-	if (pipe && tile_async_ok(b, m->q_side, 0, p)) {
-		load_tile_async(b, body, qs, ic(b, 0), QS, m->q_side, 0, p, r0, BM, D, m->tq, NT);
-		app(b, body, tinyc_gs_cp_commit(k, cp));
-		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
-	} else {
-		load_tile(b, body, qs, QS, m->q_side, 0, p, r0, BM, D, m->tq, NT, dt);
-	}
-	app(b, body, tinyc_gs_barrier(k));
+	tinyc_attn_load_q(b, body, qs, QS, p, r0, BM, NT, pipe ? cp : -1, dt);
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
 	for (int mb = 0; mb < MB; mb++)
 		for (int kk = 0; kk < D / 16; kk++)
 			app(b, body, tinyc_gs_ldmatrix(k, qa, ic(b, mb * NQ + kk * 8), qs,
 				bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, wrow[mb], lr), ic(b, QS)),
 				    bin(b, TINYC_GX_ADD, ic(b, kk * 16), lc)), 4, 0));
-	app(b, body, tinyc_gs_decl(k, oacc, fc(b, 0)));
 	int mv[4], lv[4];	/* row maximum and sum of rows gq and gq + 8 of each block */
-	for (int h = 0; h < 2 * MB; h++) {
-		mv[h] = reg(b, body, h % 2 ? "m1" : "m0", TINYC_FLOAT, ninf);
-		lv[h] = reg(b, body, h % 2 ? "l1" : "l0", TINYC_FLOAT, fc(b, 0));
-	}
-	if (b->failed)
+	if (tinyc_attn_row_state(b, body, oacc, MB, mv, lv) < 0)
 		return;
 
-	tinyc_gexpr *kend = key_end(b, body, r0, BM);
+	tinyc_gexpr *kend = tinyc_attn_key_end(b, body, r0, BM);
 	int j0 = iter(b, "j0");
 	tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
 	if (!kend)
@@ -1113,7 +1131,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (NR > 2)
 		kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);
 	else
-		kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
+		tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
 			  &kbase, &vbase);
 	if (b->failed)
 		return;
@@ -1133,26 +1151,12 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		}
 	/* scale (and an additive mask) through the graph, then the key bounds, row maxima,
 	 * the online-softmax update and P */
-	for (int i = 0; i < MB * NS; i++) {
-		tinyc_gexpr *row, *col;
-		frag_pos(b, r0, wrow[i / NS], gq, tq2, J0, i % NS, &row, &col);
-		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, col, ic(b, m->tk));
-		tinyc_gexpr *t[2] = {row, col}, *idx[TINYC_MAX_RANK];
-		view_index(b, m->score, nb, p, 2, t, idx);
-		tinyc_gstmt *eb = tinyc_gs_block(k);
-		b->dot = tinyc_gx_load(k, sacc, ic(b, i), NULL);
-		tinyc_emit_scope_enter(em);
-		tinyc_gexpr *sv = tinyc_emit_value(em, eb, m->score, idx,
-			bin(b, TINYC_GX_LAND, bin(b, TINYC_GX_LT, row, ic(b, m->tq)), vj));
-		tinyc_emit_scope_leave(em);
-		b->dot = NULL;
-		app(b, eb, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_cast(k, TINYC_FLOAT, sv), NULL));
-		app(b, wb, eb);
-	}
+	tinyc_attn_scores(b, wb, sacc, MB * NS, NS, &w, wrow, J0);
 	app(b, wb, tinyc_gs_decl(k, pa, NULL));
 	for (int mb = 0; mb < MB; mb++) {
-		mask_keys_mma(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
-		online_softmax_mma(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb, lv + 2 * mb, dt);
+		tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
+		tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb, lv + 2 * mb, dt,
+					  1);
 	}
 	app(b, wb, tinyc_gs_decl(k, vb, NULL));
 	for (int kk = 0; kk < BN / 16; kk++)
@@ -1174,7 +1178,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 
 	for (int mb = 0; mb < MB; mb++)
-		store_output_mma(b, body, sk, oacc, mb * NO, NO, lv + 2 * mb, r0, wrow[mb], gq, tq2, p);
+		tinyc_attn_store_output(b, body, sk, oacc, mb * NO, NO, lv + 2 * mb, r0, wrow[mb], gq, tq2, p);
 }
 
 int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
@@ -1213,7 +1217,8 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	b.causal = tinyc_attn_causal_offset(em, &ap->m, &b.coff) == 1;
 	/* causal 128-row blocks whose batch's K and V fit in L2 (H100, B*H=96, T=2048: 246.5
 	 * -> 234.7 us); beyond, a head's blocks run together and share its K/V in L2 */
-	double kv_bytes = batch * (double)ap->m.tk * (double)(ap->m.d + ap->m.dv) * 2;
+	double kv_bytes = batch * (double)ap->m.tk * (double)(ap->m.d + ap->m.dv) *
+			  tinyc_dtype_size(ap->m.in_dtype);
 	b.qy = b.causal && ap->mma && ap->bm == 128 && kv_bytes <= s->dev.l2_bytes &&
 	       (ap->m.tq + ap->bm - 1) / ap->bm <= 65535;	/* grid y limit */
 	k->grid[b.qy] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
@@ -1221,7 +1226,9 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	if (ap->mma)	/* 2 blocks per SM by default: at most 128 registers a thread */
 		k->min_blocks_per_sm = ap->min_blocks;
-	if (ap->mma)
+	if (ap->mma == 2)
+		tinyc_attn_build_tf32(&b, s, sk, ap);
+	else if (ap->mma)
 		build_body_mma(&b, s, sk, ap);
 	else
 		build_body(&b, s, sk, ap);
@@ -1235,7 +1242,7 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	char comment[256];
 	snprintf(comment, sizeof(comment), "%s: flash attention (%s, fp32 statistics), %d query "
 		 "rows per block, %d keys per shared tile, %d stage%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
-		 sk->name, ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, b.stages,
+		 sk->name, ap->mma == 2 ? "3xTF32 mma.sync m16n8k8" : ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, b.stages,
 		 b.stages > 1 ? "s (cp.async)" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
 		 (long long)ap->m.dv);
 	k->comment = tinyc_gpu_strdup(gm, comment);

@@ -98,6 +98,7 @@ typedef struct tinyc_htree_kernel_config {
 	int profile;		/* 1: htree_forward adds per-phase clock64 cycles to P.prof */
 	int min_blocks;		/* blocks an SM should hold (launch bounds), 0 = as many as 128
 				   registers a thread allow */
+	int simt_leaves;	/* 1: the leaves on FMA even where the tensor-core path applies */
 } tinyc_htree_kernel_config;
 
 /* The phases htree_forward's profile counts (cycles of thread 0, summed over blocks). */

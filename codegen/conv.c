@@ -56,10 +56,11 @@ tinyc_gexpr *tinyc_conv_addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gex
 int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_operand *op,
 			 const tinyc_conv_nhwc *nh, const char *name, tinyc_gkernel **kernel)
 {
-	int64_t C = nh->c, P = nh->p, L = nh->l, elems = C * P * L;
-	if (C < 8 || C % 8 || P < 1 || L < 1 || tinyc_dtype_size(op->dtype) != 2)
-		return tinyc_error(ctx, "CodegenError", "matmul %s: the NHWC copy needs 16-bit "
-				   "elements and channels in multiples of 8", name);
+	int64_t C = nh->c, Ci = nh->c_in, P = nh->p, L = nh->l, elems = C * P * L;
+	int es = tinyc_dtype_size(op->dtype), ew = 16 / (es > 0 ? es : 1);	/* elements per 16 bytes */
+	if ((es != 2 && es != 4) || C < ew || C % ew || Ci < 1 || Ci > C || P < 1 || L < 1)
+		return tinyc_error(ctx, "CodegenError", "matmul %s: the NHWC copy needs 16- or 32-bit "
+				   "elements and channels in multiples of 16 bytes", name);
 	char wname[160], kname[160], comment[800], pn[200];
 	snprintf(wname, sizeof(wname), "nhwc_%s", name);
 	int w = tinyc_mm_add_temp(gm, wname, op->dtype, elems);
@@ -70,27 +71,29 @@ int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_op
 	if (!k)
 		return -1;
 	/* a block per tile of 64 pixels x CT channels of one image, through shared memory
-	 * (rows of CT + 2 halves: an odd number of words, so that neither the column writes
-	 * nor the row reads of a warp meet in a bank) */
-	int64_t CT = C % 64 == 0 ? 64 : C % 32 == 0 ? 32 : C % 16 == 0 ? 16 : 8, RS = CT + 2;
+	 * (rows of an odd number of words: CT + 2 halves or CT + 1 floats, so that neither
+	 * the column writes nor the row reads of a warp meet in a bank) */
+	int64_t CT = C % 64 == 0 ? 64 : C % 32 == 0 ? 32 : C % 16 == 0 ? 16 : C % 8 == 0 ? 8 : 4;
+	int64_t RS = es == 2 ? CT + 2 : CT + 1;
 	int64_t pb = (P + 63) / 64, cb = C / CT, blocks = pb * cb * L;
-	int64_t chunks = 64 * CT / 8;	/* 16-byte chunks of the tile */
+	int64_t cpp = CT / ew, chunks = 64 * cpp;	/* 16-byte chunks per pixel, of the tile */
 	tinyc_dtype it = elems < INT32_MAX && blocks < INT32_MAX / 256 ? TINYC_INT : TINYC_LONG;
+	tinyc_dtype et = es == 2 ? TINYC_USHORT : TINYC_UINT;	/* the elements' bits */
 	k->index_dtype = it;
 	k->block[0] = 256, k->block[1] = k->block[2] = 1;
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, blocks);
 	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	snprintf(comment, sizeof(comment), "%s: %s[%lld][%lld][%lld] rearranged channels-last into %s "
 		 "for matmul %s (tiles of 64 pixels x %lld channels through shared memory: loads "
-		 "along the pixels, 16-byte stores along the channels)", kname,
-		 gm->bufs[op->buf].name, (long long)L, (long long)C, (long long)P, wname, name,
-		 (long long)CT);
+		 "along the pixels, 16-byte stores along the channels)%s", kname,
+		 gm->bufs[op->buf].name, (long long)L, (long long)Ci, (long long)P, wname, name,
+		 (long long)CT, Ci < C ? "; channels padded with zeros to 8" : "");
 	k->comment = tinyc_gpu_strdup(gm, comment);
-	snprintf(pn, sizeof(pn), "%s_u16", gm->bufs[op->buf].name);
-	int src = tinyc_gk_param_ptr(k, pn, TINYC_USHORT, 1, op->buf);
-	snprintf(pn, sizeof(pn), "%s_x2", wname);
+	snprintf(pn, sizeof(pn), "%s_u%d", gm->bufs[op->buf].name, 8 * es);
+	int src = tinyc_gk_param_ptr(k, pn, et, 1, op->buf);
+	snprintf(pn, sizeof(pn), "%s_x%d", wname, 4 / es);
 	int dst = tinyc_gk_param_ptr(k, pn, TINYC_UINT, 0, w);
-	int tile = tinyc_gk_shared(k, "tile", TINYC_USHORT, 64 * RS, 16, 0);
+	int tile = tinyc_gk_shared(k, "tile", et, 64 * RS, 16, 0);
 	int iv = tinyc_gk_reg(k, "i", it), jv = tinyc_gk_reg(k, "j", it);
 	int pk = tinyc_gk_reg_array(k, "pk", TINYC_UINT, 4);
 	if (src < 0 || dst < 0 || tile < 0 || iv < 0 || jv < 0 || pk < 0)
@@ -110,31 +113,41 @@ int tinyc_conv_nhwc_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_op
 	tinyc_gexpr *e = NB(TINYC_GX_ADD, tid, NB(TINYC_GX_MUL, I, NI(256)));
 	tinyc_gexpr *ch = NB(TINYC_GX_DIV, e, NI(64)), *px = NB(TINYC_GX_MOD, e, NI(64));
 	tinyc_gexpr *p = NB(TINYC_GX_ADD, p0, px);
-	tinyc_gexpr *at = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, l, NI(C)),
+	tinyc_gexpr *at = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, l, NI(Ci)),
 								  NB(TINYC_GX_ADD, c0, ch)), NI(P)), p);
-	tinyc_gexpr *v = tinyc_gx_load(k, src, at, NB(TINYC_GX_LT, p, NI(P)));
+	tinyc_gexpr *inx = NB(TINYC_GX_LT, p, NI(P));
+	if (Ci < C)	/* the padded channels: zeros */
+		inx = NB(TINYC_GX_LAND, inx, NB(TINYC_GX_LT, NB(TINYC_GX_ADD, c0, ch), NI(Ci)));
+	tinyc_gexpr *v = tinyc_gx_load(k, src, at, inx);
 	tinyc_gstmt *ld = tinyc_gs_block(k);
 	tinyc_gs_append(k, ld, tinyc_gs_store(k, tile, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, px, NI(RS)), ch), v, NULL));
-	/* store: chunk q = tid + 256 i is pixel q / (CT / 8), channels 8 (q % (CT / 8)) .. + 8:
-	 * four words from shared memory, one 16-byte store (consecutive threads consecutive
-	 * 16 bytes of a pixel's channels) */
+	/* store: chunk q = tid + 256 i is pixel q / cpp, channels ew (q % cpp) .. + ew: four
+	 * words from shared memory (two halves or one float each), one 16-byte store
+	 * (consecutive threads consecutive 16 bytes of a pixel's channels) */
 	tinyc_gexpr *q = NB(TINYC_GX_ADD, tid, NB(TINYC_GX_MUL, I, NI(256)));
-	tinyc_gexpr *qp = NB(TINYC_GX_DIV, q, NI(CT / 8)), *c8 = NB(TINYC_GX_MOD, q, NI(CT / 8));
-	tinyc_gexpr *half[2];
-	for (int h = 0; h < 2; h++) {
+	tinyc_gexpr *qp = NB(TINYC_GX_DIV, q, NI(cpp)), *c8 = NB(TINYC_GX_MOD, q, NI(cpp));
+	tinyc_gexpr *word, *wd;
+	tinyc_gexpr *pix = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, l, NI(P)), NB(TINYC_GX_ADD, p0, qp));
+	if (es == 4) {	/* word (l P + p) C + c0 + 4 c8 + j */
 		tinyc_gexpr *si = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, qp, NI(RS)),
-				     NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, c8, NI(8)),
-					NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, J, NI(2)), NI(h))));
-		half[h] = tinyc_gx_cast(k, TINYC_UINT, tinyc_gx_load(k, tile, si, NULL));
+				     NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, c8, NI(4)), J));
+		word = tinyc_gx_load(k, tile, si, NULL);
+		wd = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, pix, NI(C)), NB(TINYC_GX_ADD, c0, NB(TINYC_GX_MUL, c8, NI(4))));
+	} else {	/* word (l P + p) C / 2 + (c0 + 8 c8) / 2 + j: two halves */
+		tinyc_gexpr *half[2];
+		for (int h = 0; h < 2; h++) {
+			tinyc_gexpr *si = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, qp, NI(RS)),
+					     NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, c8, NI(8)),
+						NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, J, NI(2)), NI(h))));
+			half[h] = tinyc_gx_cast(k, TINYC_UINT, tinyc_gx_load(k, tile, si, NULL));
+		}
+		word = NB(TINYC_GX_OR, half[0], NB(TINYC_GX_SHL, half[1], tinyc_gx_int(k, TINYC_UINT, 16)));
+		wd = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, pix, NI(C / 2)),
+			NB(TINYC_GX_DIV, NB(TINYC_GX_ADD, c0, NB(TINYC_GX_MUL, c8, NI(8))), NI(2)));
 	}
-	tinyc_gexpr *word = NB(TINYC_GX_OR, half[0], NB(TINYC_GX_SHL, half[1], tinyc_gx_int(k, TINYC_UINT, 16)));
 	tinyc_gstmt *wj = tinyc_gs_block(k), *st = tinyc_gs_block(k), *sq = tinyc_gs_block(k);
 	tinyc_gs_append(k, wj, tinyc_gs_store(k, pk, J, word, NULL));
 	tinyc_gs_append(k, st, tinyc_gs_for_range(k, jv, NI(0), NI(4), NI(1), 4, wj));
-	/* word (l P + p) C / 2 + (c0 + 8 c8) / 2 */
-	tinyc_gexpr *wd = NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, NB(TINYC_GX_ADD, NB(TINYC_GX_MUL, l, NI(P)),
-							      NB(TINYC_GX_ADD, p0, qp)), NI(C / 2)),
-			     NB(TINYC_GX_DIV, NB(TINYC_GX_ADD, c0, NB(TINYC_GX_MUL, c8, NI(8))), NI(2)));
 	tinyc_gs_append(k, st, tinyc_gs_copy(k, dst, wd, pk, NI(0), 4, NULL, 0));
 	tinyc_gexpr *in = NB(TINYC_GX_LT, NB(TINYC_GX_ADD, p0, qp), NI(P));
 	if (chunks % 256)
@@ -224,7 +237,8 @@ int tinyc_conv_cp16(tinyc_mmk *b, tinyc_gstmt *ptile, tinyc_gstmt *blk, int sh, 
 		tinyc_gexpr *sw = CB(TINYC_GX_XOR, c, CB(TINYC_GX_MOD, o, cint(b, 8)));
 		tinyc_gexpr *idx = CB(TINYC_GX_ADD, base, CB(TINYC_GX_ADD, CB(TINYC_GX_MUL, o, cint(b, 64)),
 							     CB(TINYC_GX_MUL, sw, cint(b, 8))));
-		tinyc_mmk_append(b, blk, tinyc_gs_copy(k, sh, idx, tinyc_mmk_param(b, op->buf, 0), addr, 8, ok, 1));
+		/* .ca: the window's taps re-read neighbouring pixels, which L1 keeps */
+		tinyc_mmk_append(b, blk, tinyc_gs_copy(k, sh, idx, tinyc_mmk_param(b, op->buf, 0), addr, 8, ok, 2));
 	}
 #undef CB
 	return b->error ? -1 : 0;

@@ -534,14 +534,15 @@ static void cwg_desc(cprint *p, const tinyc_gref *r, tinyc_gwg_layout l)
 	tinyc_buf_printf(p->out, ", %du, 1024u)", l.k_major ? 16 : l.mn_block);
 }
 
-/* wgmma.mma_async m64nNk16 with descriptors for A and B and the accumulators in registers. */
+/* wgmma.mma_async m64nNk16 (tf32: k8) with descriptors for A and B and the accumulators in registers. */
 static void cwgmma(cprint *p, const tinyc_gstmt *s, int depth)
 {
 	tinyc_buf *o = p->out;
 	int n = s->n, nreg = s->n / 2;
 	int64_t off = s->dst.index && s->dst.index->op == TINYC_GX_INT ? s->dst.index->ival : 0;
 	tinyc_dtype t = vtype(p, s->src.var);
-	const char *ty = t == TINYC_BFLOAT16 ? "bf16" : "f16";
+	const char *ty = t == TINYC_BFLOAT16 ? "bf16" : t == TINYC_FLOAT ? "tf32" : "f16";
+	int kk = t == TINYC_FLOAT ? 8 : 16;	/* tf32: k8, K-major only (no transpose) */
 	tinyc_buf_puts(o, "{\n");
 	cindent(p, depth + 1);
 	tinyc_buf_puts(o, "unsigned long long tinyc_da = ");
@@ -563,11 +564,14 @@ static void cwgmma(cprint *p, const tinyc_gstmt *s, int depth)
 	tinyc_buf_puts(o, ";\n");
 	cindent(p, depth + 1);
 	tinyc_buf_printf(o, "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"
-			 "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", nreg + 2, n, ty, ty);
+			 "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", nreg + 2, n, kk, ty, ty);
 	for (int i = 0; i < nreg; i++)
 		tinyc_buf_printf(o, "%s%%%d", i ? ", " : "", i);
-	tinyc_buf_printf(o, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n", nreg, nreg + 1,
-			 s->wg_a.k_major ? 0 : 1, s->wg_b.k_major ? 0 : 1);
+	if (t == TINYC_FLOAT)
+		tinyc_buf_printf(o, "}, %%%d, %%%d, p, 1, 1;\\n}\\n\"\n", nreg, nreg + 1);
+	else
+		tinyc_buf_printf(o, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n", nreg, nreg + 1,
+				 s->wg_a.k_major ? 0 : 1, s->wg_b.k_major ? 0 : 1);
 	cindent(p, depth + 2);
 	tinyc_buf_puts(o, ":");
 	for (int i = 0; i < nreg; i++) {
@@ -737,7 +741,7 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		int bytes = s->n * tinyc_dtype_size(t);
 		if (s->async) {
 			tinyc_buf_printf(o, "asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d, %%2;\\n\" :: \"r\"(",
-					 bytes == 16 ? "cg" : "ca", bytes);
+					 bytes == 16 && s->async == 1 ? "cg" : "ca", bytes);
 			csmem_addr(p, &s->dst);
 			tinyc_buf_puts(o, "), \"l\"(");
 			caddr(p, &s->src);

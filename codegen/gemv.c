@@ -3,8 +3,10 @@
  *   c = tid % (BN / 8), r = tid / (BN / 8)          column lane, k lane
  *   acc[m][j] = 0                                   M x 8 fp32 per thread
  *   for k0 = 0; k0 < K; k0 += KS * U:               KS = 256 / (BN / 8) k rows per step
- *     w[u][0..8) = B[k0 + r + u*KS, n0 + 8c ..]     U 16-byte loads, zero past K or N
- *     acc[m][j] += float(A[m, k0 + r + u*KS]) * float(w[u][j])
+ *     w[h][u][0..8) = B[k0 + r + u*KS, n0 + 8c ..]  U 16-byte loads, zero past K or N, into
+ *                                                   half h of a two-step register ring: the
+ *                                                   next step's, issued before
+ *     acc[m][j] += float(A[m, k0 + r + u*KS]) * float(w[h][u][j])   this step's products
  *   acc[m][j] += shuffle-xor over the k lanes of the warp (lanes differing in bits >= BN/8)
  *   red[warp][m][8c + j] = acc[m][j]                (lanes of k lane 0)
  *   barrier
@@ -48,9 +50,34 @@ static int64_t dim_value(const tinyc_gpu_module *gm, const tinyc_dim *d)
 	return gm->sym_bound && d->sym < gm->nsym ? gm->sym_bound[d->sym] : -1;
 }
 
-/* One step of the k loop at k0 (variable k0v): the U rows' 16-byte loads of B, then their
- * products with the M rows of X (col: the thread's first column); pk: predicate the rows on k < K. */
-static tinyc_gstmt *k_step(tinyc_mmk *b, int w, int k0v, tinyc_gexpr *col, tinyc_gexpr *r, int pk)
+/* The U rows' 16-byte loads of B for the step at k0 into half h of the register ring w
+ * (col: the thread's first column, r: its k lane); the rows predicated on k < K when pk,
+ * the columns on N, zero outside the matrix.  Appended to blk. */
+static void step_loads(tinyc_mmk *b, tinyc_gstmt *blk, int w, int h, tinyc_gexpr *k0,
+		       tinyc_gexpr *col, tinyc_gexpr *r, int pk)
+{
+	const tinyc_mm_problem *pr = b->prob;
+	const tinyc_mm_tiles *t = b->t;
+	int KS = t->bk, U = t->stages;
+	tinyc_gexpr *ncheck = t->pred_n ? op2(b, TINYC_GX_LT, col, b->N) : NULL;
+	for (int u = 0; u < U; u++) {
+		char nm[16];
+		snprintf(nm, sizeof(nm), "kl%d_%d", h, u);
+		tinyc_gexpr *kr = tinyc_mmk_let(b, blk, nm, op2(b, TINYC_GX_ADD, k0,
+				op2(b, TINYC_GX_ADD, r, I(b, (int64_t)u * KS))));
+		tinyc_gexpr *pred = pk ? op2(b, TINYC_GX_LT, kr, b->K) : NULL;
+		if (ncheck)
+			pred = pred ? op2(b, TINYC_GX_LAND, pred, ncheck) : ncheck;
+		tinyc_mmk_append(b, blk, tinyc_gs_copy(b->k, w, I(b, (int64_t)(h * U + u) * 8),
+						       tinyc_mmk_param(b, pr->b.buf, 0),
+						       addr(b, &pr->b, kr, col), 8, pred, 0));
+	}
+}
+
+/* The products of the step at k0 whose B rows are in half h of w with the M rows of X
+ * (read as scalars, zero past K when pk), accumulated in fp32.  Appended to blk. */
+static void step_products(tinyc_mmk *b, tinyc_gstmt *blk, int w, int h, tinyc_gexpr *k0,
+			  tinyc_gexpr *r, int pk)
 {
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
@@ -58,41 +85,73 @@ static tinyc_gstmt *k_step(tinyc_mmk *b, int w, int k0v, tinyc_gexpr *col, tinyc
 	int64_t M = dim_value(b->gm, &pr->m);
 	int KS = t->bk, U = t->stages;
 	tinyc_dtype acc = pr->acc, mc = TINYC_FLOAT;
-	tinyc_gexpr *k0 = tinyc_gx_var(k, k0v);
-	tinyc_gstmt *loop = tinyc_gs_block(k);
-	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "the unrolled rows' 16-byte loads of B first, "
-						       "then their products"));
-	tinyc_gexpr *ncheck = t->pred_n ? op2(b, TINYC_GX_LT, col, b->N) : NULL;
-	tinyc_gexpr *kr[8], *kin[8];
-	for (int u = 0; u < U; u++) {
-		char nm[16];
-		snprintf(nm, sizeof(nm), "kr%d", u);
-		kr[u] = tinyc_mmk_let(b, loop, nm, op2(b, TINYC_GX_ADD, k0, op2(b, TINYC_GX_ADD, r, I(b, (int64_t)u * KS))));
-		kin[u] = pk ? op2(b, TINYC_GX_LT, kr[u], b->K) : NULL;
-		tinyc_gexpr *pred = kin[u] && ncheck ? op2(b, TINYC_GX_LAND, kin[u], ncheck)
-						     : kin[u] ? kin[u] : ncheck;
-		tinyc_mmk_append(b, loop, tinyc_gs_copy(k, w, I(b, (int64_t)u * 8), tinyc_mmk_param(b, pr->b.buf, 0),
-							addr(b, &pr->b, kr[u], col), 8, pred, 0));
-	}
 	int pa = tinyc_mmk_param(b, pr->a.buf, 0);
 	for (int u = 0; u < U; u++) {
+		char nm[48];
+		snprintf(nm, sizeof(nm), "kp%d_%d", h, u);
+		tinyc_gexpr *kr = tinyc_mmk_let(b, blk, nm, op2(b, TINYC_GX_ADD, k0,
+				op2(b, TINYC_GX_ADD, r, I(b, (int64_t)u * KS))));
+		tinyc_gexpr *kin = pk ? op2(b, TINYC_GX_LT, kr, b->K) : NULL;
 		tinyc_gexpr *wf[8];
 		for (int j = 0; j < 8; j++)
-			wf[j] = tinyc_gx_cast(k, mc, tinyc_gx_load(k, w, I(b, (int64_t)u * 8 + j), NULL));
+			wf[j] = tinyc_gx_cast(k, mc, tinyc_gx_load(k, w, I(b, (int64_t)(h * U + u) * 8 + j), NULL));
 		for (int m = 0; m < M; m++) {
-			char nm[24];
-			snprintf(nm, sizeof(nm), "x%d_%d", u, m);
-			tinyc_gexpr *x = tinyc_mmk_let(b, loop, nm, tinyc_gx_cast(k, mc,
-				tinyc_gx_load(k, pa, addr(b, &pr->a, op2(b, TINYC_GX_ADD, b->m0, I(b, m)), kr[u]), kin[u])));
+			snprintf(nm, sizeof(nm), "x%d_%d_%d", h, u, m);
+			tinyc_gexpr *x = tinyc_mmk_let(b, blk, nm, tinyc_gx_cast(k, mc,
+				tinyc_gx_load(k, pa, addr(b, &pr->a, op2(b, TINYC_GX_ADD, b->m0, I(b, m)), kr), kin)));
 			for (int j = 0; j < 8; j++) {
 				tinyc_gexpr *ix = I(b, (int64_t)m * 8 + j);
 				tinyc_gexpr *prod = tinyc_gx_cast(k, acc, op2(b, TINYC_GX_MUL, x, wf[j]));
-				tinyc_mmk_append(b, loop, tinyc_gs_store(k, b->acc, ix,
+				tinyc_mmk_append(b, blk, tinyc_gs_store(k, b->acc, ix,
 					op2(b, TINYC_GX_ADD, tinyc_gx_load(k, b->acc, ix, NULL), prod), NULL));
 			}
 		}
 	}
+}
+
+/* One trip of the pipelined k loop at k0 (two steps of S rows), predicated on K when pk. */
+static tinyc_gstmt *k_trip(tinyc_mmk *b, int w, int k0v, tinyc_gexpr *col, tinyc_gexpr *r,
+			   int64_t S, int pk)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_gexpr *k0 = tinyc_gx_var(k, k0v);
+	tinyc_gexpr *k1 = op2(b, TINYC_GX_ADD, k0, I(b, S));
+	tinyc_gexpr *k2 = op2(b, TINYC_GX_ADD, k0, I(b, 2 * S));
+	tinyc_gstmt *loop = tinyc_gs_block(k);
+	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "the next step's loads of B before this "
+						       "step's products, two steps per trip"));
+	step_loads(b, loop, w, 1, k1, col, r, pk);
+	step_products(b, loop, w, 0, k0, r, pk);
+	step_loads(b, loop, w, 0, k2, col, r, pk);
+	step_products(b, loop, w, 1, k1, r, pk);
 	return loop;
+}
+
+/* The k loop, software-pipelined over two halves of the register ring w: the next step's
+ * loads are issued before the current step's products, so U 16-byte loads per thread stay
+ * in flight while it multiplies (the unpipelined loop drained them every step).
+ *
+ *   loads(0, 0)
+ *   for k0 = 0; k0 < K; k0 += 2S:  loads(1, k0 + S); products(0, k0);
+ *                                  loads(0, k0 + 2S); products(1, k0 + S)
+ *
+ * The trips whose rows all lie below K (k0 + 3S <= K) run without k predicates (their
+ * loads are not branches); the rest with them: rows past K load zeros and add zero. */
+static void k_loop(tinyc_mmk *b, tinyc_gstmt *body, int w, int k0v, tinyc_gexpr *col,
+		   tinyc_gexpr *r)
+{
+	tinyc_gkernel *k = b->k;
+	int64_t S = (int64_t)b->t->bk * b->t->stages;
+	int64_t Kv = dim_value(b->gm, &b->prob->k);
+	int64_t kmain = Kv >= 3 * S ? ((Kv - 3 * S) / (2 * S) + 1) * 2 * S : 0;
+	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "prologue: the first step's loads of B"));
+	step_loads(b, body, w, 0, I(b, 0), col, r, Kv < S);
+	if (kmain > 0)
+		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, 0), I(b, kmain), I(b, 2 * S), 0,
+							     k_trip(b, w, k0v, col, r, S, 0)));
+	if (Kv < 0 || kmain < Kv)
+		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, kmain), b->K, I(b, 2 * S), 0,
+							     k_trip(b, w, k0v, col, r, S, 1)));
 }
 
 void tinyc_mm_frag_column(tinyc_mmk *b, tinyc_mm_frag *f, int tr, int rows,
@@ -131,25 +190,14 @@ int tinyc_gemv_build(tinyc_mmk *b, const char *name)
 	tinyc_gexpr *r = tinyc_mmk_let(b, body, "r", op2(b, TINYC_GX_DIV, b->tid, I(b, lanes_n)));
 	tinyc_gexpr *col = tinyc_mmk_let(b, body, "col",
 					 op2(b, TINYC_GX_ADD, b->n0, op2(b, TINYC_GX_MUL, c, I(b, 8))));
-	int w = tinyc_gk_reg_array(k, "w", pr->b.dtype, (int64_t)U * 8);
+	int w = tinyc_gk_reg_array(k, "w", pr->b.dtype, (int64_t)2 * U * 8);
 	int k0v = tinyc_gk_reg(k, "k0", b->it), tmp = tinyc_gk_reg(k, "t", acc);
 	int red = tinyc_gk_shared(k, "red", acc, (int64_t)(T / 32) * t->bm * BN, 16, 0);
 	if (w < 0 || k0v < 0 || tmp < 0 || red < 0)
 		return -1;
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, w, NULL));
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, tmp, NULL));
-	/* the main loop over whole steps without k predicates (its loads are not branches,
-	 * so they are all in flight together), then the last partial step with them */
-	int64_t Kv = dim_value(b->gm, &pr->k), step = (int64_t)KS * U;
-	int64_t kmain = Kv > 0 ? Kv / step * step : 0;
-	if (kmain > 0)
-		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, 0), I(b, kmain), I(b, step), 0,
-							     k_step(b, w, k0v, col, r, 0)));
-	if (Kv < 0 || kmain < Kv) {
-		tinyc_gstmt *tail = k_step(b, w, k0v, col, r, 1);
-		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, kmain > 0 ? kmain : 0), b->K,
-							     I(b, step), 0, tail));
-	}
+	k_loop(b, body, w, k0v, col, r);
 	/* the k lanes of the warp: lanes differing in the bits above the column lanes */
 	for (int x = lanes_n; x < 32; x *= 2)
 		for (int e = 0; e < M * 8; e++) {

@@ -129,6 +129,12 @@ __tinyc_give tinyc_gpu_module *tinyc_gpuir_build(tinyc_ctx *ctx, const tinyc_sch
 
 /* ---- cuda.c ---- */
 
+/* The 3xTF32 split (codegen/tf32_tile.c): hi[hidx] = tf32(x), lo[lidx] = tf32(x - hi[hidx])
+ * (tf32: PTX's cvt.rna.tf32.f32, as integer arithmetic on the bits) appended to blk.
+ * 0, or -1 when a statement could not be built. */
+int tinyc_tf32_split(tinyc_gkernel *k, tinyc_gstmt *blk, tinyc_gexpr *x, int hi, tinyc_gexpr *hidx,
+		     int lo, tinyc_gexpr *lidx);
+
 /* The CUDA text of a module: headers and helpers, then each kernel preceded by
  *   // kernel NAME: grid (gx, gy, gz), block (bx, by, bz), smem N bytes
  * and declared `extern "C" __global__`.  0 or -1. */

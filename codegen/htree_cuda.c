@@ -18,11 +18,16 @@
  *               of their own, CHW) while the other threads compute the next tile (double
  *               buffer)
  *       pass 3  imp[p] = sum over g, in order, of exp(s - lse_g) (flushed below FLT_MIN);
- *               key = float bits & KEYMASK; imp[n-1] forced to 1000
+ *               key = float bits & KEYMASK; imp[n-1] forced to 1000.  Computed fast (FMA
+ *               scores, expf) with a bound on the distance from the reference's
+ *               arithmetic; the keys the bound leaves open are recomputed exactly
  *       top-K   radix select of the TOPK-th largest key (8-bit digits, shared histogram),
  *               ties to the smaller position through an ordered ballot scan; the kept
  *               candidates as a bitmask, their nodes, ascending, the next layer's parents
- *     pass 4 (leaves: the candidates not kept, all of them on layer 0): tiles of a
+ *     pass 4 (leaves: the candidates not kept, all of them on layer 0), on tensor cores
+ *             when G = K = V = 16 and the inputs are float (ht_leaves_mma: a warp per
+ *             chunk of 8 candidates, 3xTF32 mma.sync, cp.async staging, a softmax state
+ *             a warp, merged at the end), else: tiles of a
  *             candidate a thread: scores (FMA) and V rows (16-byte loads) into padded
  *             candidate-major tiles, weights exp(s - running max) with lazy rescaling
  *             (the tile max only when a score exceeds the running max by LAZY), weights
@@ -30,7 +35,8 @@
  *   final: the per-slice partial states are summed and o = U / max(S, 1e-30).
  *
  * exp and log on the selection path are correctly rounded float results (computed in
- * double), the closest a GPU gets to the host libm the reference calls.  The keys share
+ * double; exp through a table, ht_exp_tab), the closest a GPU gets to the host libm the
+ * reference calls.  The keys share
  * their shared memory with the work area (they live from pass 3 to the top-K only).
  * Per-phase cycles (profile = 1): HT_MARK after each phase's barrier.
  */
@@ -69,7 +75,8 @@ typedef struct htree_layout {
 	int nt;			/* threads per block */
 	int nw;			/* warps per block */
 	int64_t ncmax;		/* most candidates on any layer: max(max_top_nodes, top_k * r) */
-	int ts;			/* row stride of the [G][ts] tiles: nt + 1 */
+	int ts;			/* row stride of the [G][ts] tiles: >= nt, 16-byte rows */
+	int cpt;		/* pass 2: candidates a computing thread takes per tile (1 or 2) */
 	int cw;			/* threads per head in the column reductions */
 	int chw;		/* warps that only fold the pass-2 sums (0: every thread computes) */
 	int ct;			/* pass-2 tile: exp values computed per step, nt - 32 * chw */
@@ -82,10 +89,18 @@ typedef struct htree_layout {
 	int rw;			/* floats per item in the final reduction: gh * ae + gh */
 	int js;			/* slices of the tile columns (items <= nt), else 1 */
 	int ni;			/* items per thread */
-	int64_t off_keys, off_kept, off_par, off_qr, off_h, off_misc, off_work;	/* byte offsets */
+	int mma;		/* 1: the leaves on tensor cores (3xTF32 mma.sync, a warp each) */
+	int mst;		/* their ring stages a warp (even, >= 2) */
+	int64_t off_keys, off_kept, off_par, off_qr, off_h, off_misc, off_etab, off_work;	/* bytes */
 	int64_t work_floats;	/* floats of the work area */
 	int64_t smem;		/* dynamic shared memory bytes */
 } htree_layout;
+
+/* The tensor-core leaves' ring of staged chunks, per warp: up to 6 stages (two chunks a
+ * step, two steps in flight) of 8 candidates, each K and V rows (stride 20 floats) and the
+ * RoPE cos and sin rows (stride 12); the rings of a block within 96 KB. */
+enum { HT_MMA_STAGES_MAX = 6, HT_MMA_STAGE_FLOATS = 2 * 8 * 20 + 2 * 8 * 12,
+       HT_MMA_RING_FLOATS = 24576 };
 
 /* Round n up to a multiple of 16. */
 static int64_t align16(int64_t n)
@@ -101,7 +116,6 @@ static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout 
 	lo->nw = nt / 32;
 	int64_t bottom = (int64_t)c->top_k * c->compression_rate;
 	lo->ncmax = c->max_top_nodes > bottom ? c->max_top_nodes : bottom;
-	lo->ts = nt + 1;
 	int per = nt / c->G;
 	lo->cw = per >= 32 ? 32 : pow2_floor(per >= 1 ? per : 1);
 	/* pass 2 folds in warps of their own when at least two warps remain to compute */
@@ -124,14 +138,33 @@ static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout 
 		lo->js = 1;
 		lo->ni = (lo->items + nt - 1) / nt;
 	}
-	int64_t g = c->G, ts = lo->ts;
-	int64_t w = 2 * g * ts;					/* pass 2: two exp tiles */
-	int64_t w4 = (int64_t)nt * (lo->vs + lo->ss);		/* pass 4: V tile + score tile */
+	int64_t g = c->G;
+	int64_t w = (int64_t)nt * (lo->vs + lo->ss);		/* pass 4: V tile + score tile */
 	int64_t wr = (int64_t)lo->js * lo->items * lo->rw;	/* final reduction */
-	if (w4 > w)
-		w = w4;
 	if (wr > w)
 		w = wr;
+	/* the tensor-core leaves: G = K = V = 16 (one m16 row per head, two k8 steps, two n8
+	 * value tiles), float rows (16-byte cp.async) */
+	lo->mma = !c->simt_leaves && c->G == 16 && c->K == 16 && c->V == 16 &&
+		  c->dtype == TINYC_FLOAT;
+	if (lo->mma) {
+		lo->mst = HT_MMA_STAGES_MAX;
+		while (lo->mst > 2 && lo->nw * lo->mst * HT_MMA_STAGE_FLOATS > HT_MMA_RING_FLOATS)
+			lo->mst -= 2;
+		int64_t wm = (int64_t)lo->nw * lo->mst * HT_MMA_STAGE_FLOATS;	/* rings */
+		int64_t wf = (int64_t)lo->nw * (2 * 16 + 16 * 16);		/* final merge */
+		if (wm > w)
+			w = wm;
+		if (wf > w)
+			w = wf;
+	}
+	/* pass 2's two exp tiles: two candidates a computing thread (fewer barriers, their
+	 * loads together) where that fits the work area as it is, else one; rows 16-byte
+	 * aligned (the fold loads 16 bytes) and at least nt long (pass 1's per-thread maxima) */
+	lo->cpt = 2 * g * (2 * lo->ct + 4) <= w ? 2 : 1;
+	lo->ts = lo->cpt * lo->ct + 4 > nt + 4 ? lo->cpt * lo->ct + 4 : nt + 4;
+	if (2 * g * lo->ts > w)
+		w = 2 * g * lo->ts;
 	lo->work_floats = w;
 	/* the keys live from pass 3 to the top-K, when the work area is free: they share it */
 	int64_t off = 0;
@@ -145,9 +178,11 @@ static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout 
 	lo->off_qr = off;
 	off = align16(off + 4 * g * c->K);
 	lo->off_h = off;
-	off = align16(off + 4 * 4 * g);
+	off = align16(off + 4 * 5 * g);
 	lo->off_misc = off;
 	off = align16(off + 4 * (8 + lo->nw + 256));
+	lo->off_etab = off;
+	off = align16(off + 8 * 32);
 	lo->smem = off;
 }
 
@@ -253,6 +288,31 @@ static const char *const htree_common =
 	"// but for its rare misroundings.\n"
 	"__device__ __forceinline__ float ht_exp_ref(float x) { return __double2float_rn(exp((double)x)); }\n"
 	"__device__ __forceinline__ float ht_log_ref(float x) { return __double2float_rn(log((double)x)); }\n"
+	"\n"
+	"// ht_exp_ref(x), faster: x = (32 k + j) ln2/32 + r, |r| <= ln2/64, exp(x) = 2^k etab[j] e^r\n"
+	"// (etab[j] = 2^(j/32) in shared memory) with e^r by its Taylor polynomial of degree 5,\n"
+	"// relative error below 2^-47.  Its float rounding is ht_exp_ref's unless it lies within\n"
+	"// 2^-41 of a rounding midpoint (about 2 in 10^5 arguments): then ht_exp_ref decides.  Off\n"
+	"// (-87, 88) (subnormal or infinite results) ht_exp_ref too.\n"
+	"__device__ __forceinline__ float ht_exp_tab(float x, const double *etab)\n"
+	"{\n"
+	"\tif (!(x > -87.0f && x < 88.0f))\n"
+	"\t\treturn ht_exp_ref(x);\n"
+	"\tconst double xd = (double)x;\n"
+	"\tconst double kd = rint(xd * 46.16624130844683);\t// 32 / ln 2\n"
+	"\tconst int k = (int)kd;\n"
+	"\tdouble r = fma(kd, -0.02166084939249829, xd);\t// ln2/32 in two parts\n"
+	"\tr = fma(kd, -7.247021293269686e-19, r);\n"
+	"\tdouble p = fma(r, 1.0 / 120, 1.0 / 24);\n"
+	"\tp = fma(p, r, 1.0 / 6);\n"
+	"\tp = fma(p, r, 0.5);\n"
+	"\tp = fma(p, r, 1.0);\n"
+	"\tp = fma(p, r, 1.0);\n"
+	"\tconst long long bits = __double_as_longlong(etab[k & 31] * p) + ((long long)(k >> 5) << 52);\n"
+	"\tif ((unsigned)(bits & 0x1fffffff) - (0x10000000u - 2048u) <= 4096u)\t// near a midpoint\n"
+	"\t\treturn ht_exp_ref(x);\n"
+	"\treturn __double2float_rn(__longlong_as_double(bits));\n"
+	"}\n"
 	"\n"
 	"template <typename T> struct ht_is_f32 { static constexpr bool v = false; };\n"
 	"template <> struct ht_is_f32<float> { static constexpr bool v = true; };\n"
@@ -429,6 +489,25 @@ static const char *const htree_forward_src =
 	"\treturn top ? (long long)p : (long long)par[p >> LOGR] * R + (p & (R - 1));\n"
 	"}\n"
 	"\n"
+	"// The importance key of candidate p the reference's way: exact rotation and dots,\n"
+	"// correctly rounded exps, terms below FLT_MIN flushed, summed over the heads in order.\n"
+	"__device__ __noinline__ unsigned ht_key_exact(const float *kbase, long long rowk, const int *par, bool top, int p,\n"
+	"\tconst float *qr, const float *hlse, const float *cos_tab, const float *sin_tab, const double *etab)\n"
+	"{\n"
+	"\tfloat kr[KD];\n"
+	"\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, cos_tab + (long long)p * HALF, sin_tab + (long long)p * HALF,\n"
+	"\t\t      kr, true);\n"
+	"\tfloat imp = 0.0f;\n"
+	"#pragma unroll\n"
+	"\tfor (int g = 0; g < G; g++) {\n"
+	"\t\tfloat pr = ht_exp_tab(__fsub_rn(ht_dot_exact(qr + g * KD, kr), hlse[g]), etab);\n"
+	"\t\tif (pr < 1.17549435e-38f)\n"
+	"\t\t\tpr = 0.0f;\n"
+	"\t\timp = __fadd_rn(imp, pr);\n"
+	"\t}\n"
+	"\treturn __float_as_uint(imp) & KEYMASK;\n"
+	"}\n"
+	"\n"
 	"// Copy the row x[0..N) to shared memory y as floats: 16-byte global loads when T is\n"
 	"// float, N % 4 == 0 and vec; 16-byte shared stores when N % 4 == 0 (y 16-byte aligned).\n"
 	"template <int N, typename T>\n"
@@ -582,6 +661,290 @@ static const char *const htree_forward_src =
 	"\t}\n"
 	"}\n"
 	"\n"
+	"#if HT_MMA\n"
+	"// The leaves on tensor cores (G = KD = VD = 16): each warp merges its own chunks of 8\n"
+	"// candidates into its own online-softmax state, in mma fragments.  Scores S = Q Kr^T are\n"
+	"// one m16n8 tile (heads x candidates, two k8 steps), weights P = exp(S - m) and P V two\n"
+	"// m16n8 tiles (heads x values, the candidates as k), each product in 3xTF32: hi*hi + hi*lo\n"
+	"// + lo*hi of x = hi + lo, hi = tf32(x), lo = tf32(x - hi).  The chunks' K, V, cos and sin\n"
+	"// rows are staged by cp.async in a ring of MST stages a warp, two chunks a step.\n"
+	"constexpr int MST = HT_MMA_STAGES_, MPAIR = MST / 2, MKS = 20, MCS = 12, MSTAGE = 2 * 8 * MKS + 2 * 8 * MCS;\n"
+	"\n"
+	"// tf32(x): the bits of x rounded to 10 mantissa bits (nearest, ties away).\n"
+	"__device__ __forceinline__ unsigned ht_tf32(float x)\n"
+	"{\n"
+	"\tunsigned r;\n"
+	"\tasm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"
+	"\treturn r;\n"
+	"}\n"
+	"\n"
+	"// x = hi + lo in tf32 parts.\n"
+	"__device__ __forceinline__ void ht_split(float x, unsigned &hi, unsigned &lo)\n"
+	"{\n"
+	"\thi = ht_tf32(x);\n"
+	"\tlo = ht_tf32(x - __uint_as_float(hi));\n"
+	"}\n"
+	"\n"
+	"// d += a b, one mma.sync m16n8k8 tf32 with fp32 accumulation.\n"
+	"__device__ __forceinline__ void ht_mma(float &d0, float &d1, float &d2, float &d3, const unsigned (&a)[4], unsigned b0, unsigned b1)\n"
+	"{\n"
+	"\tasm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"\n"
+	"\t\t     : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3)\n"
+	"\t\t     : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n"
+	"}\n"
+	"\n"
+	"// d += a b in 3xTF32 (the small terms first): a as hi/lo fragments, b0/b1 as floats.\n"
+	"__device__ __forceinline__ void ht_mma3(float &d0, float &d1, float &d2, float &d3, const unsigned (&ah)[4], const unsigned (&al)[4], float b0, float b1)\n"
+	"{\n"
+	"\tunsigned h0, l0, h1, l1;\n"
+	"\tht_split(b0, h0, l0);\n"
+	"\tht_split(b1, h1, l1);\n"
+	"\tht_mma(d0, d1, d2, d3, al, h0, h1);\n"
+	"\tht_mma(d0, d1, d2, d3, ah, l0, l1);\n"
+	"\tht_mma(d0, d1, d2, d3, ah, h0, h1);\n"
+	"}\n"
+	"\n"
+	"// 16 bytes global -> shared, asynchronously; zeros when !ok (src is not read then).\n"
+	"__device__ __forceinline__ void ht_cp16(float *dst, const float *src, bool ok)\n"
+	"{\n"
+	"\tconst unsigned d = (unsigned)__cvta_generic_to_shared(dst);\n"
+	"\tasm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" ::\"r\"(d), \"l\"(src), \"r\"(ok ? 16 : 0) : \"memory\");\n"
+	"}\n"
+	"\n"
+	"__device__ __forceinline__ void ht_cp_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\"); }\n"
+	"\n"
+	"// Wait until at most MPAIR - 1 of this thread's cp.async groups are pending.\n"
+	"__device__ __forceinline__ void ht_cp_wait() { asm volatile(\"cp.async.wait_group %0;\\n\" ::\"n\"(MPAIR - 1) : \"memory\"); }\n"
+	"\n"
+	"// Whether candidate p is a leaf of this layer: in the list and, when masked, not kept.\n"
+	"__device__ __forceinline__ bool ht_is_leaf(int p, int n, bool masked, const unsigned *kept)\n"
+	"{\n"
+	"\treturn p < n && !(masked && (kept[p >> 5] >> (p & 31) & 1u));\n"
+	"}\n"
+	"\n"
+	"// Stage the chunk of candidates cb..cb+7 into st: lane (r, q) copies 4 floats of the K and\n"
+	"// V rows of candidate cb + r (rows kb + node * rk, vb + node * rv), lanes 0..15 (16..31) half\n"
+	"// a cos (sin) row; zeros for the candidates that are not leaves.  16-byte cp.async when\n"
+	"// vec, else loads and stores.\n"
+	"__device__ __forceinline__ void ht_mma_stage(float *st, const float *kb, const float *vb, int rk, int rv,\n"
+	"\tconst float *cos_tab, const float *sin_tab, bool top, bool masked, bool vec, int n, const int *par,\n"
+	"\tconst unsigned *kept, int cb)\n"
+	"{\n"
+	"\tconst int lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;\n"
+	"\tconst int p = cb + r;\n"
+	"\tconst bool ok = ht_is_leaf(p, n, masked, kept);\n"
+	"\tconst int node = ok ? (top ? p : par[p >> LOGR] * R + (p & (R - 1))) : 0;\n"
+	"\tconst float *ks = kb + (long long)node * rk + 4 * q, *vs = vb + (long long)node * rv + 4 * q;\n"
+	"\tconst int tr = (lane & 15) >> 1, th = lane & 1, pt = cb + tr;\n"
+	"\tconst bool okt = pt < n;\n"
+	"\tconst float *ts = (lane < 16 ? cos_tab : sin_tab) + (okt ? pt : 0) * HALF + 4 * th;\n"
+	"\tfloat *dk = st + r * MKS + 4 * q, *dv = dk + 8 * MKS;\n"
+	"\tfloat *dt = st + 16 * MKS + (lane < 16 ? 0 : 8 * MCS) + tr * MCS + 4 * th;\n"
+	"\tif (vec) {\n"
+	"\t\tht_cp16(dk, ks, ok);\n"
+	"\t\tht_cp16(dv, vs, ok);\n"
+	"\t} else {\n"
+	"\t\tfloat f[4] = {0.0f, 0.0f, 0.0f, 0.0f}, g[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+	"\t\tif (ok) {\n"
+	"\t\t\tht_row<4>(ks, f, false);\n"
+	"\t\t\tht_row<4>(vs, g, false);\n"
+	"\t\t}\n"
+	"\t\t*(float4 *)dk = make_float4(f[0], f[1], f[2], f[3]);\n"
+	"\t\t*(float4 *)dv = make_float4(g[0], g[1], g[2], g[3]);\n"
+	"\t}\n"
+	"\tht_cp16(dt, ts, okt);\n"
+	"}\n"
+	"\n"
+	"// The query fragments of k step s, hi and lo: A[g][k] = qr[g * KD + 8 s + k].\n"
+	"__device__ __forceinline__ void ht_mma_query(const float *qr, int s, unsigned (&qh)[4], unsigned (&ql)[4])\n"
+	"{\n"
+	"\tconst int lane = threadIdx.x & 31, gr = lane >> 2, q = lane & 3;\n"
+	"\tht_split(qr[gr * KD + 8 * s + q], qh[0], ql[0]);\n"
+	"\tht_split(qr[(gr + 8) * KD + 8 * s + q], qh[1], ql[1]);\n"
+	"\tht_split(qr[gr * KD + 8 * s + q + 4], qh[2], ql[2]);\n"
+	"\tht_split(qr[(gr + 8) * KD + 8 * s + q + 4], qh[3], ql[3]);\n"
+	"}\n"
+	"\n"
+	"// The scores of one staged chunk (st): sc[0], sc[1] head gr, candidates cb + 2q, + 1;\n"
+	"// sc[2], sc[3] head gr + 8 (-inf for the candidates that are not leaves).  The rotated\n"
+	"// key of candidate gr at dims q, q + 4, q + 8, q + 12 (RoPE pairs i, i + 8) in 3xTF32: the\n"
+	"// small terms in an accumulator of their own (shorter chains), added last.\n"
+	"__device__ __forceinline__ void ht_mma_scores(const float *st, int cb, int n, bool masked, const unsigned *kept,\n"
+	"\tconst unsigned (&qh)[2][4], const unsigned (&ql)[2][4], float (&sc)[4])\n"
+	"{\n"
+	"\tconst int lane = threadIdx.x & 31, gr = lane >> 2, q = lane & 3;\n"
+	"\tconst float *Ks = st + gr * MKS, *Cs = st + 16 * MKS + gr * MCS, *Sn = Cs + 8 * MCS;\n"
+	"\tconst float x0 = Ks[q], x4 = Ks[q + 4], x8 = Ks[q + 8], x12 = Ks[q + 12];\n"
+	"\tconst float c0 = Cs[q], c4 = Cs[q + 4], s0 = Sn[q], s4 = Sn[q + 4];\n"
+	"\tunsigned kh[4], kl[4];\n"
+	"\tht_split(fmaf(x0, c0, -x8 * s0), kh[0], kl[0]);\n"
+	"\tht_split(fmaf(x4, c4, -x12 * s4), kh[1], kl[1]);\n"
+	"\tht_split(fmaf(x0, s0, x8 * c0), kh[2], kl[2]);\n"
+	"\tht_split(fmaf(x4, s4, x12 * c4), kh[3], kl[3]);\n"
+	"\tfloat sd[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+	"\tsc[0] = sc[1] = sc[2] = sc[3] = 0.0f;\n"
+	"\tht_mma(sd[0], sd[1], sd[2], sd[3], ql[0], kh[0], kh[1]);\n"
+	"\tht_mma(sc[0], sc[1], sc[2], sc[3], qh[0], kh[0], kh[1]);\n"
+	"\tht_mma(sd[0], sd[1], sd[2], sd[3], qh[0], kl[0], kl[1]);\n"
+	"\tht_mma(sc[0], sc[1], sc[2], sc[3], qh[1], kh[2], kh[3]);\n"
+	"\tht_mma(sd[0], sd[1], sd[2], sd[3], ql[1], kh[2], kh[3]);\n"
+	"\tht_mma(sd[0], sd[1], sd[2], sd[3], qh[1], kl[2], kl[3]);\n"
+	"#pragma unroll\n"
+	"\tfor (int j = 0; j < 4; j++)\n"
+	"\t\tsc[j] += sd[j];\n"
+	"\t// the chunk's 8 kept bits share one word (cb % 8 == 0)\n"
+	"\tconst unsigned kw = masked && cb < n ? kept[cb >> 5] >> (cb & 31) : 0u;\n"
+	"\tif (cb + 2 * q >= n || (kw >> (2 * q) & 1u))\n"
+	"\t\tsc[0] = sc[2] = NEG_INF;\n"
+	"\tif (cb + 2 * q + 1 >= n || (kw >> (2 * q + 1) & 1u))\n"
+	"\t\tsc[1] = sc[3] = NEG_INF;\n"
+	"}\n"
+	"\n"
+	"// Merge NC staged chunks (chunk c at st + c * MSTAGE, candidates cb + c * NW * 8 on) into\n"
+	"// the warp's state: their scores side by side (independent mma chains), one lazy max\n"
+	"// check, the weights, P V.\n"
+	"template <int NC>\n"
+	"__device__ __forceinline__ void ht_mma_chunks(const float *st, int cb, int n, bool masked, const unsigned *kept,\n"
+	"\tconst unsigned (&qh)[2][4], const unsigned (&ql)[2][4], float (&ofr)[8], float (&m)[2], float (&l)[2])\n"
+	"{\n"
+	"\tconst int lane = threadIdx.x & 31, gr = lane >> 2, q = lane & 3;\n"
+	"\tfloat sc[NC][4];\n"
+	"#pragma unroll\n"
+	"\tfor (int c = 0; c < NC; c++)\n"
+	"\t\tht_mma_scores(st + c * MSTAGE, cb + c * NW * 8, n, masked, kept, qh, ql, sc[c]);\n"
+	"\tbool raise = false;\n"
+	"#pragma unroll\n"
+	"\tfor (int c = 0; c < NC; c++)\n"
+	"\t\traise |= sc[c][0] > m[0] + LAZY || sc[c][1] > m[0] + LAZY || sc[c][2] > m[1] + LAZY || sc[c][3] > m[1] + LAZY;\n"
+	"\tif (__any_sync(0xffffffffu, raise)) {\n"
+	"#pragma unroll\n"
+	"\t\tfor (int h = 0; h < 2; h++) {\n"
+	"\t\t\tfloat tm = NEG_INF;\n"
+	"#pragma unroll\n"
+	"\t\t\tfor (int c = 0; c < NC; c++)\n"
+	"\t\t\t\ttm = fmaxf(tm, fmaxf(sc[c][2 * h], sc[c][2 * h + 1]));\n"
+	"\t\t\ttm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 1));\n"
+	"\t\t\ttm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 2));\n"
+	"\t\t\tconst float mn = fmaxf(m[h], tm);\n"
+	"\t\t\tconst float a = m[h] == NEG_INF ? 0.0f : __expf(m[h] - mn);\n"
+	"\t\t\tm[h] = mn;\n"
+	"\t\t\tl[h] *= a;\n"
+	"\t\t\tofr[2 * h] *= a, ofr[2 * h + 1] *= a, ofr[4 + 2 * h] *= a, ofr[4 + 2 * h + 1] *= a;\n"
+	"\t\t}\n"
+	"\t}\n"
+	"#pragma unroll\n"
+	"\tfor (int c = 0; c < NC; c++) {\n"
+	"\t\tfloat w[4];\n"
+	"#pragma unroll\n"
+	"\t\tfor (int j = 0; j < 4; j++)\n"
+	"\t\t\tw[j] = sc[c][j] == NEG_INF ? 0.0f : __expf(sc[c][j] - m[j >> 1]);\n"
+	"\t\tl[0] += w[0] + w[1];\n"
+	"\t\tl[1] += w[2] + w[3];\n"
+	"\t\t// P as the A operand, the candidates as k in the order 2q, 2q + 1 of k = q, q + 4\n"
+	"\t\tunsigned ph[4], pl[4];\n"
+	"\t\tht_split(w[0], ph[0], pl[0]);\n"
+	"\t\tht_split(w[2], ph[1], pl[1]);\n"
+	"\t\tht_split(w[1], ph[2], pl[2]);\n"
+	"\t\tht_split(w[3], ph[3], pl[3]);\n"
+	"\t\tconst float *Vs = st + c * MSTAGE + 8 * MKS;\n"
+	"#pragma unroll\n"
+	"\t\tfor (int j = 0; j < 2; j++)\n"
+	"\t\t\tht_mma3(ofr[4 * j], ofr[4 * j + 1], ofr[4 * j + 2], ofr[4 * j + 3], ph, pl,\n"
+	"\t\t\t\tVs[2 * q * MKS + 8 * j + gr], Vs[(2 * q + 1) * MKS + 8 * j + gr]);\n"
+	"\t}\n"
+	"}\n"
+	"\n"
+	"// Pass 4 on tensor cores: merge the leaves of one layer into this warp's state: ofr, the\n"
+	"// P V fragments (value tile j: rows gr, gr + 8, columns 8 j + 2 q, + 1), m and l the running\n"
+	"// max and this lane's part of the sum of heads gr and gr + 8.  The warp takes the chunks\n"
+	"// warp, warp + NW, ... two at a time (pair k in stages 2 (k % MPAIR), + 1; MPAIR - 1 pairs\n"
+	"// in flight).  The weights are exp(s - m) against the running max (lazy: raised to the\n"
+	"// chunks' max only when a score exceeds it by more than LAZY).\n"
+	"__device__ __forceinline__ void ht_leaves_mma(const ht_params &P, const float *Kl, const float *Vl, long long Nl,\n"
+	"\tlong long b, int hkv, bool top, bool masked, bool vec, int n, const int *par, const unsigned *kept,\n"
+	"\tconst float *qr, float *work, float (&ofr)[8], float (&m)[2], float (&l)[2])\n"
+	"{\n"
+	"\tconst int warp = threadIdx.x >> 5;\n"
+	"\tfloat *ring = work + warp * (MST * MSTAGE);\n"
+	"\tconst int rk = (int)P.Hkv * KD, rv = (int)P.Hkv * VD;\n"
+	"\tconst float *kb = Kl + (b * Nl * P.Hkv + hkv) * KD, *vb = Vl + (b * Nl * P.Hkv + hkv) * VD;\n"
+	"\tunsigned qh[2][4], ql[2][4];\n"
+	"\tht_mma_query(qr, 0, qh[0], ql[0]);\n"
+	"\tht_mma_query(qr, 1, qh[1], ql[1]);\n"
+	"\tconst int nch = (n + 7) >> 3;\n"
+	"\tconst int my = nch > warp ? (nch - warp + NW - 1) / NW : 0;\t// this warp's chunks\n"
+	"\tconst int npair = (my + 1) >> 1;\n"
+	"#pragma unroll\n"
+	"\tfor (int k = 0; k < MPAIR - 1; k++) {\n"
+	"\t\tfor (int c = 2 * k; c < 2 * k + 2 && c < my; c++)\n"
+	"\t\t\tht_mma_stage(ring + (c % MST) * MSTAGE, kb, vb, rk, rv, P.cos_tab, P.sin_tab, top, masked, vec, n, par, kept,\n"
+	"\t\t\t\t     (warp + c * NW) * 8);\n"
+	"\t\tht_cp_commit();\n"
+	"\t}\n"
+	"\tfor (int k = 0; k < npair; k++) {\n"
+	"\t\tconst int ahead = k + MPAIR - 1;\n"
+	"\t\tfor (int c = 2 * ahead; c < 2 * ahead + 2 && c < my; c++)\n"
+	"\t\t\tht_mma_stage(ring + (c % MST) * MSTAGE, kb, vb, rk, rv, P.cos_tab, P.sin_tab, top, masked, vec, n, par, kept,\n"
+	"\t\t\t\t     (warp + c * NW) * 8);\n"
+	"\t\tht_cp_commit();\n"
+	"\t\tht_cp_wait();\n"
+	"\t\t__syncwarp();\n"
+	"\t\tconst float *st = ring + ((2 * k) % MST) * MSTAGE;\n"
+	"\t\tconst int cb = (warp + 2 * k * NW) * 8;\n"
+	"\t\tif (2 * k + 1 < my)\n"
+	"\t\t\tht_mma_chunks<2>(st, cb, n, masked, kept, qh, ql, ofr, m, l);\n"
+	"\t\telse\n"
+	"\t\t\tht_mma_chunks<1>(st, cb, n, masked, kept, qh, ql, ofr, m, l);\n"
+	"\t\t__syncwarp();\n"
+	"\t}\n"
+	"\tasm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n"
+	"\t__syncwarp();\n"
+	"}\n"
+	"\n"
+	"// The end of the tensor-core path: the warps' states merged (rescaled to the common max)\n"
+	"// and o = U / max(S, eps).  work holds NW x (16 maxima, 16 sums, 16 x 16 values).\n"
+	"__device__ __forceinline__ void ht_final_mma(const ht_params &P, float *work, const float (&ofr)[8], const float (&m)[2],\n"
+	"\tfloat (&l)[2], long long b, long long row, int hkv)\n"
+	"{\n"
+	"\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gr = lane >> 2, q = lane & 3;\n"
+	"\tfloat *wm = work, *wl = work + NW * 16, *wo = work + NW * 32;\n"
+	"#pragma unroll\n"
+	"\tfor (int h = 0; h < 2; h++) {\n"
+	"\t\tl[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);\n"
+	"\t\tl[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);\n"
+	"\t}\n"
+	"\tif (q == 0) {\n"
+	"\t\twm[warp * 16 + gr] = m[0], wm[warp * 16 + gr + 8] = m[1];\n"
+	"\t\twl[warp * 16 + gr] = l[0], wl[warp * 16 + gr + 8] = l[1];\n"
+	"\t}\n"
+	"#pragma unroll\n"
+	"\tfor (int j = 0; j < 2; j++) {\n"
+	"\t\tfloat *o0 = wo + warp * 256 + gr * 16 + 8 * j + 2 * q, *o1 = o0 + 8 * 16;\n"
+	"\t\to0[0] = ofr[4 * j], o0[1] = ofr[4 * j + 1];\n"
+	"\t\to1[0] = ofr[4 * j + 2], o1[1] = ofr[4 * j + 3];\n"
+	"\t}\n"
+	"\t__syncthreads();\n"
+	"\tconst long long H = P.Hkv * G;\n"
+	"\tfor (int x = tid; x < G * VD; x += NT) {\n"
+	"\t\tconst int g = x / VD, e = x % VD;\n"
+	"\t\tfloat mx = NEG_INF;\n"
+	"\t\tfor (int w = 0; w < NW; w++)\n"
+	"\t\t\tmx = fmaxf(mx, wm[w * 16 + g]);\n"
+	"\t\tfloat num = 0.0f, den = 0.0f;\n"
+	"\t\tif (mx != NEG_INF)\n"
+	"\t\t\tfor (int w = 0; w < NW; w++) {\n"
+	"\t\t\t\tconst float mw = wm[w * 16 + g];\n"
+	"\t\t\t\tif (mw == NEG_INF)\n"
+	"\t\t\t\t\tcontinue;\n"
+	"\t\t\t\tconst float a = expf(mw - mx);\n"
+	"\t\t\t\tden = fmaf(a, wl[w * 16 + g], den);\n"
+	"\t\t\t\tnum = fmaf(a, wo[w * 256 + x], num);\n"
+	"\t\t\t}\n"
+	"\t\tP.o[((b * P.rows + row) * H + (long long)hkv * G + g) * VD + e] = num / fmaxf(den, SUM_EPS);\n"
+	"\t}\n"
+	"}\n"
+	"#endif\n"
+	"\n"
 	"// The whole forward of one query group (b, t, h_kv): every layer, top-down.\n"
 	"extern \"C\" __global__ void __launch_bounds__(NT, MINB) htree_forward(const ht_params P)\n"
 	"{\n"
@@ -591,9 +954,12 @@ static const char *const htree_forward_src =
 	"\tunsigned *kept = (unsigned *)(ht_smem + OFF_KEPT);\t// bit p: candidate p kept\n"
 	"\tint *par = (int *)(ht_smem + OFF_PAR), *nxt = par + TOPK;\n"
 	"\tfloat *qr = (float *)(ht_smem + OFF_QR);\n"
-	"\tfloat *hmax = (float *)(ht_smem + OFF_H), *hlse = hmax + G, *mrun = hlse + G, *alpha = mrun + G;\n"
+	"\tfloat *hmax = (float *)(ht_smem + OFF_H), *hlse = hmax + G, *mrun = hlse + G, *alpha = mrun + G, *qn = alpha + G;\n"
 	"\tint *misc = (int *)(ht_smem + OFF_MISC), *wcnt = misc + 8;\n"
 	"\tunsigned *hist = (unsigned *)(misc + 8 + NW);\n"
+	"\tdouble *etab = (double *)(ht_smem + OFF_ETAB);\t// 2^(j/32), j < 32\n"
+	"\tif (threadIdx.x < 32)\n"
+	"\t\tetab[threadIdx.x] = exp2(threadIdx.x / 32.0);\n"
 	"\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n"
 	"\t// the latest positions (the most candidates) first, for a short tail of the grid\n"
 	"\tconst long long bid = blockIdx.x;\n"
@@ -603,6 +969,9 @@ static const char *const htree_forward_src =
 	"\tconst long long t = P.positions ? (long long)P.positions[row] : row;\n"
 	"\tconst int L = (int)P.L;\n"
 	"\tconst long long H = P.Hkv * G;\n"
+	"#if HT_MMA\n"
+	"\tfloat ofr[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, mwarp[2] = {NEG_INF, NEG_INF}, lwarp[2] = {0.0f, 0.0f};\n"
+	"#else\n"
 	"\tfloat acc[NI][GH][AE], rs[NI][GH];\n"
 	"#pragma unroll\n"
 	"\tfor (int it = 0; it < NI; it++)\n"
@@ -613,6 +982,7 @@ static const char *const htree_forward_src =
 	"\t\t\tfor (int x = 0; x < AE; x++)\n"
 	"\t\t\t\tacc[it][h][x] = 0.0f;\n"
 	"\t\t}\n"
+	"#endif\n"
 	"\t// layer 0 reads the caller's k and v: 16-byte loads only when both are aligned\n"
 	"\tconst bool vec0 = (((unsigned long long)P.k0 | (unsigned long long)P.v0) & 15u) == 0;\n"
 	"\tif (tid < G)\n"
@@ -671,53 +1041,112 @@ static const char *const htree_forward_src =
 	"\t\t\t\tHT_MARK(1);\n"
 	"\t\t\t}\n"
 	"\t\t\t// pass 2: sum_g = sequential sum of exp(s - mx_g) in candidate order.  The\n"
-	"\t\t\t// threads from CHW*32 on compute tiles of CT exp values (double buffer) while\n"
+	"\t\t\t// threads from CHW*32 on compute tiles of CTILE = CT * CPT exp values (double buffer) while\n"
 	"\t\t\t// the first G threads fold the previous tile; with CHW > 0 the folding warps\n"
 	"\t\t\t// compute nothing, so a tile costs the longer of the two, not their sum.\n"
 	"\t\t\t{\n"
 	"\t\t\t\tfloat chain = 0.0f;\n"
-	"\t\t\t\tconst int ntile = (n + CT - 1) / CT;\n"
+	"\t\t\t\tconst int ntile = (n + CTILE - 1) / CTILE;\n"
 	"\t\t\t\tconst int ct = tid - CHW * 32;\t// this thread's column in a tile\n"
 	"\t\t\t\tfor (int j = 0; j <= ntile; j++) {\n"
 	"\t\t\t\t\tif (j > 0 && tid < G) {\n"
 	"\t\t\t\t\t\tconst float *E = work + ((j - 1) & 1) * (G * TS) + tid * TS;\n"
-	"\t\t\t\t\t\tconst int len = n - (j - 1) * CT < CT ? n - (j - 1) * CT : CT;\n"
-	"\t\t\t\t\t\tfor (int u = 0; u < len; u++)\n"
+	"\t\t\t\t\t\tconst int len = n - (j - 1) * CTILE < CTILE ? n - (j - 1) * CTILE : CTILE;\n"
+	"\t\t\t\t\t\t// 8 values a step, their loads (unrolled) ahead of the dependent adds\n"
+	"\t\t\t\t\t\tint u = 0;\n"
+	"#pragma unroll 4\n"
+	"\t\t\t\t\t\tfor (; u + 8 <= len; u += 8) {\n"
+	"\t\t\t\t\t\t\tconst float4 a = *(const float4 *)(E + u), c = *(const float4 *)(E + u + 4);\n"
+	"\t\t\t\t\t\t\tchain = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(chain, a.x), a.y), a.z), a.w);\n"
+	"\t\t\t\t\t\t\tchain = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(chain, c.x), c.y), c.z), c.w);\n"
+	"\t\t\t\t\t\t}\n"
+	"\t\t\t\t\t\tfor (; u < len; u++)\n"
 	"\t\t\t\t\t\t\tchain = __fadd_rn(chain, E[u]);\n"
 	"\t\t\t\t\t}\n"
-	"\t\t\t\t\tconst int p = j * CT + ct;\n"
-	"\t\t\t\t\tif (ct >= 0 && j < ntile && p < n) {\n"
-	"\t\t\t\t\t\tfloat *E = work + (j & 1) * (G * TS) + ct;\n"
-	"\t\t\t\t\t\tfloat kr[KD];\n"
-	"\t\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
-	"\t\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr, true);\n"
+	"\t\t\t\t\t// columns ct + h * CT of the tile, h < CPT: all their rows loaded first\n"
+	"\t\t\t\t\tif (ct >= 0 && j < ntile) {\n"
+	"\t\t\t\t\t\tfloat kr[CPT][KD];\n"
 	"#pragma unroll\n"
-	"\t\t\t\t\t\tfor (int g = 0; g < G; g++)\n"
-	"\t\t\t\t\t\t\tE[g * TS] = ht_exp_ref(__fsub_rn(ht_dot_exact(qr + g * KD, kr), hmax[g]));\n"
+	"\t\t\t\t\t\tfor (int h = 0; h < CPT; h++) {\n"
+	"\t\t\t\t\t\t\tconst int p = j * CTILE + ct + h * CT;\n"
+	"\t\t\t\t\t\t\tif (p < n)\n"
+	"\t\t\t\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
+	"\t\t\t\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr[h], true);\n"
+	"\t\t\t\t\t\t}\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\t\tfor (int h = 0; h < CPT; h++) {\n"
+	"\t\t\t\t\t\t\tfloat *E = work + (j & 1) * (G * TS) + ct + h * CT;\n"
+	"\t\t\t\t\t\t\tif (j * CTILE + ct + h * CT < n)\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\t\t\t\tfor (int g = 0; g < G; g++)\n"
+	"\t\t\t\t\t\t\t\t\tE[g * TS] = ht_exp_tab(__fsub_rn(ht_dot_exact(qr + g * KD, kr[h]), hmax[g]), etab);\n"
+	"\t\t\t\t\t\t}\n"
 	"\t\t\t\t\t}\n"
 	"\t\t\t\t\t__syncthreads();\n"
 	"\t\t\t\t}\n"
-	"\t\t\t\tif (tid < G)\n"
+	"\t\t\t\tif (tid < G) {\n"
 	"\t\t\t\t\thlse[tid] = __fadd_rn(hmax[tid], ht_log_ref(chain));\n"
+	"\t\t\t\t\tfloat a = 0.0f;\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\tfor (int i = 0; i < KD; i++)\n"
+	"\t\t\t\t\t\ta = fmaf(qr[tid * KD + i], qr[tid * KD + i], a);\n"
+	"\t\t\t\t\tqn[tid] = sqrtf(a);\n"
+	"\t\t\t\t}\n"
+	"\t\t\t\tif (tid == 0)\n"
+	"\t\t\t\t\tmisc[2] = 0;\t// pass 3's open keys\n"
 	"\t\t\t\t__syncthreads();\n"
 	"\t\t\t\tHT_MARK(2);\n"
 	"\t\t\t}\n"
-	"\t\t\t// pass 3: shared importance keys\n"
+	"\t\t\t// pass 3: shared importance keys, fast: FMA scores and expf, with a bound on their\n"
+	"\t\t\t// distance from the reference's arithmetic; a candidate whose key the bound leaves\n"
+	"\t\t\t// open (its truncation could differ, or a term is near the flush) is listed (in\n"
+	"\t\t\t// nxt, free until the top-K) and its key computed the reference's way.\n"
 	"\t\t\tfor (int p = tid; p < n; p += NT) {\n"
-	"\t\t\t\tfloat kr[KD];\n"
-	"\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
-	"\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr, true);\n"
-	"\t\t\t\tfloat imp = 0.0f;\n"
+	"\t\t\t\tunsigned key = __float_as_uint(IMP_FORCED) & KEYMASK;\n"
+	"\t\t\t\tif (p < n - 1) {\n"
+	"\t\t\t\t\tfloat kr[KD];\n"
+	"\t\t\t\t\tht_rope_fast(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
+	"\t\t\t\t\t\t     P.sin_tab + (long long)p * HALF, kr, true);\n"
+	"\t\t\t\t\tfloat kn = 0.0f;\n"
 	"#pragma unroll\n"
-	"\t\t\t\tfor (int g = 0; g < G; g++) {\n"
-	"\t\t\t\t\tfloat pr = ht_exp_ref(__fsub_rn(ht_dot_exact(qr + g * KD, kr), hlse[g]));\n"
-	"\t\t\t\t\tif (pr < 1.17549435e-38f)\n"
-	"\t\t\t\t\t\tpr = 0.0f;\n"
-	"\t\t\t\t\timp = __fadd_rn(imp, pr);\n"
+	"\t\t\t\t\tfor (int i = 0; i < KD; i++)\n"
+	"\t\t\t\t\t\tkn = fmaf(kr[i], kr[i], kn);\n"
+	"\t\t\t\t\tkn = sqrtf(kn) * DOT_BOUND;\n"
+	"\t\t\t\t\tfloat imp = 0.0f, d = 0.0f;\n"
+	"\t\t\t\t\tbool open = false;\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\tfor (int g = 0; g < G; g++) {\n"
+	"\t\t\t\t\t\tconst float x = ht_dot_fast(qr + g * KD, kr) - hlse[g];\n"
+	"\t\t\t\t\t\t// |x - x_ref| <= the scores' bound + the two roundings of x\n"
+	"\t\t\t\t\t\td = fmaxf(d, fmaf(qn[g], kn, fabsf(x) * 0x1p-23f));\n"
+	"\t\t\t\t\t\topen |= x > -89.0f && x < -86.0f;\n"
+	"\t\t\t\t\t\timp += x < -88.0f ? 0.0f : expf(x);\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t\t// relative: e^d - 1, the exps' and the sums' roundings (both sides)\n"
+	"\t\t\t\t\tconst float e = fmaf(d, 1.05f, SUM_BOUND);\n"
+	"\t\t\t\t\tkey = __float_as_uint(imp * (1.0f + e)) & KEYMASK;\n"
+	"\t\t\t\t\tif (open || key != (__float_as_uint(imp * (1.0f - e)) & KEYMASK)) {\n"
+	"\t\t\t\t\t\tkey = KEY_OPEN;\n"
+	"\t\t\t\t\t\tconst int at = atomicAdd(&misc[2], 1);\n"
+	"\t\t\t\t\t\tif (at < TOPK)\n"
+	"\t\t\t\t\t\t\tnxt[at] = p;\n"
+	"\t\t\t\t\t}\n"
 	"\t\t\t\t}\n"
-	"\t\t\t\tif (p == n - 1)\n"
-	"\t\t\t\t\timp = IMP_FORCED;\n"
-	"\t\t\t\tkeys[p] = __float_as_uint(imp) & KEYMASK;\n"
+	"\t\t\t\tkeys[p] = key;\n"
+	"\t\t\t}\n"
+	"\t\t\t__syncthreads();\n"
+	"\t\t\t{\n"
+	"\t\t\t\tconst int nopen = misc[2];\n"
+	"\t\t\t\tif (nopen <= TOPK) {\n"
+	"\t\t\t\t\tfor (int i = tid; i < nopen; i += NT)\n"
+	"\t\t\t\t\t\tkeys[nxt[i]] = ht_key_exact(kbase, rowk, par, top, nxt[i], qr, hlse, P.cos_tab, P.sin_tab,\n"
+	"\t\t\t\t\t\t\t\t\t    etab);\n"
+	"\t\t\t\t} else {\n"
+	"\t\t\t\t\tfor (int p = tid; p < n; p += NT)\n"
+	"\t\t\t\t\t\tif (keys[p] == KEY_OPEN)\n"
+	"\t\t\t\t\t\t\tkeys[p] = ht_key_exact(kbase, rowk, par, top, p, qr, hlse, P.cos_tab,\n"
+	"\t\t\t\t\t\t\t\t\t\t\t    P.sin_tab, etab);\n"
+	"\t\t\t\t}\n"
 	"\t\t\t}\n"
 	"\t\t\t__syncthreads();\n"
 	"\t\t\tHT_MARK(3);\n"
@@ -803,11 +1232,19 @@ static const char *const htree_forward_src =
 	"\t\t}\n"
 	"\t\tif (P.trace_ncand && tid == 0)\n"
 	"\t\t\tP.trace_ncand[gi * L + l] = n;\n"
+	"#if HT_MMA\n"
+	"\t\tif (l == 0)\n"
+	"\t\t\tht_leaves_mma(P, P.k0, P.v0, P.T, b, hkv, top, false, vec0, n, par, kept, qr, work, ofr, mwarp, lwarp);\n"
+	"\t\telse if (n > TOPK)\n"
+	"\t\t\tht_leaves_mma(P, P.kl[l], P.vl[l], P.N[l], b, hkv, top, true, true, n, par, kept, qr, work, ofr, mwarp,\n"
+	"\t\t\t\t      lwarp);\n"
+	"#else\n"
 	"\t\tif (l == 0)\n"
 	"\t\t\tht_leaves<in_t>(P, P.k0, P.v0, P.T, b, hkv, top, false, vec0, n, par, kept, qr, mrun, alpha, work, acc, rs);\n"
 	"\t\telse if (n > TOPK)\n"
 	"\t\t\tht_leaves<float>(P, P.kl[l], P.vl[l], P.N[l], b, hkv, top, true, true, n, par, kept, qr, mrun, alpha,\n"
 	"\t\t\t\t\t work, acc, rs);\n"
+	"#endif\n"
 	"\t\tint *tmp = par;\n"
 	"\t\tpar = nxt;\n"
 	"\t\tnxt = tmp;\n"
@@ -815,6 +1252,9 @@ static const char *const htree_forward_src =
 	"\t\t__syncthreads();\n"
 	"\t\tHT_MARK(l == 0 ? 6 : 5);\n"
 	"\t}\n"
+	"#if HT_MMA\n"
+	"\tht_final_mma(P, work, ofr, mwarp, lwarp, b, row, hkv);\n"
+	"#else\n"
 	"\t// the partial states of the slices, summed in slice order; o = U / max(S, eps)\n"
 	"#pragma unroll\n"
 	"\tfor (int it = 0; it < NI; it++) {\n"
@@ -861,6 +1301,7 @@ static const char *const htree_forward_src =
 	"\t\t\t\torow[x] = u[h][x] / den;\n"
 	"\t\t}\n"
 	"\t}\n"
+	"#endif\n"
 	"#if HT_PROF\n"
 	"\tHT_MARK(7);\n"
 	"\tif (tid == 0 && P.prof)\n"
@@ -917,24 +1358,33 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 "constexpr int R = %d, LOGR = %d, TOPK = %d;\n"
 			 "constexpr int G = %d, KD = %d, HALF = %d, VD = %d;\n"
 			 "constexpr int NT = %d, NW = %d, MINB = %d, TS = %d, CW = %d, CWARPS = %d, CHW = %d, CT = %d;\n"
+			 "constexpr int CPT = %d, CTILE = CT * CPT;\n"
 			 "constexpr int AE = %d, VQ = %d, GH = %d, ITEMS = %d, JS = %d, NI = %d;\n"
 			 "constexpr int SS = %d, VS = %d, RW = %d;\n"
 			 "constexpr int MAXL = %d, NDIGITS = %d, HT_PARAMS_BYTES = %d, NPHASES = %d;\n"
 			 "#define HT_PROF %d\n"
+			 "#define HT_MMA %d\n"
+			 "constexpr int HT_MMA_STAGES_ = %d;\n"
 			 "constexpr unsigned KEYMASK = 0x%08Xu;\n"
 			 "constexpr float IMP_FORCED = %.1ff, SUM_EPS = 1e-30f, LAZY = 8.0f;\n"
+			 "// pass 3's bound on |fast - reference score| / (|q| |k|), and its open-key mark\n"
+			 "constexpr float DOT_BOUND = (KD + 8) * 0x1p-22f;\n"
+			 "// ... and on the relative error of the exps (2 ulp) and the sums over G heads of\n"
+			 "// both sides: (2 G + 16) 2^-24 (a margin in), at least 2^-18\n"
+			 "constexpr float SUM_BOUND = (2 * G + 16 > 64 ? 2 * G + 16 : 64) * 0x1p-24f;\n"
+			 "constexpr unsigned KEY_OPEN = 0xFFFFFFFFu;\n"
 			 "#define NEG_INF __int_as_float(0xff800000)\n"
 			 "constexpr int OFF_WORK = %lld, OFF_KEYS = %lld, OFF_KEPT = %lld, OFF_PAR = %lld, OFF_QR = %lld, "
-			 "OFF_H = %lld, OFF_MISC = %lld;\n"
+			 "OFF_H = %lld, OFF_MISC = %lld, OFF_ETAB = %lld;\n"
 			 "\n",
 			 c->compression_rate, ilog2(c->compression_rate), c->top_k, c->G, c->K,
 			 c->K / 2, c->V, lo.nt, lo.nw, min_blocks(c, lo.nt), lo.ts, lo.cw,
-			 (c->G * lo.cw + 31) / 32, lo.chw, lo.ct, lo.ae, lo.vq, lo.gh, lo.items,
+			 (c->G * lo.cw + 31) / 32, lo.chw, lo.ct, lo.cpt, lo.ae, lo.vq, lo.gh, lo.items,
 			 lo.js, lo.ni, lo.ss, lo.vs, lo.rw, TINYC_HTREE_MAX_LAYERS, ndigits, (int)sizeof(tinyc_htree_kparams),
-			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0,
+			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0, lo.mma, lo.mma ? lo.mst : 2,
 			 (unsigned)keymask, (double)TINYC_HTREE_IMP_FORCED, (long long)lo.off_work,
 			 (long long)lo.off_keys, (long long)lo.off_kept, (long long)lo.off_par, (long long)lo.off_qr,
-			 (long long)lo.off_h, (long long)lo.off_misc);
+			 (long long)lo.off_h, (long long)lo.off_misc, (long long)lo.off_etab);
 	tinyc_buf_puts(out, htree_common);
 	tinyc_buf_puts(out, htree_forward_src);
 	if (out->oom)

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "codegen/matmul.h"
+#include "codegen/wgmma_ring.h"
 
 /* ------------------------------------------------------------------ helpers ---- */
 
@@ -630,7 +631,7 @@ static int wgmma_tmap(tinyc_mmk *b, const char *name, const tinyc_mm_operand *op
 	m.dim[1] = mpoly(k, &pout);
 	m.stride[0] = tinyc_gx_int(k, TINYC_LONG, 1);
 	m.stride[1] = mpoly(k, &op->stride[contig_cols ? 0 : 1]);
-	m.box[0] = 64;
+	m.box[0] = 128 / tinyc_dtype_size(op->dtype);	/* 128 bytes: the swizzle's row */
 	m.box[1] = outer;
 	if (batched) {
 		m.dim[2] = mpoly(k, &pl);
@@ -745,26 +746,6 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
  *   The ring position `it` runs on across the CTA's tiles (a pingpong consumer skips the
  *   other's): stage = it % S, round parity = it / S & 1.
  */
-/* What the warp roles of the Hopper kernel share (build_wgmma). */
-typedef struct wgmma_ring {
-	tinyc_mmk *b;			/* the builder (kernel, problem, tiles) */
-	int generic;			/* an operand is copied by the producer's threads */
-	int batched;			/* the tiles run over the batch too */
-	int64_t tiles_m, tiles_n;	/* output tiles along m and n */
-	int64_t ntiles, ktiles;		/* tiles the CTAs walk; k tiles of one tile */
-	int64_t tma_bytes;		/* bytes the TMA loads of one stage bring */
-	int As, Bs;			/* the ring's operand stages (shared) */
-	int full, empty, turn;		/* the ring's barriers; pingpong's turns (shared) */
-	int pipe;			/* the ring's pipeline */
-	int cpipe;			/* a_nhwc: the cp.async groups of A (one per stage) */
-	int ta, tb;			/* tensor maps of A and B, -2 when copied */
-	int tilev, ktv, itp;		/* producer registers: tile, k tile, ring position */
-	int ctilev, cktv, itc, ntv;	/* consumer registers: the same and tiles so far */
-	tinyc_gexpr *wg;		/* warpgroup index */
-	tinyc_gexpr *bid, *nbid;	/* blockIdx.x, gridDim.x */
-	tinyc_gexpr *is0;		/* thread 0 of the CTA */
-	tinyc_gexpr *cw, *g, *t4;	/* consumer index; the lane's row group, column pair */
-} wgmma_ring;
 
 /* The ring: its shared stages, barriers (initialised by thread 0, then a CTA barrier), the
  * tensor maps, the loop registers of both roles and the CTA coordinates.  0 or -1. */
@@ -797,7 +778,8 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 				       t->b_kmajor ? BN : 64, batched) : -2;
 	if (pipe < 0 || ta == -1 || tb == -1)
 		return -1;
-	int64_t tma_bytes = (int64_t)((t->a_tma ? BM : 0) + (t->b_tma ? BN : 0)) * BK * 2;
+	int64_t tma_bytes = (int64_t)((t->a_tma ? BM : 0) + (t->b_tma ? BN : 0)) * BK *
+			    tinyc_dtype_size(pr->a.dtype);
 	/* barriers */
 	tinyc_gstmt *init = tinyc_gs_block(k);
 	for (int st = 0; st < S; st++) {
@@ -806,6 +788,9 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	}
 	for (int c = 0; PP && c < 2; c++)
 		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, -1, turn, I(b, c), 128));
+	w->As = As, w->Bs = Bs, w->pipe = pipe;
+	if (w->tf32 && tinyc_tf32wg_ring_init(w, init) < 0)
+		return -1;
 	tinyc_mmk_append(b, init, tinyc_gs_fence(k, TINYC_GF_MBAR_INIT));
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the ring's barriers: full[s] (the stage "
 						       "landed), empty[s] (its consumers are done)"));
@@ -907,8 +892,9 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 								   batched ? 3 : 2, crd, full, ps));
 		}
 	}
+	int all = generic || w->tf32;	/* every producer thread runs the loop */
 	if (tma->nstmts)
-		tinyc_mmk_append(b, pk, generic ? tinyc_gs_if(k, is0, tma, NULL) : tma);
+		tinyc_mmk_append(b, pk, all ? tinyc_gs_if(k, is0, tma, NULL) : tma);
 	if (generic) {
 		b->l = pl;
 		tinyc_mmk_append(b, pk, tinyc_gs_comment(k, "operands TMA cannot load: the producer's "
@@ -927,12 +913,26 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 			tinyc_mmk_append(b, pk, tinyc_gs_mbar_arrive(k, pipe, full, ps));
 		}
 	}
+	if (w->tf32) {	/* 3xTF32: split the previous position while this one loads */
+		tinyc_gstmt *sp = tinyc_gs_block(k);
+		tinyc_tf32wg_split(w, sp, bin(b, TINYC_GX_SUB, IT, I(b, 1)));
+		tinyc_mmk_append(b, pk, tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), sp, NULL));
+	}
 	tinyc_mmk_append(b, pk, tinyc_gs_assign(k, itp, add(b, IT, I(b, 1))));
 	tinyc_mmk_append(b, ptile, tinyc_gs_for_range(k, ktv, I(b, 0), I(b, ktiles), I(b, 1), 0, pk));
 	tinyc_mmk_append(b, issuer, tinyc_gs_for_range(k, tilev, bid, I(b, ntiles), nbid, 0, ptile));
 	if (t->a_nhwc)	/* the last stage's arrival */
 		tinyc_mmk_append(b, issuer, wgmma_cp_arrive(w, IT, 0));
-	if (generic) {
+	if (w->tf32) {	/* the last position's split */
+		tinyc_gstmt *sp = tinyc_gs_block(k);
+		tinyc_tf32wg_split(w, sp, bin(b, TINYC_GX_SUB, IT, I(b, 1)));
+		tinyc_mmk_append(b, issuer, tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), sp, NULL));
+	}
+	if (w->tf32) {
+		tinyc_mmk_append(b, prod, tinyc_gs_comment(k, "producer: thread 0 issues the TMA loads, "
+							       "every thread splits the landed stages"));
+		tinyc_mmk_append(b, prod, issuer);
+	} else if (generic) {
 		tinyc_mmk_append(b, prod, tinyc_gs_comment(k, "producer: thread 0 issues the TMA loads, "
 							       "every thread copies"));
 		tinyc_mmk_append(b, prod, issuer);
@@ -1087,7 +1087,10 @@ static tinyc_gstmt *wgmma_consumer(wgmma_ring *w)
 		tinyc_mmk_append(b, ctile, tinyc_gs_if(k, bin(b, TINYC_GX_GE, add(b, NT, cw), I(b, 1)), wt, NULL));
 	}
 	w->cw = cw, w->g = g, w->t4 = t4;
-	wgmma_kloop(w, ctile, NT);
+	if (w->tf32)
+		tinyc_tf32wg_kloop(w, ctile);
+	else
+		wgmma_kloop(w, ctile, NT);
 	if (wgmma_epilogue(w, ctile) < 0)
 		return NULL;
 	tinyc_gexpr *first = PP ? add(b, bid, mul(b, cw, nbid)) : bid;
@@ -1104,6 +1107,7 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	memset(&w, 0, sizeof(w));
 	w.b = b;
 	w.generic = !b->t->a_tma || !b->t->b_tma;
+	w.tf32 = b->t->tf32x3;
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gpu_module *gm = b->gm;
@@ -1303,7 +1307,9 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	if (tinyc_gs_append(k, all, tinyc_gs_decl(k, pk, NULL)) < 0 ||
 	    tinyc_gs_append(k, all, tinyc_gs_for_range(k, jv, PK_I(0), PK_I(4), PK_I(1), 4, body)) < 0 ||
 	    tinyc_gs_append(k, all, tinyc_gs_if(k, PK_B(TINYC_GX_LT, w0, PK_I(W)), st, NULL)) < 0 ||
-	    (host && tinyc_gs_append(k, k->body, tinyc_gs_if(k, PK_B(TINYC_GX_GE, bid, PK_I(0)), all, NULL)) < 0))
+	    (host && tinyc_gs_append(k, k->body, tinyc_gs_if(k, PK_B(TINYC_GX_LAND, PK_B(TINYC_GX_GE, bid, PK_I(0)),
+									 PK_B(TINYC_GX_LT, bid, PK_I(blocks))),
+							     all, NULL)) < 0))
 		return -1;
 #undef PK_I
 #undef PK_B
@@ -1311,8 +1317,11 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	return 0;
 }
 
-int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
-		      const tinyc_mm_tiles *t, const char *name)
+/* tinyc_matmul_emit; host_b: a kernel of 256 threads launched earlier whose extra blocks
+ * pack B (the transpose kernel of the conv whose epilogue stores this one's NHWC input),
+ * or NULL. */
+static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		const tinyc_mm_tiles *t, const char *name, tinyc_gkernel *host_b)
 {
 	if (!prob->evt)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: no epilogue graph", name);
@@ -1328,14 +1337,15 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	/* packed operands: their packing kernels first, then the matmul reads the workspaces */
 	tinyc_mm_problem packed = *prob;	/* shallow: the evt stays prob's */
 	tinyc_gkernel *nhwc = NULL;	/* the transpose kernel, which also packs B */
-	if (t->variant == TINYC_MM_WGMMA && t->a_nhwc &&	/* A reads the channels-last copy */
+	if ((t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_TF32X3) && t->a_nhwc &&
+	    !t->nhwc.stored_by &&	/* A reads a channels-last copy, made here */
 	    (packed.a.buf = tinyc_conv_nhwc_emit(ctx, gm, &prob->a, &t->nhwc, name, &nhwc)) < 0)
 		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_a &&
 	    pack_operand(ctx, gm, prob, t, 0, name, &packed.a, NULL) < 0)
 		return -1;
 	if (t->variant == TINYC_MM_WGMMA && t->pack_b &&
-	    pack_operand(ctx, gm, prob, t, 1, name, &packed.b, nhwc) < 0)
+	    pack_operand(ctx, gm, prob, t, 1, name, &packed.b, nhwc ? nhwc : host_b) < 0)
 		return -1;
 	tinyc_mmk b;
 	memset(&b, 0, sizeof(b));
@@ -1371,9 +1381,10 @@ int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 				 "2 stages (register prefetch), warps %dx%d, epilogue %d nodes", name, t->bm,
 				 t->bn, t->bk, t->warps_m, t->warps_n, prob->evt->n);
 		else if (t->variant == TINYC_MM_WGMMA)
-			snprintf(comment, sizeof(comment), "%s: matmul wgmma m64n%dk16 tile [%d,%d,%d], "
+			snprintf(comment, sizeof(comment), "%s: matmul wgmma m64n%d%s tile [%d,%d,%d], "
 				 "%d stages (TMA, mbarriers), 1 producer + %d consumer warpgroups, "
-				 "persistent, epilogue %d nodes", name, t->wgn, t->bm, t->bn, t->bk,
+				 "persistent, epilogue %d nodes", name, t->wgn,
+				 t->tf32x3 ? "k8 3xTF32" : "k16", t->bm, t->bn, t->bk,
 				 t->stages, t->consumers, prob->evt->n);
 		else
 			snprintf(comment, sizeof(comment), "%s: matmul mma.sync m16n8k16 tile [%d,%d,%d], "
@@ -1403,5 +1414,19 @@ int tinyc_matmul_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedul
 	const tinyc_mm_plan *mp = p->ext;
 	if (mp->fused_into >= 0)
 		return 0;	/* written by the matmul kernel it is fused into */
-	return tinyc_matmul_emit(ctx, gm, &mp->prob, &mp->t, sk->name);
+	tinyc_gkernel *host_b = NULL;	/* the producer's transpose kernel, when it has one */
+	if (mp->t.a_nhwc && mp->t.nhwc.stored_by) {
+		char hn[160];
+		snprintf(hn, sizeof(hn), "%s_nhwc", s->kerns[mp->t.nhwc.stored_by - 1].name);
+		for (int i = 0; i < gm->nkernel && !host_b; i++)
+			if (!strcmp(gm->kernels[i]->name, hn))
+				host_b = gm->kernels[i];
+	}
+	return emit(ctx, gm, &mp->prob, &mp->t, sk->name, host_b);
+}
+
+int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		      const tinyc_mm_tiles *t, const char *name)
+{
+	return emit(ctx, gm, prob, t, name, NULL);
 }

@@ -148,6 +148,9 @@ int tinyc_mm_two_stage_loop(tinyc_mmk *b, tinyc_gstmt *body, const tinyc_mm_tile
 			    const tinyc_mm_tile_io *ib, tinyc_mm_stage_fn compute, void *arg);
 /* codegen/tf32_tile.c: the 3xTF32 tensor-core tile for fp32 (variant tf32x3).  0 or -1. */
 int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name);
+/* hi[dst] = tf32(raw[src]), lo[dst] = tf32(raw[src] - hi[dst]) on register arrays
+ * (round to nearest, ties away; appended to blk). */
+void tinyc_tf32_split_mmk(tinyc_mmk *b, tinyc_gstmt *blk, int raw, int src, int hi, int lo, int dst);
 /* The accumulator fragment of mma m16n8 tiles: warp (wm, wn) of a warp tile WM x WN, mi x
  * ni fragments, lane (g, t4) (codegen/matmul.c). */
 void tinyc_mm_frag_mma(tinyc_mmk *b, tinyc_mm_frag *f, tinyc_gexpr *wm, tinyc_gexpr *wn,

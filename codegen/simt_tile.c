@@ -64,12 +64,39 @@ static int64_t bound_value(const tinyc_mmk *b, const tinyc_evt_poly *p)
 	return v;
 }
 
+/* Whether gathered operand io (a conv's A on its channels-last copy, sched/conv_nhwc.c)
+ * can be loaded 4 elements at a time along k: the innermost column axis (the channels)
+ * of stride 1 and extent a multiple of 4, every other stride and the offset multiples of
+ * 4 (16-byte aligned vectors).  Then K is a multiple of 4 and the window's guards do not
+ * involve the channels: a vector is wholly in or out of the tail and the padding. */
+static int gather_vec_loads(const tinyc_mmk *b, const tinyc_mm_tile_io *io)
+{
+	const tinyc_mm_operand *op = io->op;
+	const tinyc_mm_gather *g = &op->gather;
+	int nc = g->nax[1];
+	if (op != &b->prob->a || !b->t->a_nhwc || nc < 1 || io->cols % 4 || g->stride[1][nc - 1] != 1 ||
+	    g->ext[1][nc - 1] % 4)
+		return 0;
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < g->nax[r]; i++)
+			if (!(r == 1 && i == nc - 1) && g->stride[r][i] % 4)
+				return 0;
+	for (int q = 0; q < g->nguard; q++)
+		if (g->gcoef[q][1][nc - 1])
+			return 0;
+	int64_t off = bound_value(b, &op->offset);
+	int64_t sl = b->prob->evt && b->prob->evt->batched ? bound_value(b, &op->stride[2]) : 0;
+	return off % 4 == 0 && sl >= 0 && sl % 4 == 0;
+}
+
 /* Whether io's operand can be loaded 4 elements at a time: contiguous along one tile axis
  * with no tail test on it, offset and the other strides multiples of 4 (16-byte aligned
  * vectors) under the bindings. */
 static int vec_loads(const tinyc_mmk *b, const tinyc_mm_tile_io *io)
 {
 	const tinyc_mm_operand *op = io->op;
+	if (op->gather.on)
+		return gather_vec_loads(b, io);
 	int c = tinyc_evt_poly_is_const(&op->stride[1], 1) ? 1
 		: tinyc_evt_poly_is_const(&op->stride[0], 1) ? 0 : -1;
 	if (c < 0 || op->gather.on || (c ? io->pc : io->pr) || (c ? io->cols : io->rows) % 4)
@@ -83,7 +110,8 @@ static int vec_loads(const tinyc_mmk *b, const tinyc_mm_tile_io *io)
  * its vector j / 4): consecutive threads along the operand's contiguous axis. */
 static void elem_coords(tinyc_mmk *b, const tinyc_mm_tile_io *io, int j, tinyc_gexpr **r, tinyc_gexpr **c)
 {
-	int along_rows = !tinyc_evt_poly_is_const(&io->op->stride[1], 1) &&
+	int along_rows = !(io->vec && io->op->gather.on) &&	/* NHWC: along k */
+			 !tinyc_evt_poly_is_const(&io->op->stride[1], 1) &&
 			 tinyc_evt_poly_is_const(&io->op->stride[0], 1);
 	int w = io->vec ? 4 : 1, e = j % w;
 	tinyc_gexpr *i = bin(b, TINYC_GX_ADD, b->tid, I(b, (int64_t)(j / w) * THREADS));

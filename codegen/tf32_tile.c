@@ -31,6 +31,7 @@
  */
 #include <string.h>
 
+#include "codegen/gpu.h"
 #include "codegen/matmul.h"
 
 #define THREADS 256		/* 8 warps */
@@ -48,24 +49,32 @@ static tinyc_gexpr *bin(tinyc_mmk *b, tinyc_gx_op op, tinyc_gexpr *x, tinyc_gexp
 
 /* tf32(x): x rounded to 10 mantissa bits, to nearest, ties away from zero (the bits of
  * cvt.rna.tf32.f32 for every non-NaN x). */
-static tinyc_gexpr *tf32_round(tinyc_mmk *b, tinyc_gexpr *x)
+static tinyc_gexpr *tf32_round(tinyc_gkernel *k, tinyc_gexpr *x)
 {
-	tinyc_gkernel *k = b->k;
 	tinyc_gexpr *u = tinyc_gx_bitcast(k, TINYC_UINT, x);
-	u = bin(b, TINYC_GX_ADD, u, tinyc_gx_int(k, TINYC_UINT, 0x1000));
-	u = bin(b, TINYC_GX_AND, u, tinyc_gx_int(k, TINYC_UINT, 0xffffe000u));
+	u = tinyc_gx_binary(k, TINYC_GX_ADD, u, tinyc_gx_int(k, TINYC_UINT, 0x1000));
+	u = tinyc_gx_binary(k, TINYC_GX_AND, u, tinyc_gx_int(k, TINYC_UINT, 0xffffe000u));
 	return tinyc_gx_bitcast(k, TINYC_FLOAT, u);
 }
 
-/* hi[dst] = tf32(raw[src]), lo[dst] = tf32(raw[src] - hi[dst]) (appended to blk). */
-static void split(tinyc_mmk *b, tinyc_gstmt *blk, int raw, int src, int hi, int lo, int dst)
+int tinyc_tf32_split(tinyc_gkernel *k, tinyc_gstmt *blk, tinyc_gexpr *x, int hi, tinyc_gexpr *hidx,
+		     int lo, tinyc_gexpr *lidx)
 {
-	tinyc_gkernel *k = b->k;
-	tinyc_gexpr *x = tinyc_gx_load(k, raw, I(b, src), NULL);
-	tinyc_mmk_append(b, blk, tinyc_gs_store(k, hi, I(b, dst), tf32_round(b, x), NULL));
-	tinyc_gexpr *h = tinyc_gx_load(k, hi, I(b, dst), NULL);
-	tinyc_gexpr *r = tf32_round(b, bin(b, TINYC_GX_SUB, x, h));
-	tinyc_mmk_append(b, blk, tinyc_gs_store(k, lo, I(b, dst), r, NULL));
+	tinyc_gstmt *sh = tinyc_gs_store(k, hi, hidx, tf32_round(k, x), NULL);
+	if (!sh || tinyc_gs_append(k, blk, sh) < 0)
+		return -1;
+	tinyc_gexpr *h = tinyc_gx_load(k, hi, hidx, NULL);
+	tinyc_gstmt *sl = tinyc_gs_store(k, lo, lidx, tf32_round(k, tinyc_gx_binary(k, TINYC_GX_SUB, x, h)), NULL);
+	return sl && tinyc_gs_append(k, blk, sl) >= 0 ? 0 : -1;
+}
+
+/* hi[dst] = tf32(raw[src]), lo[dst] = tf32(raw[src] - hi[dst]) (appended to blk; also the
+ * wgmma 3xTF32 producer's, codegen/tf32_wgmma.c). */
+void tinyc_tf32_split_mmk(tinyc_mmk *b, tinyc_gstmt *blk, int raw, int src, int hi, int lo, int dst)
+{
+	tinyc_gexpr *x = tinyc_gx_load(b->k, raw, I(b, src), NULL);
+	if (tinyc_tf32_split(b->k, blk, x, hi, I(b, dst), lo, I(b, dst)) < 0)
+		b->error = 1;
 }
 
 /* What the k-loop body reads: the shared tiles, the fragment arrays, the lane's place. */
@@ -96,7 +105,7 @@ static void tf32_compute(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *
 			tinyc_gexpr *ix = bin(b, TINYC_GX_ADD, b0, I(b, (int64_t)ni * 8 * c->ld + ks * 8));
 			tinyc_mmk_append(b, blk, tinyc_gs_copy(k, c->braw, I(b, ni * 2), c->Bs, ix, 2, NULL, 0));
 			for (int e = 0; e < 2; e++)
-				split(b, blk, c->braw, ni * 2 + e, c->bhi, c->blo, ni * 2 + e);
+				tinyc_tf32_split_mmk(b, blk, c->braw, ni * 2 + e, c->bhi, c->blo, ni * 2 + e);
 		}
 		for (int mi = 0; mi < MI; mi++) {
 			/* rows g and g + 8, each the lane's k pair: araw = (g, q) (g, q+4) (g+8, q) (g+8, q+4) */
@@ -109,7 +118,7 @@ static void tf32_compute(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *st, void *
 			/* the mma's order: (g, q) (g+8, q) (g, q+4) (g+8, q+4) */
 			static const int from[4] = {0, 2, 1, 3};
 			for (int e = 0; e < 4; e++)
-				split(b, blk, c->araw, mi * 4 + from[e], c->ahi, c->alo, mi * 4 + e);
+				tinyc_tf32_split_mmk(b, blk, c->araw, mi * 4 + from[e], c->ahi, c->alo, mi * 4 + e);
 			for (int ni = 0; ni < NI; ni++) {
 				tinyc_gexpr *ao = I(b, mi * 4), *bo = I(b, ni * 2), *z = I(b, 0);
 				tinyc_mmk_append(b, blk, tinyc_gs_mma(k, c->part, z, c->alo, ao, c->bhi, bo, c->zero, z));
@@ -174,9 +183,11 @@ int tinyc_tf32_tile_build(tinyc_mmk *b, const char *name)
 	c.kq = bin(b, TINYC_GX_MUL, t4, I(b, 2));
 	/* ptxas (128x128): 129 registers at BK 16 (2 CTAs per SM under the bound, a few
 	 * spilled), 141 at BK 32 (one CTA per SM); narrower warp tiles fit; a gathered
-	 * operand's im2col addressing takes 228 (128x64x16): unbounded */
-	int gathered = b->prob->a.gather.on || b->prob->b.gather.on;
-	k->min_blocks_per_sm = !gathered && (BK == 16 || MI * NI < 16) ? 2 : 0;
+	 * operand's im2col addressing takes 228 (128x64x16): unbounded; a conv's A on its
+	 * channels-last copy (16-byte loads) 133 (128x64x16, sm_90a): bounded, 28 bytes
+	 * spilled */
+	int elementwise = !b->t->a_nhwc && (b->prob->a.gather.on || b->prob->b.gather.on);
+	k->min_blocks_per_sm = !elementwise && (BK == 16 || MI * NI < 16) ? 2 : 0;
 	tinyc_mm_tile_io ia, ib;
 	tinyc_mm_tile_io_init(b, &ia, 0, BM, BK, 0, LD, c.As, ra);
 	tinyc_mm_tile_io_init(b, &ib, 1, BK, BN, 1, LD, c.Bs, rb);

@@ -516,6 +516,7 @@ tinyc_htree_gpu *tinyc_htree_gpu_alloc(tinyc_ctx *ctx, tinyc_cuda *cu, const tin
 		h->kc.threads = opts->threads;
 		h->kc.profile = opts->profile;
 		h->kc.min_blocks = opts->min_blocks;
+		h->kc.simt_leaves = opts->simt_leaves;
 	}
 	if (prepare_check(h, cfg) < 0) {
 		free(h);

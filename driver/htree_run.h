@@ -55,6 +55,7 @@ typedef struct tinyc_htree_gpu_opts {
 	int threads;		/* htree_forward block size (power of two 64..1024), 0: chosen */
 	int profile;		/* 1: count per-phase cycles (tinyc_htree_gpu_profile) */
 	int min_blocks;		/* htree_forward launch bounds: blocks an SM should hold, 0: chosen */
+	int simt_leaves;	/* 1: leaves on FMA, not the 3xTF32 tensor-core path */
 } tinyc_htree_gpu_opts;
 
 /* Prepare a forward: validate the configuration and shapes (q [B,T,H,K], k [B,T,Hkv,K],

@@ -40,9 +40,9 @@ static int env_zero(const char *name)
 /* The knobs of o from the environment (the variables docs/architecture.md lists). */
 static void read_knobs(tinyc_sched_options *o)
 {
-	static const char *const variants[] = {"simt", "mma", "wgmma", "gemv", "tf32x3"};
+	static const char *const variants[] = {"simt", "mma", "wgmma", "gemv", "tf32x3", "tf32wg"};
 	const char *v = getenv("TINYC_MATMUL");
-	for (int i = 0; v && i < 5; i++)
+	for (int i = 0; v && i < 6; i++)
 		if (!strcmp(v, variants[i]))
 			o->matmul = variants[i];
 	const char *tile = getenv("TINYC_MATMUL_TILE");
@@ -59,6 +59,8 @@ static void read_knobs(tinyc_sched_options *o)
 	o->no_rowfuse = env_zero("TINYC_ROWFUSE");
 	o->rowfuse_threads = env_int("TINYC_ROWFUSE_THREADS", 0);
 	o->no_attention = env_zero("TINYC_ATTENTION");
+	const char *av = getenv("TINYC_ATTENTION");
+	o->attn_simt = av && !strcmp(av, "simt");
 	const char *at = getenv("TINYC_ATTN_TILE");
 	int a[5] = {0, 0, 2, 0, 0};
 	if (at && sscanf(at, "%dx%dx%dx%dx%d", &a[0], &a[1], &a[2], &a[3], &a[4]) >= 2 && a[2] >= 0 &&

@@ -268,7 +268,8 @@ typedef struct tinyc_gstmt {
 					 * SHFL width, MBAR_INIT count, TMA rank */
 	int unroll;			/* FOR: 0 none, -1 full, k > 0 factor */
 	int trans;			/* LDMATRIX: .trans */
-	int async;			/* COPY: cp.async */
+	int async;			/* COPY: 1 cp.async (16 bytes: .cg, past L1), 2
+					 * cp.async.ca (kept in L1: gathers that re-read) */
 	int pipe;			/* CP_*, MBAR_*, TMA_LOAD: pipeline index, or -1 */
 	tinyc_gatomic atomic_op;	/* ATOMIC */
 	tinyc_gshfl shfl;		/* SHFL */
@@ -488,7 +489,9 @@ tinyc_gstmt *tinyc_gs_tma_load(tinyc_gkernel *k, int pipe, int dst, tinyc_gexpr 
 tinyc_gstmt *tinyc_gs_fence(tinyc_gkernel *k, tinyc_gfence f);
 tinyc_gstmt *tinyc_gs_comment(tinyc_gkernel *k, const char *text);
 /* Hopper warpgroup MMA (sm_90a): wgmma.mma_async.sync.aligned.m64n{n}k16.f32.T.T with
- * T = the 16-bit dtype of the shared arrays a and b.  d is a float REG_ARRAY: the n/2
+ * T = the 16-bit dtype of the shared arrays a and b; float arrays give
+ * m64n{n}k8.f32.tf32.tf32 (both K-major: tf32 has no transpose; the tensor cores read
+ * the float bits as tf32).  d is a float REG_ARRAY: the n/2
  * accumulators of the thread from element d_off (constant), in PTX's D-fragment order
  * (register i: row 16 * (warp % 4) + lane / 4 + 8 * (i / 2 % 2), column 8 * (i / 4) +
  * 2 * (lane % 4) + i % 2).  a_index / b_index: element where the operand's descriptor

@@ -354,7 +354,7 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		tinyc_buf_printf(out, ", %d)", s->n);
 		break;
 	case TINYC_GS_COPY:
-		tinyc_buf_printf(out, "%s x%d ", s->async ? "cp.async" : "copy", s->n);
+		tinyc_buf_printf(out, "%s x%d ", s->async == 2 ? "cp.async.ca" : s->async ? "cp.async" : "copy", s->n);
 		print_ref(k, &s->dst, out);
 		tinyc_buf_puts(out, " <- ");
 		print_ref(k, &s->src, out);

@@ -262,8 +262,12 @@ static void vwarpgroup(vstate *st, const tinyc_gstmt *s, int ctl)
 		const tinyc_gvar *o = ops[i];
 		if (!o)
 			continue;
-		if (o->kind != TINYC_GV_SHARED || (o->dtype != TINYC_HALF && o->dtype != TINYC_BFLOAT16))
-			verr(st, "wgmma operands are half or bfloat16 shared arrays: ", o->name, NULL);
+		if (o->kind != TINYC_GV_SHARED ||
+		    (o->dtype != TINYC_HALF && o->dtype != TINYC_BFLOAT16 && o->dtype != TINYC_FLOAT))
+			verr(st, "wgmma operands are half, bfloat16 or float (tf32) shared arrays: ",
+			     o->name, NULL);
+		else if (o->dtype == TINYC_FLOAT && !(i ? s->wg_b.k_major : s->wg_a.k_major))
+			verr(st, "wgmma tf32 operands must be K-major: ", o->name, NULL);
 		else if (!o->dynamic || o->align < 1024 || o->offset % 1024)
 			verr(st, "wgmma operand tiles need 1024-byte alignment (swizzled layout): ",
 			     o->name, NULL);

@@ -475,6 +475,71 @@ static void attn_plan_free(void *p)
 	free(p);
 }
 
+/* Add plan p with its attention plan ap (freed on failure) to kernel k.  0 or -1. */
+static int attn_plan_add(tinyc_ctx *ctx, tinyc_skernel *k, tinyc_plan *p, tinyc_attn_plan *ap)
+{
+	p->ext = ap;
+	p->ext_free = attn_plan_free;
+	if (tinyc_plan_add(ctx, k, p) < 0) {
+		free(ap);
+		return -1;
+	}
+	return 0;
+}
+
+/* A tensor-core attention plan of bm-row blocks (mb 16-row blocks a warp) for kernel k:
+ * its tensor-core work (mma_flops, at a fifth of peak_tflops: synchronous-ish loads, the
+ * scores through the emitter) or its traffic (elements of esz bytes, K and V read once per
+ * query tile), whichever is longer. */
+static tinyc_plan attn_mma_plan(const tinyc_schedule *s, const tinyc_attn_match *m, double batch,
+				int bm, int mb, double esz, double mma_flops, double peak_tflops)
+{
+	double qtiles = ceil((double)m->tq / bm);
+	double bytes = batch * esz * ((double)m->tq * (m->d + m->dv) + qtiles * (double)m->tk * (m->d + m->dv));
+	tinyc_plan p = {0};
+	p.kind = TINYC_PLAN_ATTENTION;
+	p.ntile = 1;
+	p.block[0] = 2 * bm / mb, p.block[1] = p.block[2] = 1;
+	p.index_dtype = TINYC_INT;
+	p.eff = 0.2;
+	double t_mma = mma_flops / (peak_tflops * 1e12 * p.eff) * 1e6;
+	double t_mem = tinyc_plan_estimate_us(s, 0, bytes, 1.0);
+	p.est_us = t_mma > t_mem ? t_mma : t_mem;
+	return p;
+}
+
+/* The 3xTF32 candidate of an fp32 attention (codegen/attention_tf32.c): 64-row blocks of 4
+ * warps (16 rows each), 64 keys a tile (32 when d > 64) through 2-stage cp.async rings,
+ * registers capped for 3 blocks a SM when d, dv <= 64 (ptxas, sm_90a: 168 registers, no
+ * spills; 172 uncapped, 2 a SM).  Nothing when the rings do not fit the device's shared
+ * memory.  0 or -1. */
+static int attention_tf32_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k,
+				  const tinyc_attn_match *m, double batch)
+{
+	int small = m->d <= 64 && m->dv <= 64;
+	int bm = 64, bn = small ? 64 : 32, minb = small ? 3 : 0, mb = 1;
+	const int *f = s->opt.attn_tile;	/* TINYC_ATTN_TILE (experiments) */
+	if ((f[0] == 64 || f[0] == 128) && (f[1] == 32 || f[1] == 64))
+		bm = f[0], bn = f[1], minb = f[2], mb = f[3] == 2 ? 2 : 1;
+	/* K ring (or the Q tile), V ring: rows of d + 8 and dv + 4 floats (attention_tf32.c) */
+	int64_t kring = 2 * bn > bm ? 2 * bn : bm;
+	if ((kring * (m->d + 8) + 2 * bn * (m->dv + 4)) * 4 + 16 > s->dev.smem_per_block_optin)
+		return 0;
+	tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
+	if (!ap)
+		return tinyc_error(ctx, "OutOfMemory", "attention plan");
+	ap->m = *m, ap->bm = bm, ap->bn = bn, ap->stages = 2, ap->mma = 2;
+	ap->min_blocks = minb, ap->mb = mb;
+	/* three tf32 mma a product; the tf32 rate is half the fp16 one */
+	tinyc_plan p = attn_mma_plan(s, m, batch, bm, mb, 4.0, 3 * k->flops, s->dev.peak_fp16_tflops / 2);
+	char desc[256];
+	snprintf(desc, sizeof(desc), "attention flash 3xTF32 mma.sync m16n8k8 Tq=%lld Tk=%lld d=%lld "
+		 "dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d", (long long)m->tq,
+		 (long long)m->tk, (long long)m->d, (long long)m->dv, bm, bn, minb, 16 * mb);
+	snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
+	return attn_plan_add(ctx, k, &p, ap);
+}
+
 /* Propose the flash-style plans for a kernel that computes an attention's output: one
  * candidate per (query rows per block, keys per tile), estimated as SIMT fp32 work
  * (2 FLOPs per multiply-add of Q K^T and P V) plus Q, K, V read once per query tile;
@@ -531,34 +596,22 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 				return tinyc_error(ctx, "OutOfMemory", "attention plan");
 			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = ns, ap->mma = 1;
 			ap->min_blocks = minb, ap->mb = mb;
-			double qtiles = ceil((double)m.tq / bm);
-			double bytes = batch * esz * ((double)m.tq * (m.d + m.dv) +
-						     qtiles * (double)m.tk * (m.d + m.dv));
-			tinyc_plan p = {0};
-			p.kind = TINYC_PLAN_ATTENTION;
-			p.ntile = 1;
-			p.block[0] = 2 * bm / mb, p.block[1] = p.block[2] = 1;
-			p.index_dtype = TINYC_INT;
-			/* tensor-core work at a fifth of the peak (synchronous tile loads, scores
-			 * through the emitter), or the traffic, whichever is longer */
-			p.eff = 0.2;
-			double t_mma = k->flops / (s->dev.peak_fp16_tflops * 1e12 * p.eff) * 1e6;
-			double t_mem = tinyc_plan_estimate_us(s, 0, bytes, 1.0);
-			p.est_us = t_mma > t_mem ? t_mma : t_mem;
+			tinyc_plan p = attn_mma_plan(s, &m, batch, bm, mb, esz, k->flops, s->dev.peak_fp16_tflops);
 			char desc[256];
 			snprintf(desc, sizeof(desc), "attention flash mma.sync m16n8k16 Tq=%lld Tk=%lld "
 				 "d=%lld dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d stages %d",
 				 (long long)m.tq, (long long)m.tk, (long long)m.d, (long long)m.dv, bm, bn, minb,
 				 16 * mb, ns);
 			snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
-			p.ext = ap;
-			p.ext_free = attn_plan_free;
-			if (tinyc_plan_add(ctx, k, &p) < 0) {
-				free(ap);
+			if (attn_plan_add(ctx, k, &p, ap) < 0)
 				return -1;
-			}
 		}
 	}
+	/* fp32 inputs: the 3xTF32 tensor-core variant (d and dv multiples of 8 up to 128,
+	 * sm_80+) unless TINYC_ATTENTION=simt; the SIMT candidates stay listed */
+	if (m.in_dtype == TINYC_FLOAT && m.d % 8 == 0 && m.dv % 8 == 0 && m.d <= 128 && m.dv <= 128 &&
+	    s->dev.arch.major >= 8 && !s->opt.attn_simt && attention_tf32_propose(ctx, s, k, &m, batch) < 0)
+		return -1;
 	static const int bms[] = {64, 128}, bns[] = {16, 32};
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < 2; j++) {
@@ -586,12 +639,8 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 			snprintf(p.desc, sizeof(p.desc), "attention flash simt Tq=%lld Tk=%lld d=%lld "
 				 "dv=%lld rows/block %d keys/tile %d", (long long)m.tq, (long long)m.tk,
 				 (long long)m.d, (long long)m.dv, bm, bn);
-			p.ext = ap;
-			p.ext_free = attn_plan_free;
-			if (tinyc_plan_add(ctx, k, &p) < 0) {
-				free(ap);
+			if (attn_plan_add(ctx, k, &p, ap) < 0)
 				return -1;
-			}
 		}
 	return 0;
 }
@@ -605,6 +654,14 @@ static void attention_print_plan(const tinyc_schedule *s, const tinyc_skernel *k
 		return;
 	const tinyc_attn_plan *ap = p->ext;
 	const tinyc_graph *g = s->g;
+	const tinyc_attn_match *m = &ap->m;
+	if (ap->mma == 2)
+		tinyc_buf_printf(out, "  attention fp32: 3xTF32 tensor cores (each operand split into tf32 hi "
+				 "+ lo, three mma a product, fp32 sums; TINYC_ATTENTION=simt forces SIMT)\n");
+	else if (m->in_dtype == TINYC_FLOAT)
+		tinyc_buf_printf(out, "  attention fp32: SIMT kernel (%s)\n", s->opt.attn_simt ?
+				 "TINYC_ATTENTION=simt" : s->dev.arch.major < 8 ? "no tf32 mma below sm_80" :
+				 "3xTF32 needs d and dv multiples of 8 up to 128");
 	if (k->value != ap->m.pv) {
 		tinyc_buf_printf(out, "  attention output: O %%%d stored as %%%d through", ap->m.pv, k->value);
 		int chain[64], n = 0;	/* ops printed bottom up (at most 64) */

@@ -48,7 +48,9 @@ typedef struct tinyc_attn_plan {
 	int bn;			/* keys per shared-memory tile */
 	int stages;		/* K/V tiles in flight (cp.async ring depth, 1 = synchronous;
 				 * the kernel falls back to 1 where a view is not 16-byte copyable) */
-	int mma;		/* 1: tensor cores (mma.sync, bm / (16 mb) warps of 16 mb rows) */
+	int mma;		/* 1: tensor cores (mma.sync m16n8k16, bm / (16 mb) warps of 16 mb
+				 * rows); 2: the same on fp32 inputs in 3xTF32 (m16n8k8 .tf32,
+				 * codegen/attention_tf32.c); 0: SIMT */
 	int mb;			/* mma: 16-row blocks a warp owns (1, 2: the K and V fragments
 				 * serve both, half the ldmatrix traffic a score) */
 	int min_blocks;		/* mma: blocks per SM the registers are capped for (0: none) */

@@ -57,19 +57,44 @@ void tinyc_conv_print_gather(const tinyc_mm_gather *g, struct tinyc_buf *out);
 /* The channels-last internal layout of a gathered A (sched/conv_nhwc.c): the input
  * x[l][c][p] (l < l, c < c, p < p) is rearranged into x'[l][p][c] first. */
 typedef struct tinyc_conv_nhwc {
-	int64_t c;			/* channels (a multiple of 8) */
+	int64_t c;			/* channels of the copy (a multiple of 8 halves or
+					 * 4 floats) */
+	int64_t c_in;			/* channels of x (c_in < c: the copy's last c - c_in
+					 * channels are zeros, B's rows for them too) */
 	int64_t p;			/* pixels per channel: the channel stride of x */
 	int64_t l;			/* images (1 when A has no batch stride) */
+	int stored_by;			/* 1 + the kernel whose epilogue already stored x
+					 * channels-last (sched/conv_chain.c): no transpose
+					 * kernel; 0: x is NCHW, transposed first */
+	int feeds;			/* 1 + the kernel whose NHWC gather reads this
+					 * matmul's output, stored channels-last; 0: none */
 } tinyc_conv_nhwc;
 
 /* The implicit GEMM of prob on the NHWC copy of its gathered A: *out is prob (shallow,
  * its evt prob's) with A's gather rescaled to x'[l][p][c] and its k axes reordered so
  * that the channels are innermost (16-byte runs of 8 channels per pixel), and B gathered
  * in the same k order; *nh the copy's shape.  -1 when prob does not fit (A not gathered
- * or not 16-bit, channels not a multiple of 8 or in a guard, unbound sizes). */
+ * or not 16- or 32-bit, channels not a multiple of 16 bytes or in a guard, unbound
+ * sizes). */
 struct tinyc_mm_problem;
 int tinyc_conv_nhwc_problem(const struct tinyc_mm_problem *prob, const int64_t *sym, int nsym,
 			    struct tinyc_mm_problem *out, tinyc_conv_nhwc *nh);
+
+/* Channels-last hand-off (sched/conv_chain.c), run once the plans are chosen: where the
+ * NHWC implicit GEMM of kernel k2 gathers a temporary that only it reads and that the
+ * epilogue of matmul kernel k1 stores NCHW ([l][c][p], the whole tensor), k1 stores it
+ * [l][p][c] instead and k2 reads it without its transpose kernel (the estimate drops
+ * the transpose's time).  0, or -1 on an internal error. */
+struct tinyc_schedule;
+struct tinyc_skernel;
+int tinyc_conv_chain(struct tinyc_schedule *s);
+/* The transpose kernel's estimated time (bytes moved at 60% of the bandwidth, without
+ * the launch) for the NHWC copy nh of 2-byte elements on s's device. */
+double tinyc_conv_nhwc_copy_us(const struct tinyc_schedule *s, const tinyc_conv_nhwc *nh);
+/* The dump's line for a matmul kernel's tiles t when the chain applies to them. */
+struct tinyc_mm_tiles;
+void tinyc_conv_chain_print(const struct tinyc_schedule *s, const struct tinyc_mm_tiles *t,
+			    struct tinyc_buf *out);
 
 /* A direct convolution (sched/conv_direct.c, plan kind TINYC_PLAN_CONV_DIRECT): a
  * windowed contraction without n axes (depthwise), one thread per output element o

@@ -3,11 +3,12 @@
  *
  * An NCHW input x[L][C][P] (P = H*W pixels) read through an im2col gather whose k axes
  * are (ci, kh, kw) is rearranged by one transpose kernel into x'[L][P][C]; the k axes are
- * reordered to (kh, kw, ci), so that 8 consecutive k of a row of A are 8 consecutive
- * channels of one input pixel: one 16-byte cp.async (zero-filled in the padding, where the
- * window's guards fail; they do not involve ci) straight into the wgmma template's
- * shared-memory tile.  The weight B is read with the same k order (gathered, packed by
- * the existing packing kernel: it is small).
+ * reordered to (kh, kw, ci), so that 8 consecutive k of a row of A (16-bit) are 8
+ * consecutive channels of one input pixel: one 16-byte cp.async (zero-filled in the
+ * padding, where the window's guards fail; they do not involve ci) straight into the wgmma
+ * template's shared-memory tile.  The weight B is read with the same k order (gathered,
+ * packed by the existing packing kernel: it is small).  fp32 (the 3xTF32 tile): 4
+ * channels per 16-byte load, B gathered in place.
  */
 #include "sched/matmul.h"
 
@@ -33,15 +34,19 @@ int tinyc_conv_nhwc_problem(const tinyc_mm_problem *prob, const int64_t *sym, in
 {
 	const tinyc_mm_gather *g = &prob->a.gather;
 	int es = tinyc_dtype_size(prob->a.dtype);
-	if (!g->on || prob->b.gather.on || es != 2 || g->nax[1] < 1)
+	if (!g->on || prob->b.gather.on || (es != 2 && es != 4) || g->nax[1] < 1)
 		return -1;
+	int run = 16 / es;	/* channels per 16 bytes: 8 halves, 4 floats */
 	/* the channel axis: the column axis of the largest stride, in no guard */
 	int nc = g->nax[1], c = 0;
 	for (int i = 1; i < nc; i++)
 		if (g->stride[1][i] > g->stride[1][c])
 			c = i;
-	int64_t C = g->ext[1][c], P = g->stride[1][c];
-	if (C % 8 || P < 1)
+	/* 16-bit channels padded to a multiple of 8 (3 -> 8: the stem) in the copy: zeros
+	 * there and a guard ci < C on B, so the padded k contribute nothing; fp32 channels
+	 * must be a multiple of 4 (the 3xTF32 tile reads B in place, without that guard) */
+	int64_t C = g->ext[1][c], P = g->stride[1][c], Cp = (C + run - 1) / run * run;
+	if ((es == 4 && Cp != C) || P < 1)
 		return -1;
 	for (int q = 0; q < g->nguard; q++)
 		if (g->gcoef[q][1][c])
@@ -67,6 +72,9 @@ int tinyc_conv_nhwc_problem(const tinyc_mm_problem *prob, const int64_t *sym, in
 	if (sk < 0 || sn < 0 || N < 1)
 		return -1;
 	*out = *prob;	/* shallow: the evt stays prob's */
+	out->k.sym = -1, out->k.val = K / C * Cp;
+	if (batched)	/* the copy's images are Cp P apart */
+		out->a.stride[2] = tinyc_evt_poly_const(Cp * P);
 	/* the new k order: the other column axes in their order, then the channels */
 	int ord[TINYC_GATHER_AXES], n = 0;
 	for (int i = 0; i < nc; i++)
@@ -75,15 +83,15 @@ int tinyc_conv_nhwc_problem(const tinyc_mm_problem *prob, const int64_t *sym, in
 	ord[n++] = c;
 	tinyc_mm_gather *ga = &out->a.gather, *gb = &out->b.gather;
 	for (int i = 0; i < g->nax[0]; i++)
-		ga->stride[0][i] = g->stride[0][i] * C;
+		ga->stride[0][i] = g->stride[0][i] * Cp;
 	for (int j = 0; j < nc; j++) {
 		int i = ord[j];
-		ga->ext[1][j] = g->ext[1][i];
-		ga->stride[1][j] = i == c ? 1 : g->stride[1][i] * C;
+		ga->ext[1][j] = i == c ? Cp : g->ext[1][i];
+		ga->stride[1][j] = i == c ? 1 : g->stride[1][i] * Cp;
 		for (int q = 0; q < g->nguard; q++)
 			ga->gcoef[q][1][j] = g->gcoef[q][1][i];
 	}
-	out->a.offset = tinyc_evt_poly_const(off * C);
+	out->a.offset = tinyc_evt_poly_const(off * Cp);
 	/* B's k axes: the mixed radix of its one k stride, in the new order */
 	int64_t inner[TINYC_GATHER_AXES], in = 1;
 	for (int i = nc - 1; i >= 0; i--)
@@ -92,10 +100,14 @@ int tinyc_conv_nhwc_problem(const tinyc_mm_problem *prob, const int64_t *sym, in
 	gb->on = 1;
 	gb->nax[0] = nc, gb->nax[1] = 1;
 	for (int j = 0; j < nc; j++) {
-		gb->ext[0][j] = g->ext[1][ord[j]];
+		gb->ext[0][j] = ord[j] == c ? Cp : g->ext[1][ord[j]];
 		gb->stride[0][j] = sk * inner[ord[j]];
 	}
 	gb->ext[1][0] = N, gb->stride[1][0] = sn;
-	nh->c = C, nh->p = P, nh->l = batched ? L : 1;
+	if (Cp != C) {	/* B's padded channels read as zeros: C - 1 - ci >= 0 */
+		gb->gcoef[0][0][nc - 1] = -1, gb->g0[0] = C - 1, gb->nguard = 1;
+	}
+	nh->c = Cp, nh->c_in = C, nh->p = P, nh->l = batched ? L : 1;
+	nh->stored_by = nh->feeds = 0;
 	return 0;
 }

@@ -4,8 +4,9 @@
  * The kernel is memory-bound: it must read B once, as fast as DRAM delivers it.  A CTA of
  * 256 threads owns BN output columns; its threads form a grid of BN / 8 column lanes by
  * 256 / (BN / 8) k lanes: thread (r, c) reads the 16-byte vector B[kr, n0 + 8c .. + 8] of
- * every k row kr = r, r + K_STEP, .. (K_STEP = 256 / (BN / 8)), `unroll` rows per loop trip
- * all issued before their products, and keeps M x 8 fp32 accumulators.  Rows of X are
+ * every k row kr = r, r + K_STEP, .. (K_STEP = 256 / (BN / 8)), `unroll` rows per step,
+ * the next step's loads issued before this step's products (a two-step register ring, so
+ * `unroll` loads per thread stay in flight), and keeps M x 8 fp32 accumulators.  Rows of X are
  * read as scalars (the same address for the column lanes: one transaction).  After the k
  * loop the k lanes of a column are summed in a fixed order (warp shuffles, then the warps'
  * partials through shared memory) and the epilogue graph runs on the summed tile: the
@@ -32,6 +33,10 @@
 				 * than wgmma at N or K = 11008 (52.7 / 84.5 against 36.9 /
 				 * 47.5 us), M = 16 at 0.4x wgmma: the fp32 products bind */
 #define GEMV_LAUNCH_US 2.0	/* one kernel launch (as sched/matmul.c) */
+#define GEMV_LATENCY_X 2.0	/* the loaded latency these loads see, in units of the
+				 * model's DRAM latency: H100, 1 x 11008 x 4096, [4,64,32]
+				 * with 21 KB in flight per SM 35.1 us, with 43 KB (unroll 8)
+				 * 32.5, [8,32,64] unroll 4 (43 KB) 33.0 */
 
 /* The bound value of dim d, or -1. */
 static int64_t bound(const tinyc_schedule *s, const tinyc_dim *d)
@@ -93,7 +98,7 @@ int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int 
 	t->smem = (int64_t)(GEMV_THREADS / 32) * t->bm * bn * 4;
 	if ((double)t->smem > 0.8 * s->dev.smem_per_block)
 		return -1;
-	t->regs = (int)M * 8 + unroll * 4 + 32;
+	t->regs = (int)M * 8 + unroll * 8 + 32;	/* two steps of 16-bit B in the ring */
 	if (t->regs > 255)
 		return -1;
 	int by_threads = s->dev.max_threads_per_sm / GEMV_THREADS;
@@ -134,7 +139,7 @@ static void gemv_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan
 	mp->t_memory_us = mp->bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
 	double slots = (double)s->dev.sm_count * t->ctas_per_sm;
 	double resident = (ctas < slots ? ctas : slots) * t->threads;
-	double inflight = tinyc_plan_inflight_eff(s, resident, t->stages * 16.0);
+	double inflight = tinyc_plan_inflight_eff(s, resident, t->stages * 16.0 / GEMV_LATENCY_X);
 	double waves = ceil(ctas / slots);
 	/* a partial last wave costs its share only where the CTAs are long-lived; the k loop
 	 * of a CTA is the whole kernel here */
@@ -144,7 +149,8 @@ static void gemv_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan
 	/* fewer CTAs than SMs: the idle SMs' share of the bandwidth is lost (measured on an
 	 * H100: 86 CTAs of 128 columns at 1x11008x4096 ran 102 us, 1 TB/s) */
 	double fill = ctas < s->dev.sm_count ? ctas / s->dev.sm_count : 1.0;
-	p->eff = inflight * wave_eff * fill;
+	/* two caps, not a product: the loads in flight already count only the busy SMs */
+	p->eff = (inflight < fill ? inflight : fill) * wave_eff;
 	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
 	/* the k-lane sums and the epilogue: a few microseconds-tenths per CTA wave */
 	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + 0.5 * waves + GEMV_LAUNCH_US;
@@ -184,7 +190,8 @@ int tinyc_gemv_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel
 
 void tinyc_gemv_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out)
 {
-	tinyc_buf_printf(out, " (unroll: %d k rows of B in flight per thread)\n", t->stages);
+	tinyc_buf_printf(out, " (unroll: %d k rows of B per step; the next step's loads in flight "
+			 "under this step's products)\n", t->stages);
 	tinyc_buf_printf(out, "  bind: n.o -> block.x, l -> block.z; %d threads = %d k lanes x %d "
 			 "column lanes of 8 columns, the k rows strided by %d\n", t->threads, t->bk,
 			 t->bn / 8, t->bk);

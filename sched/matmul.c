@@ -32,6 +32,15 @@
  * 4096x2304x768 324 us); 0.42 keeps the measured order against the SIMT tile, whose
  * estimate is as optimistic (2494 against 2920 us measured at 4096^3) */
 #define TF32X3_EFF_SM90 0.42
+/* The SIMT tile's efficiency on a gathered (im2col) operand, relative to a strided one
+ * (measured on the H100, see estimate) */
+#define SIMT_GATHER_EFF 0.37
+/* the wgmma 3xTF32 form against a third of the tf32 wgmma peak (the splits in shared
+ * memory, the part fragments' adds, a wait per k tile); H100 (docs/matmul-results.md):
+ * 128x128x32 measured 1409 us at 4096^3 (est 1541), 191 at 4096x2304x768 (est 191); the
+ * 128x64 tile 10-25% slower at 4096 rows (1867, 223 us), hence TF32WG_EFF_N64 */
+#define TF32WG_EFF 0.7
+#define TF32WG_EFF_N64 0.85
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
 /* --------------------------------------------------------------- problems ---- */
@@ -263,6 +272,8 @@ static void wgmma_knobs(const tinyc_sched_options *o, tinyc_mm_tiles *t)
 /* The tiles of the Hopper template (see tinyc_matmul_tiles); pingpong: the consumers
  * alternate whole tiles; pack: the operands TMA cannot load are packed first (-1 when
  * there is none). */
+static int fp32_operands(const tinyc_mm_problem *prob);
+
 static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 		       const int64_t *sym, int bm, int bn, int bk, int stages, int pingpong,
 		       int pack, tinyc_mm_tiles *t)
@@ -270,15 +281,18 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	memset(t, 0, sizeof(*t));
 	t->variant = TINYC_MM_WGMMA;
 	t->bm = bm, t->bn = bn, t->bk = bk, t->stages = stages;
+	t->tf32x3 = fp32_operands(prob);
 	if (dev->arch.major != 9 || dev->arch.minor != 0 || !(prob->tma_ok & TINYC_MM_SIZES_BOUND) ||
-	    prob->a.dtype != prob->b.dtype ||
-	    (prob->a.dtype != TINYC_HALF && prob->a.dtype != TINYC_BFLOAT16) ||
-	    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT)
+	    (!t->tf32x3 && (prob->a.dtype != prob->b.dtype ||
+			    (prob->a.dtype != TINYC_HALF && prob->a.dtype != TINYC_BFLOAT16) ||
+			    prob->mul != prob->a.dtype || prob->acc != TINYC_FLOAT)))
+		return -1;
+	if (t->tf32x3 && tinyc_tf32wg_rejects(prob, bm, bn, bk, stages, pingpong, pack))
 		return -1;
 	int64_t mrows = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
 	if (bm == 128 && mrows >= 1 && mrows <= 64)
 		return -1;	/* a 64-row tile holds M: the second consumer's rows would be padding */
-	if (bk != 64 || (bm != 64 && bm != 128) ||
+	if ((bk != 64 && !t->tf32x3) || (bm != 64 && bm != 128) ||
 	    (bn != 64 && bn != 128 && bn != 192 && bn != 256) ||
 	    stages < 2 || stages > 8)
 		return -1;
@@ -326,14 +340,19 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	 * bytes per consumer warp) */
 	t->smem = (int64_t)stages * (bm + bn) * bk * 2 + 2 * 8 * stages +
 		  (int64_t)4 * t->consumers * 16 * 144;
+	if (t->tf32x3)	/* fp32 hi and lo stages, the ready barriers */
+		t->smem += (int64_t)stages * (bm + bn) * bk * 6 + 8 * stages;
 	if ((double)t->smem > optin_limit(dev) - 1024 || t->threads > dev->max_threads_per_block)
 		return -1;
 	/* the consumer's accumulators, broadcast vectors, addressing */
 	int rows = pingpong ? bm : 64;
 	t->regs = (rows / 64) * (bn / 2) + (rows / 64) * (bn / 8) + 40;
+	if (t->tf32x3)	/* a part fragment beside the accumulators */
+		t->regs = 2 * (bn / 2) + 40;
 	int generic = !t->a_tma || !t->b_tma;	/* the producer's threads copy: more registers */
 	/* NHWC: the producer's cp.async addressing keeps the rows' terms of a tile in
 	 * registers; no setmaxnreg (168 each: 65536 / 384) */
+	generic |= t->tf32x3;	/* the producer's threads split */
 	t->regs_producer = t->consumers == 2 && !t->a_nhwc ? (generic ? 56 : 40) : 0;
 	t->regs_consumer = t->consumers == 2 && !t->a_nhwc ? (generic ? 224 : 232) : 0;
 	if (t->regs > (t->regs_consumer ? t->regs_consumer : t->consumers == 2 ? 168 : 255))
@@ -393,8 +412,8 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 {
 	static const char *const names[] = {"simt", "mma", "wgmma", "gemv", "tf32x3"};
 	if (t->variant == TINYC_MM_WGMMA)
-		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s", t->bm, t->bn, t->bk, t->stages,
-			 t->consumers, t->wgn, t->pingpong ? " pp" : "",
+		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s%s", t->bm, t->bn, t->bk, t->stages,
+			 t->consumers, t->wgn, t->pingpong ? " pp" : "", t->tf32x3 ? " tf32x3" : "",
 			 t->a_nhwc ? " nhwc" : t->pack_a && t->pack_b ? " packAB" : t->pack_a ? " packA"
 			 : t->pack_b ? " packB" : "");
 	else
@@ -444,8 +463,12 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		t->dyn_smem = 1;
 		/* 64 accumulators, the prefetch registers, raw + hi + lo fragments: ptxas, 129
 		 * registers at bk 16 (bounded to 128 for 2 CTAs per SM), 141 at bk 32; im2col
-		 * addressing of a gathered operand 228 */
-		t->regs = prob->a.gather.on || prob->b.gather.on ? 232 : bk == 16 || bn == 64 ? 128 : 144;
+		 * addressing of a gathered operand 228; a conv's A on its NHWC copy (16-byte
+		 * loads, B gathered) fits 128 with a small spill (tinyc_conv_nhwc_problem's
+		 * problem: both operands gathered) */
+		int nhwc = prob->a.gather.on && prob->b.gather.on && bk == 16;
+		t->regs = nhwc ? 128 : prob->a.gather.on || prob->b.gather.on ? 232
+		        : bk == 16 || bn == 64 ? 128 : 144;
 	} else if (v == TINYC_MM_SIMT && stages == 2) {
 		/* the fp32 tile (codegen/simt_tile.c): 128x128, k-step 16, two shared stages */
 		if (bm != 128 || bn != 128 || bk != 16 || !simt_tile_fits(prob))
@@ -628,6 +651,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	double M = tinyc_sched_dim_est(s, &prob->m), N = tinyc_sched_dim_est(s, &prob->n);
 	double K = tinyc_sched_dim_est(s, &prob->k), L = tinyc_sched_dim_est(s, &prob->l);
 	double mt = ceil(M / t->bm), nt = ceil(N / t->bn);
+	double instr = 1.0;	/* wgmma: the narrow instruction's factor */
 	mp->flops = 2 * M * N * K * L;
 	/* operand tiles are re-read once per tile row / column; the persistent wgmma kernel's
 	 * rasterisation keeps a group's A panel and the swept B panels in L2: A is read once,
@@ -636,11 +660,14 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	double rd_b = t->variant == TINYC_MM_WGMMA ? ceil(mt / t->raster) : mt;
 	if (t->variant == TINYC_MM_TF32X3)	/* a row of n tiles runs at once: A once, B from L2 */
 		rd_a = rd_b = 1;
-	mp->bytes = L * (M * K * tinyc_dtype_size(prob->a.dtype) * rd_a +
+	/* a conv's channels-last input: read once from DRAM, the window's re-reads from
+	 * L1 (cp.async.ca) and L2, not the im2col matrix's M x K */
+	double a_bytes = t->a_nhwc ? (double)t->nhwc.c * t->nhwc.p * t->nhwc.l / L : M * K * rd_a;
+	mp->bytes = L * (a_bytes * tinyc_dtype_size(prob->a.dtype) +
 			 K * N * tinyc_dtype_size(prob->b.dtype) * rd_b) +
 		    epilogue_bytes(s, prob, M, N, L, t->bm, t->bn);
 	double peak = t->variant == TINYC_MM_SIMT ? s->fp32_tflops : s->dev.peak_fp16_tflops;
-	if (t->variant == TINYC_MM_TF32X3)	/* tf32 runs at half the fp16 rate, 3 mma per step */
+	if (t->variant == TINYC_MM_TF32X3 || t->tf32x3)	/* tf32: half the fp16 rate, 3 mma a step */
 		peak = s->dev.peak_fp16_tflops / 2 / 3;
 	if (peak <= 0)
 		peak = 1;
@@ -673,7 +700,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		 * 9.6 us at 4 stages, 11.1 with 6 and another tile), so only for 32+ k tiles */
 		if (t->stages >= 4 && mp->t_memory_us > mp->t_compute_us && ceil(K / t->bk) >= 32)
 			pipe = t->stages >= 6 ? 0.98 : t->stages == 5 ? 0.95 : 0.92;
-		double instr = t->wgn >= 256 ? 1.0 : t->wgn >= 128 ? 0.95 : 0.8;
+		instr = t->wgn >= 256 ? 1.0 : t->wgn >= 128 ? 0.95 : 0.8;
 		double kt = ceil(K / t->bk);
 		/* pingpong: a consumer's epilogue runs under the other's main loop, all but the
 		 * CTA's last when it has two tiles or more */
@@ -683,8 +710,14 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		/* operands the producer's threads copy element by element (no TMA): one
 		 * warpgroup keeps few loads in flight (measured: 15 TFLOP/s at 4097^3) */
 		double copy = (t->a_tma ? 1.0 : t->a_nhwc ? 0.8 : 0.15) * (t->b_tma ? 1.0 : 0.15);
+		/* NHWC: a 128-row tile doubles the chunks each producer thread gathers per stage;
+		 * calibrated on two H100 measurements: the fp16 BasicBlock's convs take 56.1 +
+		 * 86.8 us with 128 rows against 51.9 + 79.6 with 64, the stem (K = 392, fewer B
+		 * re-reads with 128 rows) 112.5 against 167.8 */
+		if (t->a_nhwc && t->bm >= 128)
+			copy *= 0.85;
 		p->eff = util * wave_eff * pipe * instr * epi * copy *
-			 (t->consumers == 2 ? 1.0 : 0.9);
+			 (t->consumers == 2 ? 1.0 : 0.9) * (t->tf32x3 ? TF32WG_EFF * (t->bn == 64 ? TF32WG_EFF_N64 : 1.0) : 1.0);
 	} else {
 		/* the two-stage SIMT tile prefetches the next k tile into registers under the
 		 * FMAs and reads its operands as 16-byte vectors from shared memory */
@@ -711,6 +744,13 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 			legacy *= 0.95;
 		/* a bound operand whose rows are not 16-byte aligned takes the element loads */
 		double elem = 1.0;
+		/* the one-stage SIMT tile on a gathered fp32 operand (im2col): per element its
+		 * window's address and guards; H100 measured 0.37 of the estimate without this
+		 * (fp32 BasicBlock conv 762.5 us against 278.9, stem 748.6 against 289.0; fp16
+		 * not measured) */
+		if (t->variant == TINYC_MM_SIMT && fp32_operands(prob) &&
+		    (prob->a.gather.on || prob->b.gather.on))
+			elem = SIMT_GATHER_EFF;
 		if (t->variant == TINYC_MM_MMA && (prob->tma_ok & TINYC_MM_SIZES_BOUND))
 			elem = ((prob->tma_ok & TINYC_MM_TMA_A) ? 1.0 : 0.7) *
 			       ((prob->tma_ok & TINYC_MM_TMA_B) ? 1.0 : 0.7);
@@ -723,6 +763,12 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	double eff = p->eff > 1e-6 ? p->eff : 1e-6;
 	double util_m = M / (mt * t->bm);
 	double eff_mem = t->variant == TINYC_MM_WGMMA && mt == 1 ? eff / util_m : eff;
+	/* split-K with whole m tiles (M >= 64): the narrow instruction re-reads A from shared
+	 * memory, which costs tensor-core time, not DRAM time (H100, graph replay: 64 x 4096
+	 * x 4096 split-K 2 of 64 x 64 tiles 11.0 us against split-K 4 of 64 x 128 12.95;
+	 * with M = 8 or 16 the 64 x 64 tiles were slower, 16.3 against 11.0) */
+	if (t->split > 1 && util_m >= 1.0)
+		eff_mem /= instr;
 	double tc = mp->t_compute_us / eff, tm = mp->t_memory_us / eff_mem;
 	p->est_us = (tc > tm ? tc : tm) + LAUNCH_US * (1 + reduction_count(prob));
 	/* packing: each packed operand is read and written once more by its packing kernel
@@ -736,10 +782,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		p->est_us += bytes / (0.6 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + LAUNCH_US;
 	}
 	/* NHWC: the transpose kernel reads and writes the conv's input once */
-	if (t->a_nhwc) {
-		double bytes = 2.0 * t->nhwc.c * t->nhwc.p * t->nhwc.l * tinyc_dtype_size(prob->a.dtype);
-		p->est_us += bytes / (0.6 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + LAUNCH_US;
-	}
+	if (t->a_nhwc)
+		p->est_us += tinyc_conv_nhwc_copy_us(s, &t->nhwc) + LAUNCH_US;
 }
 
 /* The variant the options record forces (TINYC_MATMUL), or -1. */
@@ -758,6 +802,8 @@ static int forced_variant(const tinyc_sched_options *o)
 		return TINYC_MM_GEMV;
 	if (!strcmp(v, "tf32x3"))
 		return TINYC_MM_TF32X3;
+	if (!strcmp(v, "tf32wg"))	/* wgmma: its fp32 form is the 3xTF32 one */
+		return TINYC_MM_WGMMA;
 	return -1;
 }
 
@@ -846,7 +892,7 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	/* NHWC (pp bit 2): the problem on the channels-last copy of the conv's input */
 	tinyc_mm_problem np;
 	tinyc_conv_nhwc nh;
-	if (v == TINYC_MM_WGMMA && pp >= 4) {
+	if ((v == TINYC_MM_WGMMA || v == TINYC_MM_TF32X3) && pp >= 4) {
 		if (split > 1 || tinyc_conv_nhwc_problem(tp, sym, s->bind ? s->bind->n : 0, &np, &nh) < 0)
 			return 0;
 		prob = tp = &np;
@@ -871,6 +917,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	}
 	if (t.variant == TINYC_MM_WGMMA)
 		wgmma_knobs(o, &t);
+	if (t.variant == TINYC_MM_TF32X3 && pp >= 4)	/* A by 16-byte loads of 4 channels */
+		t.a_nhwc = 1;
 	if (t.a_nhwc)
 		t.nhwc = nh;
 	t.no_stage = o->no_stage;
@@ -901,9 +949,9 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 t.smem, t.ctas_per_sm);
 	else if (t.variant == TINYC_MM_TF32X3)
 		snprintf(p.desc, sizeof(p.desc),
-			 "matmul tf32x3 [%d,%d,%d] stages %d, warps %dx%d, 3xTF32 mma m16n8k8, "
-			 "smem %" PRId64 " B dynamic, %d CTA/SM", t.bm, t.bn, t.bk, t.stages, t.warps_m, t.warps_n, t.smem,
-			 t.ctas_per_sm);
+			 "matmul tf32x3 [%d,%d,%d] stages %d%s, warps %dx%d, 3xTF32 mma m16n8k8, "
+			 "smem %" PRId64 " B dynamic, %d CTA/SM", t.bm, t.bn, t.bk, t.stages,
+			 t.a_nhwc ? " A nhwc" : "", t.warps_m, t.warps_n, t.smem, t.ctas_per_sm);
 	else if (t.variant == TINYC_MM_MMA)
 		snprintf(p.desc, sizeof(p.desc),
 			 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
@@ -913,14 +961,15 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 t.warps_n, t.smem, t.dyn_smem ? " dynamic" : "", t.ctas_per_sm);
 	else
 		snprintf(p.desc, sizeof(p.desc),
-			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%dk16, "
+			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%d%s, "
 			 "smem %" PRId64 " B, persistent %d CTAs",
 			 t.bm, t.bn, t.bk, t.stages,
 			 t.a_nhwc ? "A nhwc cp.async, B packed"
 			 : t.pack_a && t.pack_b ? "tma, A B packed" : t.pack_a ? "tma, A packed"
 			 : t.pack_b ? "tma, B packed"
 			 : t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
-			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.smem, t.grid);
+			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.tf32x3 ? "k8 3xTF32" : "k16",
+			 t.smem, t.grid);
 	if (split > 1) {
 		size_t n = strlen(p.desc);
 		snprintf(p.desc + n, sizeof(p.desc) - n, ", split-K %d", split);
@@ -963,8 +1012,10 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 				for (int i = 0; i < 2; i++)
 					for (int j = 0; j < 4; j++)
 						for (int q = 0; q < 4; q++) {
+							/* fp32: the 3xTF32 form's k tile of 32 */
+							int wbk = fp32_operands(&prob) ? 32 : 64;
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
-									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,
+									       wbn[j], wbk, wst[q], pp, 0, have_ft, ft,
 									       idx)) < 0)
 								return -1;
 							added += r;
@@ -998,13 +1049,17 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 	}
 	/* fp32 on tensor cores (3xTF32): 128x128 and 128x64 tiles, k-step 16 (32 measured
 	 * slower on the H100: one CTA per SM, 3834 against 2716 us at 4096^3).  A convolution
-	 * (gathered operand) gets them only when forced, for now: the SIMT estimate of its
-	 * gathered loads is far from the measured times (docs/matmul-results.md) */
+	 * (gathered A) on the channels-last copy of its input (A in 16-byte loads of 4
+	 * channels); gathered element by element (228 registers) only when forced */
 	int gathered = prob0->a.gather.on || prob0->b.gather.on;
+	tinyc_mm_problem nprob;
+	tinyc_conv_nhwc nh;
+	int nhwc = gathered && tinyc_conv_nhwc_problem(&prob, s->bind ? s->bind->val : NULL,
+						       s->bind ? s->bind->n : 0, &nprob, &nh) == 0;
 	for (int q = 0; q < 2 && (force < 0 || force == TINYC_MM_TF32X3) &&
-			(!gathered || force == TINYC_MM_TF32X3); q++) {
-		if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_TF32X3, 128, q ? 64 : 128, 16, 2, 0,
-				       0, have_ft, ft, idx)) < 0)
+			(!gathered || nhwc || force == TINYC_MM_TF32X3); q++) {
+		if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_TF32X3, 128, q ? 64 : 128, 16, 2,
+				       nhwc ? 4 : 0, 0, have_ft, ft, idx)) < 0)
 			return -1;
 		added += r;
 	}
@@ -1305,18 +1360,28 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 					 "under the other's main loop), %d x ", t->bm / 64);
 		else
 			tinyc_buf_printf(out, "%d consumers of 64 rows, ", t->consumers);
-		tinyc_buf_printf(out, "wgmma m64n%dk16 from 128 B-swizzled shared tiles, one wgmma group in "
-				 "flight", t->wgn);
+		if (t->tf32x3)
+			tinyc_buf_printf(out, "3xTF32: the producer's threads split each landed stage into "
+					 "hi (in place) and lo tiles, 3 wgmma m64n%dk8 .tf32 per k step "
+					 "(lo*hi, hi*lo, hi*hi) into a fresh fragment added to the "
+					 "accumulators per k tile (fp32 accuracy; the two consumers' groups "
+					 "overlap)",
+					 t->wgn);
+		else
+			tinyc_buf_printf(out, "wgmma m64n%dk16 from 128 B-swizzled shared tiles, one wgmma "
+					 "group in flight", t->wgn);
 		if (t->regs_consumer)
 			tinyc_buf_printf(out, "; setmaxnreg %d/%d", t->regs_producer, t->regs_consumer);
 		tinyc_buf_putc(out, '\n');
 		const char *copy = "copied by the producer's threads (rows not 16-byte aligned: element "
 				   "loads into the swizzled layout, fence.proxy.async)";
-		if (t->a_nhwc)
+		tinyc_conv_chain_print(s, t, out);	/* NHWC store, or input stored NHWC */
+		if (t->a_nhwc && !t->nhwc.stored_by)
 			tinyc_buf_printf(out, "  nhwc: A's input rearranged channels-last first (x[%lld][%lld][%lld] "
-					 "-> [l][p][c] by a transpose kernel), k ordered window then "
-					 "channels\n", (long long)t->nhwc.l, (long long)t->nhwc.c,
-					 (long long)t->nhwc.p);
+					 "-> [l][p][c] by a transpose kernel%s), k ordered window then "
+					 "channels\n", (long long)t->nhwc.l, (long long)t->nhwc.c_in,
+					 (long long)t->nhwc.p, t->nhwc.c_in < t->nhwc.c ? ", channels padded "
+					 "with zeros to 8" : "");
 		const char *cp16 = "gathered by the producer's threads in 16-byte cp.async chunks of 8 "
 				   "channels (zero-filled in the padding) into the swizzled layout, "
 				   "cp.async.wait_group + fence.proxy.async, then the arrival a stage later";
@@ -1384,6 +1449,12 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 					    : "element loads (transposed into the tile)",
 				 t->async_b ? "cp.async 16 B chunks (when sizes align, else element loads)"
 					    : "element loads (transposed into the tile)");
+	else if (t->variant == TINYC_MM_TF32X3 && t->a_nhwc)
+		tinyc_buf_printf(out, "  nhwc: A's input rearranged channels-last first (x[%lld][%lld][%lld] "
+				 "-> [l][p][c] by a transpose kernel), k ordered window then channels\n"
+				 "  loads: A 16-byte loads of 4 channels of a pixel (zero in the padding), "
+				 "B element loads in the same k order, zero-filling predicates\n",
+				 (long long)t->nhwc.l, (long long)t->nhwc.c, (long long)t->nhwc.p);
 	else
 		tinyc_buf_puts(out, "  loads: cooperative, coalesced along each operand's contiguous "
 				    "axis, zero-filling predicates\n");

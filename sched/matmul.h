@@ -32,6 +32,12 @@
  *         lo = tf32(x - hi) in registers, acc += a_lo b_hi + a_hi b_lo + a_hi b_hi by
  *         mma.sync m16n8k8 .tf32 (fp32 accuracy: docs/matmul-results.md);
  *
+ *         With fp32 operands (sm_90a) the same kernel in the 3xTF32 form (tf32x3 set):
+ *         both operands K-major and loaded by TMA, 128 x {128, 64} x 32 tiles, 3-4
+ *         stages; the producer's threads split each landed stage into hi (in place) and
+ *         lo tiles, the consumers issue three wgmma m64nNk8 .tf32 per k step into a fresh
+ *         fragment added to the accumulators per k tile (codegen/tf32_wgmma.c);
+ *
  *   gemv  small M (decode, bound M <= 4, B n-contiguous with 16-byte aligned rows): B read
  *         once in 16-byte vectors by k lanes x column lanes, fp32 CUDA-core products, the k
  *         lanes summed in a fixed order, the epilogue on the summed tile (sched/gemv.c);
@@ -47,7 +53,8 @@
  * REDUCE's temporary) are taken over: the first gets the matmul plan, the others a "fused"
  * plan that emits nothing (their buffers are written by the first).
  *
- * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma|gemv|tf32x3, the
+ * The variant can be forced with the environment variable TINYC_MATMUL=simt|mma|wgmma|gemv|tf32x3
+ * (tf32wg: wgmma, whose fp32 form is the 3xTF32 one), the
  * tile with TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES] (tests, benchmarks; with it, TINYC_WGMMA_PP=0|1
  * pins the cooperative or the pingpong wgmma schedule); mma is only proposed
  * where the target and the dtypes allow it, and a forced choice that matches no valid
@@ -149,10 +156,18 @@ typedef struct tinyc_mm_tiles {
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
 	int no_stage;			/* 16-bit outputs not staged (options record: TINYC_NO_STAGE) */
 	int no_pair;			/* no paired epilogue stores (options record: TINYC_NO_PAIR) */
+	int tf32x3;			/* wgmma on fp32 operands: 3xTF32 (codegen/tf32_wgmma.c;
+					 * K-major TMA operands, BK 32, lo stages beside the ring) */
 	int split;			/* split-K (> 1): the tiles are those of the split problem
 					 * (sched/splitk.c), whose fp32 partials a reduction kernel
 					 * sums in order and then runs the epilogue; 0: none */
 } tinyc_mm_tiles;
+
+/* sched/tf32wg.c: whether the wgmma 3xTF32 form rejects the tile (prob has fp32
+ * operands): it takes 128 x {128, 64} x 32 tiles of 3 or 4 stages, cooperative, both
+ * operands K-major and loaded by TMA as they are (no packing, no gather). */
+int tinyc_tf32wg_rejects(const tinyc_mm_problem *prob, int bm, int bn, int bk, int stages,
+			 int pingpong, int pack);
 
 /* A MATMUL plan's ext. */
 typedef struct tinyc_mm_plan {

@@ -28,7 +28,8 @@ typedef struct tinyc_sched_options {
 	const tinyc_tune_entry *tune;	/* tuning entries of dev (kept; NULL: none) */
 	int ntune;			/* entries in tune */
 	int tune_off;			/* TINYC_TUNE=0: the tuning cache is not read */
-	const char *matmul;		/* TINYC_MATMUL: "simt", "mma", "wgmma", "gemv", "tf32x3"
+	const char *matmul;		/* TINYC_MATMUL: "simt", "mma", "wgmma", "gemv", "tf32x3",
+					 * "tf32wg" (wgmma: its fp32 form is 3xTF32)
 					 * forces the contraction template; NULL: the cost
 					 * model chooses */
 	int tile[5];			/* TINYC_MATMUL_TILE=BMxBNxBK[xSTAGES[xSPLIT]]: the only
@@ -45,6 +46,8 @@ typedef struct tinyc_sched_options {
 	int no_rowfuse;			/* TINYC_ROWFUSE=0: no row groups */
 	int rowfuse_threads;		/* TINYC_ROWFUSE_THREADS: the only row width (0: any) */
 	int no_attention;		/* TINYC_ATTENTION=0: attention left to the generic path */
+	int attn_simt;			/* TINYC_ATTENTION=simt: fp32 attention on the SIMT kernel
+					 * (no 3xTF32 candidate) */
 	int attn_tile[5];		/* TINYC_ATTN_TILE=BMxBN[xMINBLOCKS[xROWBLOCKS[xSTAGES]]]:
 					 * the attention mma tile, blocks per SM (default 2),
 					 * 16-row blocks a warp (1, 2) and K/V ring stages (2,

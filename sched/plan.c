@@ -109,7 +109,7 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 			 o->no_pair ? "off" : "on");
 	tinyc_buf_printf(out, "# options: rowfuse %s,", o->no_rowfuse ? "off" : "on");
 	print_knob(out, "rowfuse_threads", o->rowfuse_threads, 0);
-	tinyc_buf_printf(out, " attention %s,", o->no_attention ? "off" : "on");
+	tinyc_buf_printf(out, " attention %s,", o->no_attention ? "off" : o->attn_simt ? "simt" : "on");
 	if (o->attn_tile[0])	/* printed only when forced */
 		tinyc_buf_printf(out, o->attn_tile[4] ? " attn_tile %dx%dx%dx%dx%d," : " attn_tile %dx%dx%dx%d,",
 				 o->attn_tile[0], o->attn_tile[1], o->attn_tile[2], o->attn_tile[3], o->attn_tile[4]);
@@ -461,7 +461,7 @@ int tinyc_schedule_plan(tinyc_ctx *ctx, tinyc_schedule *s)
 		if (k->choice < 0)
 			return tinyc_error(ctx, "NoSchedule", "kernel %s: no plan applies", k->name);
 	}
-	return 0;
+	return tinyc_conv_chain(s);	/* channels-last hand-off between chosen convs */
 }
 
 /* ---------------------------------------------------------------- verifier ---- */

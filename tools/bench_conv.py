@@ -4,7 +4,11 @@ TF32 off for fp32) and torch.compile, timed by CUDA-graph replay (eager: 20 call
 in one graph, the median of 10 replays / 20; tools/torch_timing.py) and for torch.compile by 100 back-to-back
 calls between two CUDA events (time / 100), after warm-up.
 
-  tools/bench_conv.py [--no-compile]
+  tools/bench_conv.py [--no-compile] [--fp32] [--only=CASE:DTYPE,...] [--profile]
+
+--fp32: the fp32 rows only; --only=block:fp16,stem:fp16 times only those; --profile also
+prints the CUDA kernels of one eager call (torch.profiler: "KERNEL case=.. dtype=.. us=..
+name=..", the mean of 20 calls).
 
 prints "BENCH torch case=NAME dtype=D eager_us=.. compile_us=..".  Cases:
   block      ResNet BasicBlock (two 3x3 convs, no bias, BatchNorm eval, ReLU, identity
@@ -45,12 +49,30 @@ def model(case):
     return nn.Conv2d(256, 256, 3, padding=1, groups=256, bias=False), (32, 256, 56, 56)
 
 
+def profile(case, name, fn):
+    """Print each CUDA kernel of fn (the mean over 20 calls) as a KERNEL line."""
+    from torch.profiler import ProfilerActivity, profile as prof
+    with prof(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+    for e in p.key_averages():
+        if e.device_type.name == "CUDA" and e.count > 0:
+            us = e.device_time_total / 20
+            print(f"KERNEL case={case} dtype={name} us={us:.1f} calls={e.count // 20} name={e.key[:90]}",
+                  flush=True)
+
+
 def main(argv):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
+    only = [a.split("=", 1)[1].split(",") for a in argv if a.startswith("--only=")]
+    only = set(only[0]) if only else None
     for case in ("block", "stem", "depthwise"):
-        for dt in (torch.float32, torch.float16):
+        for dt in (torch.float32,) if "--fp32" in argv else (torch.float32, torch.float16):
+            if only is not None and f"{case}:{'fp32' if dt == torch.float32 else 'fp16'}" not in only:
+                continue
             m, shape = model(case)
             m = m.cuda().to(dt).eval()
             for p in m.parameters():
@@ -67,6 +89,12 @@ def main(argv):
                     cm = torch.compile(m)
                     comp = loop_us(lambda: cm(x), 100, warmup=5)
             name = "fp32" if dt == torch.float32 else "fp16"
+            if "--profile" in argv:
+                try:
+                    with torch.no_grad():
+                        profile(case, name, lambda: m(x))
+                except Exception as e:  # the timing above stands without the profile
+                    print(f"KERNEL case={case} dtype={name} profiler failed: {e}", flush=True)
             print(f"BENCH torch case={case} dtype={name} eager_us={eager:.1f} compile_us={comp:.1f}",
                   flush=True)
     return 0

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The accuracy of tinyc's fp32 contraction templates against fp64 (NumPy), on
 examples/linear_fp32.uop (Y = X W^T + bias): per shape and template (TINYC_MATMUL=simt,
-tf32x3), the max absolute error, the max relative error and the max error relative to
+tf32x3, tf32wg: the wgmma 3xTF32 form on sm_90a), the max absolute error, the max relative error and the max error relative to
 sum_k |x_k w_k| + |bias| (the scale of an fp32 dot product's rounding), and the same for
 torch's fp32 F.linear with TF32 off when torch and a GPU are there.  Inputs: standard
 normal, seed 0.
 
-usage: tools/tf32_accuracy.py [--tinyc build/tinyc] [--device cuda|gpuir] MxNxK ...
+usage: tools/tf32_accuracy.py [--tinyc build/tinyc] [--device cuda|gpuir]
+                             [--templates simt,tf32x3,tf32wg] MxNxK ...
 Prints one "ACC ..." line per shape and side.
 """
 import argparse
@@ -27,6 +28,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tinyc", default="build/tinyc")
     ap.add_argument("--device", default="cuda", choices=["cuda", "gpuir"])
+    ap.add_argument("--templates", default="simt,tf32x3",
+                    help="TINYC_MATMUL values, comma-separated (tf32wg needs sm_90a)")
     ap.add_argument("shapes", nargs="+")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,7 +47,7 @@ def main():
         ref = x64 @ w64.T + b64
         scale = np.abs(x64) @ np.abs(w64).T + np.abs(b64)
         sides = []
-        for v in ("simt", "tf32x3"):
+        for v in a.templates.split(","):
             out = os.path.join(tmp, "y_%s.npy" % v)
             env = dict(os.environ, TINYC_MATMUL=v)
             r = subprocess.run([a.tinyc, "run", uop, "--in", "X=" + os.path.join(tmp, "x.npy"),

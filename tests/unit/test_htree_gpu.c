@@ -76,6 +76,8 @@ static const tinyc_htree_kernel_config more_cfgs[] = {
 	{16, 16, 256, 32, 16, 64, TINYC_FLOAT, 0, 0},		/* 2 accumulator items a thread */
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 1, 0},	/* the benchmark's, profiled */
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 128, 0, 5},	/* 128 threads, 5 blocks */
+	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 1},	/* the leaves on FMA */
+	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 512, 0, 0},	/* tensor cores, 16 warps */
 };
 
 Test(htree_gpu_emit, benchmark_config_compiles_for_sm80, .timeout = 300)

@@ -42,6 +42,7 @@
 #define CONV_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/c2d_k5_s2_p2_fp16.uop"
 #define BLOCK_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/resnet_block_fp16.uop"
 #define NHWC_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/nhwc_c16_k3_s2_odd_fp16.uop"
+#define BLOCK_ODD_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/resnet_block_c16_odd_fp16.uop"
 #define DW_BIAS_FP16 TINYC_SOURCE_DIR "/tests/lit/conv/Inputs/sep_dw_bias_k3_s2_fp16.uop"
 
 /* y = x @ w^T with w stored [N, K] (a torch Linear weight): B is k-contiguous */
@@ -358,7 +359,7 @@ static void compile_wgmma_gpuir(compiled *c, const char *file, const char *tile,
 Test(wgmma_plan, conv_im2col_packed_m_major_on_the_interpreter)
 {
 	compiled c;
-	compile_wgmma_gpuir(&c, CONV_FP16, NULL, "1");
+	compile_wgmma_gpuir(&c, CONV_FP16, "64x64x64", "1");	/* the model takes the NHWC copy */
 	const tinyc_mm_plan *mp = chosen(&c);
 	cr_assert(mp->prob.a.gather.on && mp->t.pack_a && !mp->t.a_kmajor, "A gathered, packed m-major");
 	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
@@ -393,17 +394,49 @@ Test(wgmma_plan, conv_im2col_packed_m_major_on_the_interpreter)
 	compiled_free(&c);
 }
 
-/* The NHWC path of a convolution (sched/conv_nhwc.c): conv2d x[2,16,9,7], 24 filters 3x3,
- * stride 2, padding 1 in half.  Its first kernel, run alone on the GPU IR interpreter: the
- * transpose writes x'[l][p][c] = x[l][c][p], its blocks past the transpose's pack B
- * K-major with k = (kh, kw, ci) (rows of 144), both worked out here from the shapes. */
-Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
+/* Check the channels-last copy of x[L][C][P] (element i holding (i * mul + add) % mod + 1):
+ * x'[l][p][ci] with ci < Cp, zeros for ci >= C. */
+static void expect_nhwc_copy(const tinyc_tensor *xc, int64_t L, int64_t C, int64_t P, int64_t Cp,
+			     int64_t mul, int64_t add, int64_t mod)
+{
+	for (int64_t l = 0; l < L; l++)
+		for (int64_t p = 0; p < P; p++)
+			for (int64_t ch = 0; ch < Cp; ch++) {
+				int64_t i = (l * C + ch) * P + p;
+				cr_assert_eq(tinyc_tensor_get(xc, (l * P + p) * Cp + ch),
+					     ch < C ? (double)((i * mul + add) % mod + 1) : 0.0,
+					     "x' (l %d, p %d, c %d)", (int)l, (int)p, (int)ch);
+			}
+}
+
+/* Check the weight w[N][C][KH][KW] (element i holding (i * mul + add) % mod + 1) packed
+ * K-major for the NHWC path: row n, k = (kh, kw, ci) with ci < Cp, zeros for ci >= C. */
+static void expect_nhwc_weight(const tinyc_tensor *pk, int64_t N, int64_t C, int64_t KH, int64_t KW,
+			       int64_t Cp, int64_t mul, int64_t add, int64_t mod)
+{
+	int64_t K = KH * KW * Cp;
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t k = 0; k < K; k++) {
+			int64_t kh = k / (KW * Cp), kw = k / Cp % KW, ch = k % Cp;
+			int64_t i = ((n * C + ch) * KH + kh) * KW + kw;
+			cr_assert_eq(tinyc_tensor_get(pk, n * K + k), ch < C ? (double)((i * mul + add) % mod + 1) : 0.0,
+				     "B packed (k %d, n %d)", (int)k, (int)n);
+		}
+}
+
+/* The first kernel of a conv forced onto the NHWC path (file: conv2d x[L][C][H][W] with
+ * N filters KH x KW and a bias of N), run alone on the GPU IR interpreter: the transpose
+ * writes x'[l][p][c] (Cp channels, zeros past C) and its blocks past the transpose's pack
+ * B K-major with k = (kh, kw, ci), both worked out here from the shapes. */
+static void nhwc_first_kernel(const char *file, int64_t L, int64_t C, int64_t H, int64_t W, int64_t N,
+			      int64_t KH, int64_t KW, int64_t Cp, int64_t P)
 {
 	compiled c;
-	compile_wgmma_gpuir(&c, NHWC_FP16, "64x64x64x4", "2");
+	compile_wgmma_gpuir(&c, file, "64x64x64x4", "2");
 	const tinyc_mm_plan *mp = chosen(&c);
 	cr_assert(mp->t.a_nhwc && mp->t.pack_b && !mp->t.pack_a, "A nhwc, B packed");
-	cr_assert(mp->t.nhwc.c == 16 && mp->t.nhwc.p == 63 && mp->t.nhwc.l == 2);
+	cr_assert(mp->t.nhwc.c == Cp && mp->t.nhwc.c_in == C && mp->t.nhwc.p == P && mp->t.nhwc.l == L);
+	cr_assert(mp->prob.k.sym < 0 && mp->prob.k.val == KH * KW * Cp, "K = KH KW Cp");
 	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
 	int wx = -1, wb = -1;
 	for (int i = 0; i < gm->nbuf; i++) {
@@ -415,31 +448,91 @@ Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
 	cr_assert(wx >= 0 && wb >= 0 && gm->nkernel == 2, "the transpose kernel packs the weight too");
 	gm->bufs[wx].role = TINYC_GB_OUTPUT, gm->bufs[wx].index = 1;
 	gm->bufs[wb].role = TINYC_GB_OUTPUT, gm->bufs[wb].index = 2;
-	int64_t xs[4] = {2, 16, 9, 7}, wsh[4] = {24, 16, 3, 3}, bs[1] = {24};
+	int64_t xs[4] = {L, C, H, W}, wsh[4] = {N, C, KH, KW}, bs[1] = {N};
 	tinyc_tensor *in[3] = {tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, xs),
 			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, wsh),
 			       tinyc_tensor_alloc(c.ctx, TINYC_HALF, 1, bs)};
-	for (int t = 0; t < 2; t++)
+	for (int t = 0; t < 3; t++)
 		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
 			tinyc_tensor_set(in[t], i, (double)(i % 2000 + 1));	/* exact in half */
 	tinyc_io io = {3, in, 0, NULL};
 	run_first_kernels(&c, gm, 1, &io);	/* the transpose and the weight's packing */
 	cr_assert_eq(io.nout, 3);
-	for (int64_t l = 0; l < 2; l++)
-		for (int64_t p = 0; p < 63; p++)
-			for (int64_t ch = 0; ch < 16; ch++)
-				cr_assert_eq(tinyc_tensor_get(io.out[1], (l * 63 + p) * 16 + ch),
-					     (double)((l * 1008 + ch * 63 + p) % 2000 + 1),
-					     "x' (l %d, p %d, c %d)", (int)l, (int)p, (int)ch);
-	for (int64_t n = 0; n < 24; n++)
-		for (int64_t k = 0; k < 144; k++) {
-			int64_t kh = k / 48, kw = k / 16 % 3, ch = k % 16;
-			cr_assert_eq(tinyc_tensor_get(io.out[2], n * 144 + k),
-				     (double)((n * 144 + ch * 9 + kh * 3 + kw) % 2000 + 1),
-				     "B packed (k %d, n %d)", (int)k, (int)n);
-		}
+	expect_nhwc_copy(io.out[1], L, C, P, Cp, 1, 0, 2000);
+	expect_nhwc_weight(io.out[2], N, C, KH, KW, Cp, 1, 0, 2000);
 	tinyc_io_clear_outputs(&io);
 	for (int t = 0; t < 3; t++)
+		tinyc_tensor_free(in[t]);
+	compiled_free(&c);
+}
+
+/* conv2d x[2,16,9,7], 24 filters 3x3, stride 2, padding 1 in half (sched/conv_nhwc.c). */
+Test(wgmma_plan, conv_nhwc_copy_and_weight_on_the_interpreter)
+{
+	nhwc_first_kernel(NHWC_FP16, 2, 16, 9, 7, 24, 3, 3, 16, 63);
+}
+
+/* A conv whose channels are not a multiple of 8 (the stem's 3): conv2d x[1,3,11,9], 4
+ * filters 5x5, stride 2, padding 2 in half.  The copy has 8 channels (the last 5 zeros),
+ * K = 5*5*8 = 200, and B's rows for the padded channels are zeros (a guard ci < 3 in its
+ * gather). */
+Test(wgmma_plan, conv_nhwc_padded_channels_on_the_interpreter)
+{
+	nhwc_first_kernel(CONV_FP16, 1, 3, 11, 9, 4, 5, 5, 8, 99);
+}
+
+/* The channels-last hand-off (sched/conv_chain.c) on a BasicBlock x[3,16,7,7] in half,
+ * both convs forced onto the NHWC path: the first conv's epilogue stores t0 as
+ * [l][p][c] (strides along m, n, l: 16, 1, 784), the second gathers it with no transpose
+ * kernel of its own, and the first conv's transpose kernel packs both weights: 3 kernels.
+ * That kernel, run alone on the GPU IR interpreter, packs the second weight K-major with
+ * k = (kh, kw, ci), worked out here from the shapes. */
+Test(wgmma_plan, conv_chain_nhwc_store_and_both_weights_in_one_kernel)
+{
+	compiled c;
+	compile_wgmma_gpuir(&c, BLOCK_ODD_FP16, "64x64x64x4", "2");
+	const tinyc_schedule *s = tinyc_module_schedule(c.m);
+	cr_assert_eq(s->nkern, 2);
+	const tinyc_mm_plan *m0 = tinyc_skernel_plan(&s->kerns[0])->ext;
+	const tinyc_mm_plan *m1 = tinyc_skernel_plan(&s->kerns[1])->ext;
+	cr_assert(m0->t.a_nhwc && m1->t.a_nhwc, "both convs NHWC");
+	cr_assert(m0->t.nhwc.feeds == 2 && !m0->t.nhwc.stored_by, "k0 stores t0 for k1");
+	cr_assert(m1->t.nhwc.stored_by == 1 && !m1->t.nhwc.feeds, "k1 reads t0 as stored");
+	int stores = 0;
+	for (int i = 0; i < m0->prob.evt->n; i++) {
+		const tinyc_evt_node *nd = &m0->prob.evt->nodes[i];
+		if (nd->kind != TINYC_EVT_AUX_STORE)
+			continue;
+		stores++;
+		cr_assert(tinyc_evt_poly_is_const(&nd->t.lay.stride[0], 16) &&
+			  tinyc_evt_poly_is_const(&nd->t.lay.stride[1], 1) &&
+			  tinyc_evt_poly_is_const(&nd->t.lay.stride[2], 784), "t0 stored [l][p][c]");
+	}
+	cr_assert_eq(stores, 1);
+	tinyc_gpu_module *gm = tinyc_module_gpuir(c.m);
+	cr_assert_eq(gm->nkernel, 3, "transpose + both packs, conv1, conv2");
+	cr_assert_str_eq(gm->kernels[0]->name, "k0_where_nhwc");
+	int wb = -1;
+	for (int i = 0; i < gm->nbuf; i++)
+		if (!strcmp(gm->bufs[i].name, "pkB_k1_y"))
+			wb = i;
+	cr_assert(wb >= 0);
+	gm->bufs[wb].role = TINYC_GB_OUTPUT, gm->bufs[wb].index = 1;
+	int64_t xs[4] = {3, 16, 7, 7}, wsh[4] = {16, 16, 3, 3}, vs[1] = {16};
+	tinyc_tensor *in[11];
+	for (int t = 0; t < 11; t++) {
+		in[t] = t == 0 ? tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, xs)
+			: t == 1 || t == 6 ? tinyc_tensor_alloc(c.ctx, TINYC_HALF, 4, wsh)
+					   : tinyc_tensor_alloc(c.ctx, TINYC_HALF, 1, vs);
+		for (int64_t i = 0; i < tinyc_tensor_numel(in[t]); i++)
+			tinyc_tensor_set(in[t], i, (double)((i * 7 + t) % 1000 + 1));	/* exact in half */
+	}
+	tinyc_io io = {11, in, 0, NULL};
+	run_first_kernels(&c, gm, 1, &io);
+	cr_assert_eq(io.nout, 2);
+	expect_nhwc_weight(io.out[1], 16, 16, 3, 3, 16, 7, 6, 1000);	/* conv2.weight: input 6 */
+	tinyc_io_clear_outputs(&io);
+	for (int t = 0; t < 11; t++)
 		tinyc_tensor_free(in[t]);
 	compiled_free(&c);
 }
@@ -679,14 +772,21 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	cr_assert(chosen(&c)->t.a_nhwc && chosen(&c)->t.bm == 128 && chosen(&c)->t.stages == 3);
 	nvrtc_ok(&c, "sm_90a", "resnet_block_fp16 nhwc 128x64x64x3");
 	compiled_free(&c);
+	/* 3 channels padded to 8 in the copy, B's padded rows zero by a guard */
+	setenv("TINYC_MATMUL_TILE", "64x64x64x4", 1);
+	cr_assert_eq(compile_to(&c, CONV_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
+	cr_assert(chosen(&c)->t.a_nhwc && chosen(&c)->t.nhwc.c_in == 3);
+	nvrtc_ok(&c, "sm_90a", "c2d_k5_s2_p2_fp16 nhwc, channels padded");
+	compiled_free(&c);
 	unsetenv("TINYC_MATMUL_TILE");
 	unsetenv("TINYC_WGMMA_PACK");
 	/* a depthwise conv with a half bias on the direct kernel */
 	cr_assert_eq(compile_to(&c, DW_BIAS_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
 	nvrtc_ok(&c, "sm_90a", "sep_dw_bias_k3_s2_fp16 direct");
 	compiled_free(&c);
+	/* the model's own plan: the NHWC copy, 3 channels padded to 8 */
 	cr_assert_eq(compile_to(&c, CONV_FP16, NULL, "sm_90a", NULL, "cuda"), 0);
-	cr_assert(chosen(&c)->t.pack_a && chosen(&c)->t.pack_b);
+	cr_assert(chosen(&c)->t.a_nhwc && chosen(&c)->t.nhwc.c_in == 3);
 	nvrtc_ok(&c, "sm_90a", "c2d_k5_s2_p2_fp16");
 	compiled_free(&c);
 }
@@ -829,5 +929,58 @@ Test(tune, class_store_lookup_and_choice)
 	rmdir(sub);
 	rmdir(dir);
 	unsetenv("TINYC_CACHE_DIR");
+	compiled_free(&c);
+}
+
+/* ------------------------------------------------------------- 3xTF32 ---- */
+
+#define LINEAR_FP32 TINYC_SOURCE_DIR "/examples/linear_fp32.uop"
+#define GELU_RES_FP32 TINYC_SOURCE_DIR "/tests/gpu/tf32wg/linear_gelu_res_fp32.uop"
+
+/* fp32 Linears (both operands k-contiguous) on sm_90a take the wgmma 3xTF32 form by the
+ * cost model at GPT-2's shapes and when forced at odd sizes (tails in m, n and k; bias,
+ * GELU and a residual in the epilogue); the CUDA compiles for sm_90a with three
+ * m64nNk8 .tf32 wgmma per k step; sm_80 keeps the mma.sync 3xTF32 tile. */
+Test(wgmma_nvrtc, tf32x3_wgmma_odd_shapes, .timeout = 600)
+{
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	compiled c;
+	cr_assert_eq(compile_to(&c, LINEAR_FP32, NULL, "sm_90a", "M=4096,N=768,K=3072", "cuda"), 0);
+	cr_assert(chosen(&c)->t.variant == TINYC_MM_WGMMA && chosen(&c)->t.tf32x3);
+	char *cu = dump(&c, "cuda");
+	cr_assert(strstr(cu, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), "the tf32 wgmma");
+	free(cu);
+	nvrtc_ok(&c, "sm_90a", "linear_fp32 4096x768x3072");
+	compiled_free(&c);
+	setenv("TINYC_MATMUL", "tf32wg", 1);
+	static const char *const odd[][2] = {
+		{GELU_RES_FP32, "M=200,N=136,K=100"}, {GELU_RES_FP32, "M=333,N=257,K=3072"},
+		{LINEAR_FP32, "M=97,N=45,K=68"},
+	};
+	for (size_t i = 0; i < sizeof(odd) / sizeof(*odd); i++) {
+		cr_assert_eq(compile_to(&c, odd[i][0], NULL, "sm_90a", odd[i][1], "cuda"), 0, "%s", odd[i][1]);
+		const tinyc_mm_plan *mp = chosen(&c);
+		cr_assert(mp->t.variant == TINYC_MM_WGMMA && mp->t.tf32x3 && mp->t.bk == 32, "%s", odd[i][1]);
+		nvrtc_ok(&c, "sm_90a", odd[i][1]);
+		compiled_free(&c);
+	}
+	/* a K whose rows TMA cannot load (K = 70: 280-byte rows) is no wgmma 3xTF32 candidate */
+	cr_assert_eq(compile_to(&c, LINEAR_FP32, NULL, "sm_90a", "M=37,N=45,K=70", "schedule"), 0);
+	cr_assert(!chosen(&c)->t.tf32x3);
+	compiled_free(&c);
+	/* sm_80: the forced wgmma form matches no candidate (ignored); the mma.sync tile */
+	cr_assert_eq(compile_to(&c, GELU_RES_FP32, NULL, "sm_80", "M=333,N=257,K=3072", "schedule"), 0);
+	cr_assert_neq(chosen(&c)->t.variant, TINYC_MM_WGMMA);
+	compiled_free(&c);
+	setenv("TINYC_MATMUL", "tf32x3", 1);
+	cr_assert_eq(compile_to(&c, GELU_RES_FP32, NULL, "sm_80", "M=333,N=257,K=3072", "cuda"), 0);
+	unsetenv("TINYC_MATMUL");
+	cr_assert_eq(chosen(&c)->t.variant, TINYC_MM_TF32X3);
+	nvrtc_ok(&c, "sm_80", "linear_gelu_res_fp32 sm_80");
 	compiled_free(&c);
 }
