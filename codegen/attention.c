@@ -2,18 +2,18 @@
  * kernel (sched/attention.h).
  *
  * A block owns `bm` query rows of one batch entry (grid x: query tiles, grid y: the batch
- * dims flattened), one thread per row.  The thread keeps its query row and its output
- * accumulator in registers (its tile of scores in its own column of a shared score
- * tile); the block streams K and V through shared memory `bn` keys at
- * a time.  Per key tile every thread computes its row of scores (the Q K^T dot product,
- * then the graph's own scale and mask expression through the emitter, with the dot
- * product substituted for the Q*K reduction), takes the tile maximum, rescales its
- * running sum and accumulator once (online softmax, fp32 statistics) and accumulates
- * P V.  Keys past Tk score -inf; rows past Tq compute but do not store.  The output is
- * the accumulator divided by the running sum, passed through the elementwise ops the
- * graph applies to O before it is stored.  Q, K and V are read through the emitter at the
- * MUL operands' indices, so the graph's views (head splits, transposes, GQA broadcasts)
- * need no special case.
+ * dims flattened; swapped for some causal tensor-core kernels, abuild.qy), one thread per
+ * row.  The thread keeps its query row and its output accumulator in registers (its tile of
+ * scores in its own column of a shared score tile); the block streams K and V through
+ * shared memory `bn` keys at a time.  Per key tile every thread computes its row of scores
+ * (the Q K^T dot product, then the graph's own scale and mask expression through the
+ * emitter, with the dot product substituted for the Q*K reduction), takes the tile
+ * maximum, rescales its running sum and accumulator once (online softmax, fp32 statistics)
+ * and accumulates P V.  Keys past Tk score -inf; rows past Tq compute but do not store.  The
+ * output is the accumulator divided by the running sum, passed through the elementwise ops
+ * the graph applies to O before it is stored.  Q, K and V are read through the emitter at
+ * the MUL operands' indices, so the graph's views (head splits, transposes, GQA
+ * broadcasts) need no special case.
  */
 #include <math.h>
 #include <stdio.h>
@@ -122,7 +122,7 @@ static void mask_skip(abuild *b, tinyc_gstmt *tb, tinyc_gstmt *wb, tinyc_gexpr *
 tinyc_gexpr *tinyc_attn_query_tile(abuild *b, int bm)
 {
 	tinyc_gkernel *k = b->k;
-	tinyc_gexpr *bx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_X));
+	tinyc_gexpr *bx = tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, b->qy ? TINYC_GSP_BID_Y : TINYC_GSP_BID_X));
 	if (!b->causal)
 		return bx;
 	return bin(b, TINYC_GX_SUB, ic(b, (b->m->tq + bm - 1) / bm - 1), bx);
@@ -427,6 +427,18 @@ void tinyc_attn_load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr
 	app(b, blk, tinyc_gs_for_range(k, it, ic(b, 0), ic(b, steps), ic(b, 1), -1, lb));
 }
 
+/* The cp.async copies of the K and V tiles of keys [J, J + BN) into ring stage `stage`
+ * of ks (row stride KS) and vs (VS), appended to blk. */
+static void kv_copy(abuild *b, tinyc_gstmt *blk, int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *stage,
+		    tinyc_gexpr *const *p, tinyc_gexpr *J, int BN, int threads)
+{
+	const tinyc_attn_match *m = b->m;
+	tinyc_attn_load_tile_async(b, blk, ks, bin(b, TINYC_GX_MUL, stage, ic(b, BN * KS)), KS, m->k_side, 1, p, J,
+				   BN, m->d, m->tk, threads);
+	tinyc_attn_load_tile_async(b, blk, vs, bin(b, TINYC_GX_MUL, stage, ic(b, BN * VS)), VS, m->v_side, 2, p, J,
+				   BN, m->dv, m->tk, threads);
+}
+
 /* The per-tile K/V traffic of the key loop (body tb, J0 its first key, work block wb
  * under the mask's skip test): with pipeline cp (>= 0) tile 0's copies go into body
  * before the loop, and each tile first starts the next tile's copies (keys below kend)
@@ -450,8 +462,7 @@ void tinyc_attn_kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_g
 		app(b, wb, tinyc_gs_barrier(k));
 		return;
 	}
-	tinyc_attn_load_tile_async(b, body, ks, ic(b, 0), KS, m->k_side, 1, p, ic(b, 0), BN, m->d, m->tk, threads);
-	tinyc_attn_load_tile_async(b, body, vs, ic(b, 0), VS, m->v_side, 2, p, ic(b, 0), BN, m->dv, m->tk, threads);
+	kv_copy(b, body, ks, KS, vs, VS, ic(b, 0), p, ic(b, 0), BN, threads);
 	app(b, body, tinyc_gs_cp_commit(k, cp));
 	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, 2)));
 	if (st < 0)
@@ -460,14 +471,49 @@ void tinyc_attn_kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_g
 	tinyc_gexpr *S = tinyc_gx_var(k, st), *O = bin(b, TINYC_GX_SUB, ic(b, 1), S);
 	tinyc_gstmt *next = tinyc_gs_block(k);
 	tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
-	tinyc_attn_load_tile_async(b, next, ks, bin(b, TINYC_GX_MUL, O, ic(b, BN * KS)), KS, m->k_side, 1, p, J1, BN,
-			m->d, m->tk, threads);
-	tinyc_attn_load_tile_async(b, next, vs, bin(b, TINYC_GX_MUL, O, ic(b, BN * VS)), VS, m->v_side, 2, p, J1, BN,
-			m->dv, m->tk, threads);
+	kv_copy(b, next, ks, KS, vs, VS, O, p, J1, BN, threads);
 	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), next, NULL));
 	app(b, tb, tinyc_gs_cp_commit(k, cp));
 	app(b, tb, tinyc_gs_cp_wait(k, cp, 1));
 	app(b, tb, tinyc_gs_barrier(k));
+	*kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * KS));
+	*vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * VS));
+	mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
+}
+
+/* The K/V traffic of the key loop through a cp.async ring of ns >= 3 stages (pipeline
+ * cp; body tb, J0 its first key, work block wb): tiles 0 .. ns-2 start before the loop;
+ * each tile waits for its own copies, then one barrier makes them visible and tells that
+ * every warp is done with the previous tile, whose stage then receives tile + ns - 1
+ * (keys below kend).  One barrier a tile instead of kv_stream's two.  *kbase, *vbase:
+ * where this tile's stage starts. */
+static void kv_ring(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *wb, int cp, int ns,
+		    int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *const *p, tinyc_gexpr *r0,
+		    int BM, tinyc_gexpr *J0, int BN, tinyc_gexpr *kend, int threads,
+		    tinyc_gexpr **kbase, tinyc_gexpr **vbase)
+{
+	tinyc_gkernel *k = b->k;
+	*kbase = *vbase = ic(b, 0);
+	for (int t = 0; t < ns - 1; t++) {
+		tinyc_gstmt *blk = t ? tinyc_gs_block(k) : body;
+		kv_copy(b, blk, ks, KS, vs, VS, ic(b, t), p, ic(b, t * BN), BN, threads);
+		if (t)
+			app(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_LT, ic(b, t * BN), kend), blk, NULL));
+		app(b, body, tinyc_gs_cp_commit(k, cp));
+	}
+	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, ns)));
+	if (st < 0)
+		return;
+	tinyc_emit_set_nonneg(b->em, st);
+	app(b, tb, tinyc_gs_cp_wait(k, cp, ns - 2));
+	app(b, tb, tinyc_gs_barrier(k));
+	tinyc_gexpr *S = tinyc_gx_var(k, st);
+	tinyc_gexpr *O = bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, ns - 1)), ic(b, ns));
+	tinyc_gexpr *JN = bin(b, TINYC_GX_ADD, J0, ic(b, (ns - 1) * BN));
+	tinyc_gstmt *next = tinyc_gs_block(k);
+	kv_copy(b, next, ks, KS, vs, VS, O, p, JN, BN, threads);
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, JN, kend), next, NULL));
+	app(b, tb, tinyc_gs_cp_commit(k, cp));
 	*kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * KS));
 	*vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * VS));
 	mask_skip(b, tb, wb, p, r0, BM, J0, BN, threads);
@@ -750,13 +796,35 @@ void tinyc_attn_mask_keys(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, 
 	app(b, wb, tinyc_gs_if(k, need, mb, NULL));
 }
 
+/* op (MAX or ADD) over the fragment values arr[so + i] of row half h ((i % 4) / 2 == h,
+ * i < NS <= 128) as a balanced tree: depth log2 instead of a chain of NS / 2. */
+static tinyc_gexpr *row_tree(abuild *b, tinyc_gx_op op, int arr, int so, int NS, int h)
+{
+	tinyc_gexpr *t[64];
+	int n = 0;
+	for (int i = 0; i < NS && n < 64; i++)
+		if ((i % 4) / 2 == h)
+			t[n++] = tinyc_gx_load(b->k, arr, ic(b, so + i), NULL);
+	for (; n > 1; n = (n + 1) / 2) {
+		for (int i = 0; i < n / 2; i++)
+			t[i] = bin(b, op, t[2 * i], t[2 * i + 1]);
+		if (n % 2)	/* the odd one out moves up a level */
+			t[n / 2] = t[n - 1];
+	}
+	return t[0];
+}
+
 /* The online-softmax step of one key tile on a 16-row block's score fragments sacc[so..]
  * (NS values, two rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a
  * row, the rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators
- * oacc[oo..] (NO), then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) into the sums
- * and, as dtype dt, into the A fragment pa[so..].  A row whose maximum is still -inf uses 0 as its reference. */
+ * oacc[oo..] (NO), then P = 2^(s c - m c) (one FMA and MUFU.EX2 a score) as dtype dt into
+ * the A fragment pa[so..] and into the sums.  A row whose maximum is still -inf uses 0 as
+ * its reference.  trees (the 16-bit kernel, where it was measured): the row maxima and
+ * sums by balanced trees and, without a causal mask, the rescale only when a maximum
+ * moved; else (the 3xTF32 kernel, as it was measured) chains and an unconditional
+ * rescale. */
 void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int so, int oacc, int oo,
-			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt)
+			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt, int trees)
 {
 	tinyc_gkernel *k = b->k;
 	tinyc_gexpr *ninf = fc(b, -INFINITY), *C = fc(b, b->m->exp_scale);
@@ -766,11 +834,16 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 	int tmp = reg(b, wb, "other", TINYC_FLOAT, NULL);
 	if (b->failed)
 		return;
-	for (int i = 0; i < NS; i++) {
-		int h = (i % 4) / 2;
-		app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
-							 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
-	}
+	if (trees)
+		for (int h = 0; h < 2; h++)
+			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
+								 row_tree(b, TINYC_GX_MAX, sacc, so, NS, h))));
+	else
+		for (int i = 0; i < NS; i++) {
+			int h = (i % 4) / 2;
+			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]),
+								 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
+		}
 	for (int h = 0; h < 2; h++) {
 		for (int off = 1; off <= 2; off *= 2) {
 			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
@@ -784,22 +857,57 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 				tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))), NULL, NULL));
 		if (b->failed)
 			return;
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
-		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+		if (!trees) {
+			app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
+			app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+		}
+	}
+	if (!trees) {
+		for (int i = 0; i < NO; i++)
+			app(b, wb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
+									   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+		for (int i = 0; i < NS; i++) {
+			int h = (i % 4) / 2;
+			tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
+				tinyc_gx_load(k, sacc, ic(b, so + i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
+				NULL, NULL);
+			app(b, wb, tinyc_gs_store(k, sacc, ic(b, so + i), pe, NULL));
+			app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+								 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
+			app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
+		}
+		return;
+	}
+	/* without a causal mask, the rescale only where a row maximum moved (alpha is 1 but
+	 * for rounding otherwise): past the first tiles most key tiles skip NO multiplies a
+	 * lane (H100, T=8192: 5463 vs 5651 us); under a causal mask the branch cost more than
+	 * it saved (2980 vs 3137 us), so there it is unconditional */
+	tinyc_gstmt *rb = tinyc_gs_block(k);
+	tinyc_gexpr *moved = NULL;
+	for (int h = 0; h < 2; h++) {
+		if (!b->causal) {
+			tinyc_gexpr *ne = bin(b, TINYC_GX_NE, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, mv[h]));
+			moved = moved ? bin(b, TINYC_GX_LOR, moved, ne) : ne;
+		}
+		app(b, rb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
 	}
 	for (int i = 0; i < NO; i++)
-		app(b, wb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
+		app(b, rb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
 								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+	app(b, wb, b->causal ? rb : tinyc_gs_if(k, moved, rb, NULL));
+	for (int h = 0; h < 2; h++)
+		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
 	for (int i = 0; i < NS; i++) {
 		int h = (i % 4) / 2;
 		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
 			tinyc_gx_load(k, sacc, ic(b, so + i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
 			NULL, NULL);
 		app(b, wb, tinyc_gs_store(k, sacc, ic(b, so + i), pe, NULL));
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
-							 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
 		app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
 	}
+	for (int h = 0; h < 2; h++)
+		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+							 row_tree(b, TINYC_GX_ADD, sacc, so, NS, h))));
 }
 
 /* The output of a 16-row block of the tensor-core kernel: the row sums lv completed over
@@ -843,7 +951,9 @@ void tinyc_attn_store_output(abuild *b, tinyc_gstmt *body, const tinyc_skernel *
 
 /* The thread roles of a tensor-core kernel with BM query rows a block, declared at the top
  * of the body: lane, warp, the query tile (its first row r0), the batch indices from
- * blockIdx.y, the accumulator fragment's row group and column pair.  0 or -1. */
+ * blockIdx.y (blockIdx.x under b->qy, the query tiles then on y: tinyc_attn_query_tile;
+ * both tensor-core kernels), the accumulator fragment's row group and column pair.  0 or
+ * -1. */
 int tinyc_attn_warp_roles(abuild *b, const tinyc_schedule *s, int BM, tinyc_attn_warps *w)
 {
 	tinyc_gkernel *k = b->k;
@@ -854,7 +964,9 @@ int tinyc_attn_warp_roles(abuild *b, const tinyc_schedule *s, int BM, tinyc_attn
 	int lane = reg(b, body, "lane", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_LANE)));
 	int warp = reg(b, body, "warp", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_WARP)));
 	int bx = reg(b, body, "qtile", b->ix, tinyc_attn_query_tile(b, BM));
-	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, TINYC_GSP_BID_Y)));
+	/* the batch on grid y, or on x where the query tiles are on y (b->qy) */
+	int pb = reg(b, body, "batch", b->ix, tinyc_gx_cast(k, b->ix, tinyc_gx_special(k, b->qy ? TINYC_GSP_BID_X :
+												  TINYC_GSP_BID_Y)));
 	if (b->failed)
 		return -1;
 	int nn[] = {tid, lane, warp, bx, pb};
@@ -937,9 +1049,9 @@ void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int n, int NS, cons
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
- * and V stream through 2-stage cp.async rings when the views allow 16-byte copies (the
- * next tile's copies in flight while this one is computed), else through synchronous
- * element loads. */
+ * and V stream through cp.async rings of ap->stages (2: kv_stream, 3: kv_ring) when the
+ * views allow 16-byte copies (the next tiles' copies in flight while this one is
+ * computed), else through synchronous element loads. */
 static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 			   const tinyc_attn_plan *ap)
 {
@@ -972,15 +1084,16 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	 * K ring before the loop); else one synchronous tile each and a Q tile */
 	const int pipe = ap->stages > 1 && tinyc_attn_tile_async_ok(b, m->k_side, 1, p) &&
 			 tinyc_attn_tile_async_ok(b, m->v_side, 2, p);
-	b->stages = pipe ? 2 : 1;
-	const int64_t kring = pipe ? (2 * BN * QS > BM * QS ? 2 * BN * QS : BM * QS) : BN * QS;
+	const int NR = pipe ? (ap->stages > 2 ? ap->stages : 2) : 1;	/* ring stages */
+	b->stages = NR;
+	const int64_t kring = pipe ? (NR * BN * QS > BM * QS ? NR * BN * QS : BM * QS) : BN * QS;
 	int qs = pipe ? -1 : tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
-	const int64_t vring = (int64_t)(pipe ? 2 : 1) * BN * VS;
+	const int64_t vring = (int64_t)NR * BN * VS;
 	b->dyn = (kring + vring) * 2 + 16 > 48 * 1024;	/* above the static limit */
 	const int dyn = b->dyn;
 	int ks = tinyc_gk_shared(k, "ktile", dt, kring, 16, dyn);
 	int vs = tinyc_gk_shared(k, "vtile", dt, vring, 16, dyn);
-	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, 2, -1) : 0;
+	int cp = pipe ? tinyc_gk_pipe(k, "kv", TINYC_GPIPE_CP_ASYNC, NR, -1) : 0;
 	if (pipe)
 		qs = ks;
 	int qa = tinyc_gk_reg_array(k, "qa", dt, MB * NQ);
@@ -1015,8 +1128,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (pipe)
 		app(b, body, tinyc_gs_barrier(k));
 	tinyc_gexpr *kbase, *vbase;
-	tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
-		  &kbase, &vbase);
+	if (NR > 2)
+		kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);
+	else
+		tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
+			  &kbase, &vbase);
 	if (b->failed)
 		return;
 	app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
@@ -1039,7 +1155,8 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	app(b, wb, tinyc_gs_decl(k, pa, NULL));
 	for (int mb = 0; mb < MB; mb++) {
 		tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
-		tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb, lv + 2 * mb, dt);
+		tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb, lv + 2 * mb, dt,
+					  1);
 	}
 	app(b, wb, tinyc_gs_decl(k, vb, NULL));
 	for (int kk = 0; kk < BN / 16; kk++)
@@ -1054,7 +1171,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 								ic(b, h * 4), oacc, ic(b, mb * NO + (2 * ep + h) * 4)));
 				}
 		}
-	if (pipe)	/* the next tile's copies overwrite this stage */
+	if (NR == 2)	/* the next tile's copies overwrite this stage */
 		app(b, tb, tinyc_gs_barrier(k));
 	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
 	if (pipe)
@@ -1097,10 +1214,16 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	for (int d = 0; d < ap->m.rank - 2; d++)
 		batch *= tinyc_sched_dim_est(s, &su->shape[d]);
 	k->block[0] = ap->mma ? 2 * ap->bm / (ap->mb > 1 ? 2 : 1) : ap->bm, k->block[1] = k->block[2] = 1;
-	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
-	k->grid[1] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
-	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	b.causal = tinyc_attn_causal_offset(em, &ap->m, &b.coff) == 1;
+	/* causal 128-row blocks whose batch's K and V fit in L2 (H100, B*H=96, T=2048: 246.5
+	 * -> 234.7 us); beyond, a head's blocks run together and share its K/V in L2 */
+	double kv_bytes = batch * (double)ap->m.tk * (double)(ap->m.d + ap->m.dv) *
+			  tinyc_dtype_size(ap->m.in_dtype);
+	b.qy = b.causal && ap->mma && ap->bm == 128 && kv_bytes <= s->dev.l2_bytes &&
+	       (ap->m.tq + ap->bm - 1) / ap->bm <= 65535;	/* grid y limit */
+	k->grid[b.qy] = tinyc_gx_int(k, TINYC_LONG, (ap->m.tq + ap->bm - 1) / ap->bm);
+	k->grid[!b.qy] = tinyc_gx_int(k, TINYC_LONG, (int64_t)batch);
+	k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	if (ap->mma)	/* 2 blocks per SM by default: at most 128 registers a thread */
 		k->min_blocks_per_sm = ap->min_blocks;
 	if (ap->mma == 2)

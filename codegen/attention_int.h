@@ -23,6 +23,9 @@ typedef struct abuild {
 	int dyn;			/* every shared array in dynamic shared memory (above
 					 * 48 KiB: the runtime opts in when the dynamic part
 					 * alone is that large) */
+	int qy;				/* query tiles on grid y, the batch on grid x (the
+					 * causal tensor-core kernels: every batch entry's
+					 * longest tiles start in the first wave) */
 } abuild;
 
 /* The thread roles of a tensor-core kernel (tinyc_attn_warp_roles). */
@@ -30,7 +33,7 @@ typedef struct tinyc_attn_warps {
 	tinyc_gexpr *lane, *warp;	/* lane and warp registers */
 	tinyc_gexpr *r0;		/* the block's first query row */
 	tinyc_gexpr *gq, *tq2;		/* accumulator row group lane / 4, column pair 2 (lane % 4) */
-	tinyc_gexpr *p[TINYC_MAX_RANK];	/* batch indices (from blockIdx.y, innermost fastest) */
+	tinyc_gexpr *p[TINYC_MAX_RANK];	/* batch indices (from blockIdx.y, x under qy; innermost fastest) */
 } tinyc_attn_warps;
 
 /* Append s to block, recording failure. */
@@ -104,7 +107,7 @@ void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int n, int NS, cons
 void tinyc_attn_mask_keys(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, tinyc_gexpr *r0,
 			  tinyc_gexpr *wrow, tinyc_gexpr *gq, tinyc_gexpr *tq2, tinyc_gexpr *J0, int BN);
 void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int so, int oacc, int oo,
-			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt);
+			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt, int trees);
 void tinyc_attn_store_output(abuild *b, tinyc_gstmt *body, const tinyc_skernel *sk, int oacc, int oo,
 			     int NO, const int *lv, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr *gq,
 			     tinyc_gexpr *tq2, tinyc_gexpr *const *p);

@@ -177,7 +177,7 @@ void tinyc_attn_build_tf32(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	for (int mb = 0; mb < MB; mb++) {
 		tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
 		tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb, lv + 2 * mb,
-					  TINYC_FLOAT);
+					  TINYC_FLOAT, 0);
 	}
 	/* O += P V: per 8 keys P's fragment split once, then per 8 columns V's rows 2q, 2q + 1 */
 	for (int kk = 0; kk < BN / 8; kk++) {

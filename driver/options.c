@@ -62,9 +62,9 @@ static void read_knobs(tinyc_sched_options *o)
 	const char *av = getenv("TINYC_ATTENTION");
 	o->attn_simt = av && !strcmp(av, "simt");
 	const char *at = getenv("TINYC_ATTN_TILE");
-	int a[4] = {0, 0, 2, 0};
-	if (at && sscanf(at, "%dx%dx%dx%d", &a[0], &a[1], &a[2], &a[3]) >= 2 && a[2] >= 0 && a[2] <= 8 &&
-	    a[3] >= 0 && a[3] <= 2)
+	int a[5] = {0, 0, 2, 0, 0};
+	if (at && sscanf(at, "%dx%dx%dx%dx%d", &a[0], &a[1], &a[2], &a[3], &a[4]) >= 2 && a[2] >= 0 &&
+	    a[2] <= 8 && a[3] >= 0 && a[3] <= 2 && a[4] >= 0 && a[4] <= 3)
 		memcpy(o->attn_tile, a, sizeof(a));
 	o->tune_off = env_zero("TINYC_TUNE");
 }

@@ -584,20 +584,24 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 		const int *f = s->opt.attn_tile;	/* TINYC_ATTN_TILE (experiments) */
 		if ((f[0] == 64 || f[0] == 128) && (f[1] == 32 || f[1] == 64 || f[1] == 128))
 			bm = f[0], bn = f[1], minb = f[2], mb = f[3] == 2 ? 2 : 1;
-		int64_t kring = 2 * bn * (m.d + 8) > bm * (m.d + 8) ? 2 * bn * (m.d + 8) : bm * (m.d + 8);
+		/* 128-row blocks at d <= 64: 3-stage rings, one barrier a tile (55 KiB a block) */
+		int ns = bm == 128 && small ? 3 : 2;
+		if (f[0] && f[4])
+			ns = f[4];
+		int64_t kring = ns * bn * (m.d + 8) > bm * (m.d + 8) ? ns * bn * (m.d + 8) : bm * (m.d + 8);
 		/* above 48 KiB the rings go to dynamic shared memory */
-		if ((kring + 2 * bn * (m.dv + 8)) * 2 + 16 <= 100 * 1024) {
+		if ((kring + ns * bn * (m.dv + 8)) * 2 + 16 <= 100 * 1024) {
 			tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
 			if (!ap)
 				return tinyc_error(ctx, "OutOfMemory", "attention plan");
-			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = 2, ap->mma = 1;
+			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = ns, ap->mma = 1;
 			ap->min_blocks = minb, ap->mb = mb;
 			tinyc_plan p = attn_mma_plan(s, &m, batch, bm, mb, esz, k->flops, s->dev.peak_fp16_tflops);
 			char desc[256];
 			snprintf(desc, sizeof(desc), "attention flash mma.sync m16n8k16 Tq=%lld Tk=%lld "
-				 "d=%lld dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d",
+				 "d=%lld dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d stages %d",
 				 (long long)m.tq, (long long)m.tk, (long long)m.d, (long long)m.dv, bm, bn, minb,
-				 16 * mb);
+				 16 * mb, ns);
 			snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
 			if (attn_plan_add(ctx, k, &p, ap) < 0)
 				return -1;

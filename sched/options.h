@@ -48,9 +48,10 @@ typedef struct tinyc_sched_options {
 	int no_attention;		/* TINYC_ATTENTION=0: attention left to the generic path */
 	int attn_simt;			/* TINYC_ATTENTION=simt: fp32 attention on the SIMT kernel
 					 * (no 3xTF32 candidate) */
-	int attn_tile[4];		/* TINYC_ATTN_TILE=BMxBN[xMINBLOCKS[xROWBLOCKS]]: the
-					 * attention mma tile, blocks per SM (default 2) and
-					 * 16-row blocks a warp (1, 2); [0] = 0: the model's */
+	int attn_tile[5];		/* TINYC_ATTN_TILE=BMxBN[xMINBLOCKS[xROWBLOCKS[xSTAGES]]]:
+					 * the attention mma tile, blocks per SM (default 2),
+					 * 16-row blocks a warp (1, 2) and K/V ring stages (2,
+					 * 3; 0: the model's); [0] = 0: the model's */
 } tinyc_sched_options;
 
 /* Whether o forces a matmul tile (TINYC_MATMUL_TILE). */

@@ -111,8 +111,8 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 	print_knob(out, "rowfuse_threads", o->rowfuse_threads, 0);
 	tinyc_buf_printf(out, " attention %s,", o->no_attention ? "off" : o->attn_simt ? "simt" : "on");
 	if (o->attn_tile[0])	/* printed only when forced */
-		tinyc_buf_printf(out, " attn_tile %dx%dx%dx%d,", o->attn_tile[0], o->attn_tile[1],
-				 o->attn_tile[2], o->attn_tile[3]);
+		tinyc_buf_printf(out, o->attn_tile[4] ? " attn_tile %dx%dx%dx%dx%d," : " attn_tile %dx%dx%dx%d,",
+				 o->attn_tile[0], o->attn_tile[1], o->attn_tile[2], o->attn_tile[3], o->attn_tile[4]);
 	tinyc_buf_puts(out, " tune ");
 	if (o->tune_off)
 		tinyc_buf_puts(out, "off\n");
