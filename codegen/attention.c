@@ -814,6 +814,25 @@ static tinyc_gexpr *row_tree(abuild *b, tinyc_gx_op op, int arr, int so, int NS,
 	return t[0];
 }
 
+/* oacc[oo + i] *= alpha of the lane's row half ((i % 4) / 2), for i < NO (appended to blk). */
+static void rescale_acc(abuild *b, tinyc_gstmt *blk, int oacc, int oo, int NO, const int *al)
+{
+	tinyc_gkernel *k = b->k;
+	for (int i = 0; i < NO; i++)
+		app(b, blk, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
+								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+}
+
+/* sacc[i] = 2^(sacc[i] c - m c), mc the register holding m c (appended to blk). */
+static void exp_score(abuild *b, tinyc_gstmt *blk, int sacc, int i, tinyc_gexpr *C, int mc)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
+		tinyc_gx_load(k, sacc, ic(b, i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc))),
+		NULL, NULL);
+	app(b, blk, tinyc_gs_store(k, sacc, ic(b, i), pe, NULL));
+}
+
 /* The online-softmax step of one key tile on a 16-row block's score fragments sacc[so..]
  * (NS values, two rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a
  * row, the rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators
@@ -863,15 +882,10 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 		}
 	}
 	if (!trees) {
-		for (int i = 0; i < NO; i++)
-			app(b, wb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
-									   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+		rescale_acc(b, wb, oacc, oo, NO, al);
 		for (int i = 0; i < NS; i++) {
 			int h = (i % 4) / 2;
-			tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
-				tinyc_gx_load(k, sacc, ic(b, so + i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
-				NULL, NULL);
-			app(b, wb, tinyc_gs_store(k, sacc, ic(b, so + i), pe, NULL));
+			exp_score(b, wb, sacc, so + i, C, mc[h]);
 			app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
 								 tinyc_gx_load(k, sacc, ic(b, so + i), NULL))));
 			app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
@@ -891,18 +905,12 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 		}
 		app(b, rb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
 	}
-	for (int i = 0; i < NO; i++)
-		app(b, rb, tinyc_gs_store(k, oacc, ic(b, oo + i), bin(b, TINYC_GX_MUL, tinyc_gx_load(k, oacc, ic(b, oo + i), NULL),
-								   tinyc_gx_var(k, al[(i % 4) / 2])), NULL));
+	rescale_acc(b, rb, oacc, oo, NO, al);
 	app(b, wb, b->causal ? rb : tinyc_gs_if(k, moved, rb, NULL));
 	for (int h = 0; h < 2; h++)
 		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
 	for (int i = 0; i < NS; i++) {
-		int h = (i % 4) / 2;
-		tinyc_gexpr *pe = tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA,
-			tinyc_gx_load(k, sacc, ic(b, so + i), NULL), C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))),
-			NULL, NULL);
-		app(b, wb, tinyc_gs_store(k, sacc, ic(b, so + i), pe, NULL));
+		exp_score(b, wb, sacc, so + i, C, mc[(i % 4) / 2]);
 		app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
 	}
 	for (int h = 0; h < 2; h++)
