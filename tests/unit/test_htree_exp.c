@@ -39,18 +39,12 @@ static inline float ht_bits_float(unsigned b)
 
 #include "codegen/htree_exp.h"
 
-/* The float with bits b, as bits of a float in (lo, hi) are walked. */
-static float from_bits(uint32_t b)
-{
-	return ht_bits_float(b);
-}
-
 /* Check every stride-th float from bits first up (by magnitude) while inside (-110, 100);
  * the numbers of decided and undecided arguments are added to *ok, *bad. */
 static void sweep(uint32_t first, int stride, int64_t *ok, int64_t *bad)
 {
 	for (uint64_t b = first; b <= (first | 0x7fffffffu); b += (uint64_t)stride) {
-		float x = from_bits((uint32_t)b);
+		float x = ht_bits_float((uint32_t)b);
 		if (!(x > -110.0f && x < 100.0f))
 			break;
 		unsigned undecided = 0;
