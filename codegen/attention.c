@@ -1029,14 +1029,14 @@ int tinyc_attn_row_state(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv
 	return b->failed ? -1 : 0;
 }
 
-/* The graph's scale (and an additive mask) on the n raw score fragment values sacc[0..n)
+/* The graph's scale (and an additive mask) on the raw score fragment values sacc[i0..n)
  * (NS a 16-row block; wrow[i / NS] its first row), in place, through the emitter. */
-void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int n, int NS, const tinyc_attn_warps *w,
+void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int i0, int n, int NS, const tinyc_attn_warps *w,
 		       tinyc_gexpr *const *wrow, tinyc_gexpr *J0)
 {
 	tinyc_gkernel *k = b->k;
 	const tinyc_attn_match *m = b->m;
-	for (int i = 0; i < n; i++) {
+	for (int i = i0; i < n; i++) {
 		tinyc_gexpr *row, *col;
 		frag_pos(b, w->r0, wrow[i / NS], w->gq, w->tq2, J0, i % NS, &row, &col);
 		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, col, ic(b, m->tk));
@@ -1054,21 +1054,159 @@ void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int n, int NS, cons
 	}
 }
 
+/* The shared tiles, register arrays and lane roles of the 16-bit tensor-core kernel. */
+typedef struct mma_tiles {
+	int MB, BN, NS, NO, NQ;		/* 16-row blocks a warp, keys a tile, fragment values of
+					 * a block's scores, accumulators, Q */
+	int64_t D, DV, QS, VS;		/* head sizes, K (and Q) and V row strides in shared */
+	int ks, vs;			/* shared K (Q) and V rings */
+	int qa, kb, vb, pa, sacc, oacc;	/* Q, K, V, P fragments, scores, accumulators */
+	tinyc_gexpr *kn, *kc;		/* K ldmatrix row and column of the lane */
+	tinyc_gexpr *lr, *lc;		/* A / V.trans ldmatrix row and column of the lane */
+} mma_tiles;
+
+/* S = Q K^T of the 16-row blocks [mb0, mb1) of the warp into their score fragments (added
+ * to what they hold), K from the stage at kbase (appended to wb). */
+static void qk_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *kbase, int mb0, int mb1)
+{
+	tinyc_gkernel *k = b->k;
+	for (int kk = 0; kk < t->D / 16; kk++)
+		for (int np = 0; np < t->BN / 16; np++) {
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, np * 16), t->kn), ic(b, t->QS)),
+				bin(b, TINYC_GX_ADD, ic(b, kk * 16), t->kc)));
+			app(b, wb, tinyc_gs_ldmatrix(k, t->kb, ic(b, 0), t->ks, src, 4, 0));
+			for (int mb = mb0; mb < mb1; mb++)
+				for (int h = 0; h < 2; h++) {
+					int so = mb * t->NS + (2 * np + h) * 4;
+					app(b, wb, tinyc_gs_mma(k, t->sacc, ic(b, so), t->qa, ic(b, mb * t->NQ + kk * 8),
+								t->kb, ic(b, h * 4), t->sacc, ic(b, so)));
+				}
+		}
+}
+
+/* O += P V of the 16-row blocks [mb0, mb1) of the warp, V from the stage at vbase by
+ * ldmatrix.trans (appended to wb). */
+static void pv_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *vbase, int mb0, int mb1)
+{
+	tinyc_gkernel *k = b->k;
+	for (int kk = 0; kk < t->BN / 16; kk++)
+		for (int ep = 0; ep < t->DV / 16; ep++) {
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, vbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, kk * 16), t->lr), ic(b, t->VS)),
+				bin(b, TINYC_GX_ADD, ic(b, ep * 16), t->lc)));
+			app(b, wb, tinyc_gs_ldmatrix(k, t->vb, ic(b, 0), t->vs, src, 4, 1));
+			for (int mb = mb0; mb < mb1; mb++)
+				for (int h = 0; h < 2; h++) {
+					int oo = mb * t->NO + (2 * ep + h) * 4;
+					app(b, wb, tinyc_gs_mma(k, t->oacc, ic(b, oo), t->pa, ic(b, mb * t->NS + kk * 8),
+								t->vb, ic(b, h * 4), t->oacc, ic(b, oo)));
+				}
+		}
+}
+
+/* The softmax step of 16-row block mb on its scores of the tile at J0: the graph's scale
+ * (and mask), the key bounds, the online-softmax update, P (appended to wb). */
+static void block_softmax(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, const tinyc_attn_warps *w,
+			  tinyc_gexpr *const *wrow, tinyc_gexpr *J0, int mb, const int *mv, const int *lv)
+{
+	tinyc_attn_scores(b, wb, t->sacc, mb * t->NS, (mb + 1) * t->NS, t->NS, w, wrow, J0);
+	tinyc_attn_mask_keys(b, wb, t->sacc, mb * t->NS, t->NS, w->r0, wrow[mb], w->gq, w->tq2, J0, t->BN);
+	tinyc_attn_online_softmax(b, wb, t->sacc, t->pa, mb * t->NS, t->oacc, mb * t->NO, t->NS, t->NO,
+				  mv + 2 * mb, lv + 2 * mb, b->m->in_dtype, 1);
+}
+
+/* Zero the score fragments of 16-row block mb (appended to blk). */
+static void zero_scores(abuild *b, tinyc_gstmt *blk, const mma_tiles *t, int mb)
+{
+	for (int i = mb * t->NS; i < (mb + 1) * t->NS; i++)
+		app(b, blk, tinyc_gs_store(b->k, t->sacc, ic(b, i), fc(b, 0), NULL));
+}
+
+/* The key loop of a warp of two 16-row blocks with block 0 one key tile ahead (plan
+ * `lead`): while block 1 takes the softmax of tile j, the tensor cores compute block 0's
+ * scores of tile j + 1, and while block 0 takes its softmax, block 1's scores of tile j;
+ * each block's chain (mma -> softmax -> mma) has the other block's independent work
+ * beside it in the same warp.  K and V come through a 3-stage cp.async ring: tiles 0 and
+ * 1 start before the loop; tile j waits for tile j + 1's copies (one barrier, which also
+ * says that every warp is done with tile j - 1), then tile j + 2 goes into tile j - 1's
+ * stage.  Block 0's scores of tile 0 are computed before the loop. */
+static void lead_loop(abuild *b, tinyc_gstmt *body, const mma_tiles *t, const tinyc_attn_warps *w,
+		      tinyc_gexpr *const *wrow, int cp, tinyc_gexpr *kend, int NT, const int *mv,
+		      const int *lv)
+{
+	tinyc_gkernel *k = b->k;
+	const int BN = t->BN;
+	tinyc_gexpr *const *p = w->p;
+	int j0 = iter(b, "j0");
+	tinyc_gstmt *tb = tinyc_gs_block(k), *ahead = tinyc_gs_block(k), *next = tinyc_gs_block(k);
+	if (j0 < 0)
+		return;
+	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
+	kv_copy(b, body, t->ks, t->QS, t->vs, t->VS, ic(b, 0), p, ic(b, 0), BN, NT);
+	app(b, body, tinyc_gs_cp_commit(k, cp));
+	tinyc_gstmt *t1 = tinyc_gs_block(k);
+	kv_copy(b, t1, t->ks, t->QS, t->vs, t->VS, ic(b, 1), p, ic(b, BN), BN, NT);
+	app(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_LT, ic(b, BN), kend), t1, NULL));
+	app(b, body, tinyc_gs_cp_commit(k, cp));
+	app(b, body, tinyc_gs_cp_wait(k, cp, 1));
+	app(b, body, tinyc_gs_barrier(k));
+	app(b, body, tinyc_gs_decl(k, t->sacc, fc(b, 0)));
+	app(b, body, tinyc_gs_decl(k, t->kb, NULL));
+	qk_mma(b, body, t, ic(b, 0), 0, 1);
+
+	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, 3)));
+	if (st < 0)
+		return;
+	tinyc_emit_set_nonneg(b->em, st);
+	tinyc_gexpr *S = tinyc_gx_var(k, st);
+	app(b, tb, tinyc_gs_cp_wait(k, cp, 0));
+	app(b, tb, tinyc_gs_barrier(k));
+	tinyc_gexpr *J2 = bin(b, TINYC_GX_ADD, J0, ic(b, 2 * BN));
+	kv_copy(b, next, t->ks, t->QS, t->vs, t->VS, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, 2)), ic(b, 3)),
+		p, J2, BN, NT);
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J2, kend), next, NULL));
+	app(b, tb, tinyc_gs_cp_commit(k, cp));
+	tinyc_gexpr *kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * t->QS));
+	tinyc_gexpr *vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * t->VS));
+	tinyc_gexpr *knext = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, 1)), ic(b, 3)),
+				 ic(b, BN * t->QS));
+	zero_scores(b, tb, t, 1);
+	qk_mma(b, tb, t, kbase, 1, 2);
+	app(b, tb, tinyc_gs_decl(k, t->pa, NULL));
+	block_softmax(b, tb, t, w, wrow, J0, 0, mv, lv);
+	app(b, tb, tinyc_gs_decl(k, t->vb, NULL));
+	pv_mma(b, tb, t, vbase, 0, 1);
+	/* block 0's scores of the next tile, beside block 1's softmax of this one */
+	tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
+	zero_scores(b, ahead, t, 0);
+	qk_mma(b, ahead, t, knext, 0, 1);
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), ahead, NULL));
+	block_softmax(b, tb, t, w, wrow, J0, 1, mv, lv);
+	pv_mma(b, tb, t, vbase, 1, 2);
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
+	app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+}
+
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
- * and V stream through cp.async rings of ap->stages (2: kv_stream, 3: kv_ring) when the
- * views allow 16-byte copies (the next tiles' copies in flight while this one is
- * computed), else through synchronous element loads. */
+ * and V stream through cp.async rings of ap->stages (2: kv_stream, 3: kv_ring, or with
+ * ap->lead the staggered loop of lead_loop) when the views allow 16-byte copies (the next
+ * tiles' copies in flight while this one is computed), else through synchronous element
+ * loads. */
 static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 			   const tinyc_attn_plan *ap)
 {
 	tinyc_gkernel *k = b->k;
 	const tinyc_attn_match *m = b->m;
-	const int MB = ap->mb > 1 ? 2 : 1;	/* 16-row blocks a warp (wrow, mv, lv hold 2) */
-	const int BM = ap->bm, BN = ap->bn, NT = BM * 2 / MB;
-	const int64_t D = m->d, DV = m->dv, QS = D + 8, VS = DV + 8;
-	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4, NQ = (int)(D / 16) * 8;
+	mma_tiles t;
+	t.MB = ap->mb > 1 ? 2 : 1;	/* 16-row blocks a warp (wrow, mv, lv hold 2) */
+	const int MB = t.MB, BM = ap->bm, BN = ap->bn, NT = BM * 2 / MB;
+	t.BN = BN, t.D = m->d, t.DV = m->dv, t.QS = t.D + 8, t.VS = t.DV + 8;
+	t.NS = BN / 8 * 4, t.NO = (int)(t.DV / 8) * 4, t.NQ = (int)(t.D / 16) * 8;
+	const int64_t D = t.D, QS = t.QS, VS = t.VS;
+	const int NS = t.NS, NO = t.NO, NQ = t.NQ;
 	const tinyc_dtype dt = m->in_dtype;
 	tinyc_gstmt *body = k->body;
 
@@ -1078,11 +1216,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	tinyc_gexpr *L = w.lane, *Wp = w.warp, *r0 = w.r0, *const *p = w.p;
 	/* lane roles: A / V.trans ldmatrix rows and columns, K (non-trans) rows and columns,
 	 * accumulator row group and column pair */
-	tinyc_gexpr *lr = bin(b, TINYC_GX_MOD, L, ic(b, 16));
-	tinyc_gexpr *lc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_DIV, L, ic(b, 16)), ic(b, 8));
-	tinyc_gexpr *kn = bin(b, TINYC_GX_ADD, lc, bin(b, TINYC_GX_MOD, L, ic(b, 8)));
-	tinyc_gexpr *kc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, L, ic(b, 8)), ic(b, 2)), ic(b, 8));
-	tinyc_gexpr *gq = w.gq, *tq2 = w.tq2;
+	t.lr = bin(b, TINYC_GX_MOD, L, ic(b, 16));
+	t.lc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_DIV, L, ic(b, 16)), ic(b, 8));
+	t.kn = bin(b, TINYC_GX_ADD, t.lc, bin(b, TINYC_GX_MOD, L, ic(b, 8)));
+	t.kc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, L, ic(b, 8)), ic(b, 2)), ic(b, 8));
+	tinyc_gexpr *lr = t.lr, *lc = t.lc, *gq = w.gq, *tq2 = w.tq2;
 	/* the first row of each 16-row block of the warp */
 	tinyc_gexpr *wrow[2];
 	for (int mb = 0; mb < MB; mb++)
@@ -1093,7 +1231,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	const int pipe = ap->stages > 1 && tinyc_attn_tile_async_ok(b, m->k_side, 1, p) &&
 			 tinyc_attn_tile_async_ok(b, m->v_side, 2, p);
 	const int NR = pipe ? (ap->stages > 2 ? ap->stages : 2) : 1;	/* ring stages */
+	/* block 0 a tile ahead: two blocks a warp, the 3-stage ring, no tile-skip test of
+	 * an additive mask (mask_skip) */
+	const int lead = ap->lead && pipe && NR == 3 && MB == 2 && (m->bias < 0 || b->causal);
 	b->stages = NR;
+	b->lead = lead;
 	const int64_t kring = pipe ? (NR * BN * QS > BM * QS ? NR * BN * QS : BM * QS) : BN * QS;
 	int qs = pipe ? -1 : tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
 	const int64_t vring = (int64_t)NR * BN * VS;
@@ -1115,6 +1257,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		b->failed = 1;
 		return;
 	}
+	t.ks = ks, t.vs = vs, t.qa = qa, t.kb = kb, t.vb = vb, t.pa = pa, t.sacc = sacc, t.oacc = oacc;
 	tinyc_attn_load_q(b, body, qs, QS, p, r0, BM, NT, pipe ? cp : -1, dt);
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
 	for (int mb = 0; mb < MB; mb++)
@@ -1127,64 +1270,47 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		return;
 
 	tinyc_gexpr *kend = tinyc_attn_key_end(b, body, r0, BM);
-	int j0 = iter(b, "j0");
-	tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
 	if (!kend)
 		return;
-	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
 	/* every warp has its Q fragments before tile 0 lands where Q was */
 	if (pipe)
 		app(b, body, tinyc_gs_barrier(k));
-	tinyc_gexpr *kbase, *vbase;
-	if (NR > 2)
-		kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);
-	else
-		tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
-			  &kbase, &vbase);
-	if (b->failed)
-		return;
-	app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
-	app(b, wb, tinyc_gs_decl(k, kb, NULL));
-	for (int kk = 0; kk < D / 16; kk++)
-		for (int np = 0; np < BN / 16; np++) {
-			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
-				bin(b, TINYC_GX_ADD, ic(b, np * 16), kn), ic(b, QS)), bin(b, TINYC_GX_ADD, ic(b, kk * 16), kc)));
-			app(b, wb, tinyc_gs_ldmatrix(k, kb, ic(b, 0), ks, src, 4, 0));
-			for (int mb = 0; mb < MB; mb++)
-				for (int h = 0; h < 2; h++) {
-					tinyc_gexpr *so = ic(b, mb * NS + (2 * np + h) * 4);
-					app(b, wb, tinyc_gs_mma(k, sacc, so, qa, ic(b, mb * NQ + kk * 8), kb,
-								ic(b, h * 4), sacc, ic(b, mb * NS + (2 * np + h) * 4)));
-				}
+	if (lead) {
+		lead_loop(b, body, &t, &w, wrow, cp, kend, NT, mv, lv);
+	} else {
+		int j0 = iter(b, "j0");
+		tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
+		if (j0 < 0)
+			return;
+		tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
+		tinyc_gexpr *kbase, *vbase;
+		if (NR > 2)
+			kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);
+		else
+			tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend,
+					     NT, dt, &kbase, &vbase);
+		if (b->failed)
+			return;
+		app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
+		app(b, wb, tinyc_gs_decl(k, kb, NULL));
+		qk_mma(b, wb, &t, kbase, 0, MB);
+		/* scale (and an additive mask) through the graph, then the key bounds, row
+		 * maxima, the online-softmax update and P */
+		tinyc_attn_scores(b, wb, sacc, 0, MB * NS, NS, &w, wrow, J0);
+		app(b, wb, tinyc_gs_decl(k, pa, NULL));
+		for (int mb = 0; mb < MB; mb++) {
+			tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
+			tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb,
+						  lv + 2 * mb, dt, 1);
 		}
-	/* scale (and an additive mask) through the graph, then the key bounds, row maxima,
-	 * the online-softmax update and P */
-	tinyc_attn_scores(b, wb, sacc, MB * NS, NS, &w, wrow, J0);
-	app(b, wb, tinyc_gs_decl(k, pa, NULL));
-	for (int mb = 0; mb < MB; mb++) {
-		tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
-		tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb, lv + 2 * mb, dt,
-					  1);
+		app(b, wb, tinyc_gs_decl(k, vb, NULL));
+		pv_mma(b, wb, &t, vbase, 0, MB);
+		if (NR == 2)	/* the next tile's copies overwrite this stage */
+			app(b, tb, tinyc_gs_barrier(k));
+		app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
+		if (pipe)
+			app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 	}
-	app(b, wb, tinyc_gs_decl(k, vb, NULL));
-	for (int kk = 0; kk < BN / 16; kk++)
-		for (int ep = 0; ep < DV / 16; ep++) {
-			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, vbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
-				bin(b, TINYC_GX_ADD, ic(b, kk * 16), lr), ic(b, VS)), bin(b, TINYC_GX_ADD, ic(b, ep * 16), lc)));
-			app(b, wb, tinyc_gs_ldmatrix(k, vb, ic(b, 0), vs, src, 4, 1));
-			for (int mb = 0; mb < MB; mb++)
-				for (int h = 0; h < 2; h++) {
-					tinyc_gexpr *oo = ic(b, mb * NO + (2 * ep + h) * 4);
-					app(b, wb, tinyc_gs_mma(k, oacc, oo, pa, ic(b, mb * NS + kk * 8), vb,
-								ic(b, h * 4), oacc, ic(b, mb * NO + (2 * ep + h) * 4)));
-				}
-		}
-	if (NR == 2)	/* the next tile's copies overwrite this stage */
-		app(b, tb, tinyc_gs_barrier(k));
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
-	if (pipe)
-		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
-
 	for (int mb = 0; mb < MB; mb++)
 		tinyc_attn_store_output(b, body, sk, oacc, mb * NO, NO, lv + 2 * mb, r0, wrow[mb], gq, tq2, p);
 }
@@ -1249,9 +1375,9 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	}
 	char comment[256];
 	snprintf(comment, sizeof(comment), "%s: flash attention (%s, fp32 statistics), %d query "
-		 "rows per block, %d keys per shared tile, %d stage%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
+		 "rows per block, %d keys per shared tile, %d stage%s%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
 		 sk->name, ap->mma == 2 ? "3xTF32 mma.sync m16n8k8" : ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, b.stages,
-		 b.stages > 1 ? "s (cp.async)" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
+		 b.stages > 1 ? "s (cp.async)" : "", b.lead ? ", row block 0 a key tile ahead" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
 		 (long long)ap->m.dv);
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	tinyc_gk_sort_params(k);

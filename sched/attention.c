@@ -596,12 +596,14 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 				return tinyc_error(ctx, "OutOfMemory", "attention plan");
 			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = ns, ap->mma = 1;
 			ap->min_blocks = minb, ap->mb = mb;
+			/* a warp's first row block a key tile ahead (TINYC_ATTN_LEAD) */
+			ap->lead = mb == 2 && ns == 3 && s->opt.attn_lead == 1;
 			tinyc_plan p = attn_mma_plan(s, &m, batch, bm, mb, esz, k->flops, s->dev.peak_fp16_tflops);
 			char desc[256];
 			snprintf(desc, sizeof(desc), "attention flash mma.sync m16n8k16 Tq=%lld Tk=%lld "
-				 "d=%lld dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d stages %d",
+				 "d=%lld dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d stages %d%s",
 				 (long long)m.tq, (long long)m.tk, (long long)m.d, (long long)m.dv, bm, bn, minb,
-				 16 * mb, ns);
+				 16 * mb, ns, ap->lead ? " lead" : "");
 			snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
 			if (attn_plan_add(ctx, k, &p, ap) < 0)
 				return -1;

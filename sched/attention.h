@@ -54,6 +54,8 @@ typedef struct tinyc_attn_plan {
 	int mb;			/* mma: 16-row blocks a warp owns (1, 2: the K and V fragments
 				 * serve both, half the ldmatrix traffic a score) */
 	int min_blocks;		/* mma: blocks per SM the registers are capped for (0: none) */
+	int lead;		/* mma, mb 2, 3 stages: the warp's first 16-row block one key
+				 * tile ahead of its second (codegen/attention.c, lead_loop) */
 } tinyc_attn_plan;
 
 /* Whether REDUCE node pv is the P*V reduction of an attention; fills *m.  b: bindings
