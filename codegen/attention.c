@@ -833,6 +833,31 @@ static void exp_score(abuild *b, tinyc_gstmt *blk, int sacc, int i, tinyc_gexpr 
 	app(b, blk, tinyc_gs_store(k, sacc, ic(b, i), pe, NULL));
 }
 
+/* The row maximum in register m times c as the exponent's reference; 0 for a row still
+ * at -inf (all its keys masked so far). */
+static tinyc_gexpr *scaled_max(abuild *b, int m)
+{
+	tinyc_gkernel *k = b->k;
+	return bin(b, TINYC_GX_MUL, tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, m), fc(b, -INFINITY)),
+						     fc(b, 0), tinyc_gx_var(k, m)), fc(b, b->m->exp_scale));
+}
+
+/* The running sum of row half h of 16-row block mb times alpha (register al): the lane's
+ * register l, or under psum the block's two sum fragment values of that row. */
+static void scale_sums(abuild *b, tinyc_gstmt *blk, int l, int mb, int h, int al)
+{
+	tinyc_gkernel *k = b->k;
+	if (!b->psum) {
+		app(b, blk, tinyc_gs_assign(k, l, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, l), tinyc_gx_var(k, al))));
+		return;
+	}
+	for (int e = 0; e < 2; e++) {
+		tinyc_gexpr *i = ic(b, mb * 4 + 2 * h + e);
+		app(b, blk, tinyc_gs_store(k, b->lacc, i, bin(b, TINYC_GX_MUL, tinyc_gx_load(k, b->lacc, i, NULL),
+								tinyc_gx_var(k, al)), NULL));
+	}
+}
+
 /* The online-softmax step of one key tile on a 16-row block's score fragments sacc[so..]
  * (NS values, two rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a
  * row, the rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators
@@ -846,7 +871,7 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt, int trees)
 {
 	tinyc_gkernel *k = b->k;
-	tinyc_gexpr *ninf = fc(b, -INFINITY), *C = fc(b, b->m->exp_scale);
+	tinyc_gexpr *C = fc(b, b->m->exp_scale);
 	int mt[2], mc[2], al[2];
 	for (int h = 0; h < 2; h++)
 		mt[h] = reg(b, wb, h ? "mt1" : "mt0", TINYC_FLOAT, tinyc_gx_var(k, mv[h]));
@@ -868,9 +893,9 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
 			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, tmp))));
 		}
-		mc[h] = reg(b, wb, h ? "mscaled1" : "mscaled0", TINYC_FLOAT,
-			    bin(b, TINYC_GX_MUL, tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt[h]), ninf),
-								 fc(b, 0), tinyc_gx_var(k, mt[h])), C));
+		if (trees && b->lazy)	/* the reference moves in the branch below */
+			continue;
+		mc[h] = reg(b, wb, h ? "mscaled1" : "mscaled0", TINYC_FLOAT, scaled_max(b, mt[h]));
 		al[h] = reg(b, wb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
 			    tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, mv[h]), C,
 				tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))), NULL, NULL));
@@ -895,27 +920,50 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 	/* without a causal mask, the rescale only where a row maximum moved (alpha is 1 but
 	 * for rounding otherwise): past the first tiles most key tiles skip NO multiplies a
 	 * lane (H100, T=8192: 5463 vs 5651 us); under a causal mask the branch cost more than
-	 * it saved (2980 vs 3137 us), so there it is unconditional */
+	 * it saved (2980 vs 3137 us), so there it is unconditional.  Lazy: only where a
+	 * maximum grew by more than 8 / c, under either mask (the reference stays behind by
+	 * at most that, so P < 2^8; O / l does not depend on the reference) */
 	tinyc_gstmt *rb = tinyc_gs_block(k);
 	tinyc_gexpr *moved = NULL;
 	for (int h = 0; h < 2; h++) {
-		if (!b->causal) {
-			tinyc_gexpr *ne = bin(b, TINYC_GX_NE, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, mv[h]));
-			moved = moved ? bin(b, TINYC_GX_LOR, moved, ne) : ne;
+		tinyc_gexpr *ne = NULL;
+		if (b->lazy) {
+			ne = bin(b, TINYC_GX_GT, tinyc_gx_var(k, mt[h]), bin(b, TINYC_GX_ADD, tinyc_gx_var(k, mv[h]),
+									     fc(b, 8.0 / b->m->exp_scale)));
+			int mn = reg(b, rb, h ? "mnew1" : "mnew0", TINYC_FLOAT, scaled_max(b, mt[h]));
+			al[h] = reg(b, rb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
+				    tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, mv[h]),
+					C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mn))), NULL, NULL));
+			if (b->failed)
+				return;
+		} else if (!b->causal) {
+			ne = bin(b, TINYC_GX_NE, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, mv[h]));
 		}
-		app(b, rb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
+		if (ne)
+			moved = moved ? bin(b, TINYC_GX_LOR, moved, ne) : ne;
+		scale_sums(b, rb, lv[h], so / NS, h, al[h]);
 	}
 	rescale_acc(b, rb, oacc, oo, NO, al);
-	app(b, wb, b->causal ? rb : tinyc_gs_if(k, moved, rb, NULL));
-	for (int h = 0; h < 2; h++)
-		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	if (b->lazy)
+		for (int h = 0; h < 2; h++)
+			app(b, rb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	app(b, wb, moved ? tinyc_gs_if(k, moved, rb, NULL) : rb);
+	for (int h = 0; h < 2; h++) {
+		if (b->lazy)
+			mc[h] = reg(b, wb, h ? "mscaled1" : "mscaled0", TINYC_FLOAT, scaled_max(b, mv[h]));
+		else
+			app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	}
+	if (b->failed)
+		return;
 	for (int i = 0; i < NS; i++) {
 		exp_score(b, wb, sacc, so + i, C, mc[(i % 4) / 2]);
 		app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
 	}
-	for (int h = 0; h < 2; h++)
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
-							 row_tree(b, TINYC_GX_ADD, sacc, so, NS, h))));
+	if (!b->psum)	/* else the P V step sums P by mma */
+		for (int h = 0; h < 2; h++)
+			app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+								 row_tree(b, TINYC_GX_ADD, sacc, so, NS, h))));
 }
 
 /* The output of a 16-row block of the tensor-core kernel: the row sums lv completed over
@@ -934,7 +982,9 @@ void tinyc_attn_store_output(abuild *b, tinyc_gstmt *body, const tinyc_skernel *
 		return;
 	int linv[2];
 	for (int h = 0; h < 2; h++) {
-		for (int off = 1; off <= 2; off *= 2) {
+		if (b->psum)	/* the mma summed over the row's 4 lanes already */
+			app(b, body, tinyc_gs_assign(k, lv[h], tinyc_gx_load(k, b->lacc, ic(b, oo / NO * 4 + 2 * h), NULL)));
+		for (int off = 1; off <= 2 && !b->psum; off *= 2) {
 			app(b, body, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, lv[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
 			app(b, body, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, tmp))));
 		}
@@ -1103,6 +1153,11 @@ static void pv_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *
 								t->vb, ic(b, h * 4), t->oacc, ic(b, oo)));
 				}
 		}
+	if (b->psum)	/* the row sums of P: P times a column block of ones */
+		for (int mb = mb0; mb < mb1; mb++)
+			for (int kk = 0; kk < t->BN / 16; kk++)
+				app(b, wb, tinyc_gs_mma(k, b->lacc, ic(b, mb * 4), t->pa, ic(b, mb * t->NS + kk * 8), b->ones,
+							ic(b, 0), b->lacc, ic(b, mb * 4)));
 }
 
 /* The softmax step of 16-row block mb on its scores of the tile at J0: the graph's scale
@@ -1258,6 +1313,18 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		return;
 	}
 	t.ks = ks, t.vs = vs, t.qa = qa, t.kb = kb, t.vb = vb, t.pa = pa, t.sacc = sacc, t.oacc = oacc;
+	b->lazy = (ap->softmax & TINYC_ATTN_LAZY) != 0;
+	b->psum = (ap->softmax & TINYC_ATTN_PSUM) != 0;
+	if (b->psum) {
+		b->lacc = tinyc_gk_reg_array(k, "lacc", TINYC_FLOAT, MB * 4);
+		b->ones = tinyc_gk_reg_array(k, "ones", dt, 4);
+		if (b->lacc < 0 || b->ones < 0) {
+			b->failed = 1;
+			return;
+		}
+		app(b, body, tinyc_gs_decl(k, b->lacc, fc(b, 0)));
+		app(b, body, tinyc_gs_decl(k, b->ones, tinyc_gx_cast(k, dt, fc(b, 1))));
+	}
 	tinyc_attn_load_q(b, body, qs, QS, p, r0, BM, NT, pipe ? cp : -1, dt);
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
 	for (int mb = 0; mb < MB; mb++)
@@ -1375,9 +1442,10 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	}
 	char comment[256];
 	snprintf(comment, sizeof(comment), "%s: flash attention (%s, fp32 statistics), %d query "
-		 "rows per block, %d keys per shared tile, %d stage%s%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
+		 "rows per block, %d keys per shared tile, %d stage%s%s%s%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
 		 sk->name, ap->mma == 2 ? "3xTF32 mma.sync m16n8k8" : ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, b.stages,
-		 b.stages > 1 ? "s (cp.async)" : "", b.lead ? ", row block 0 a key tile ahead" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
+		 b.stages > 1 ? "s (cp.async)" : "", b.lead ? ", row block 0 a key tile ahead" : "",
+		 b.lazy ? ", lazy rescale" : "", b.psum ? ", row sums by mma" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
 		 (long long)ap->m.dv);
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	tinyc_gk_sort_params(k);

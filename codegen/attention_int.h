@@ -28,6 +28,11 @@ typedef struct abuild {
 					 * longest tiles start in the first wave) */
 	int lead;			/* the key loop of lead_loop: a warp's first 16-row block
 					 * one key tile ahead of its second */
+	int lazy;			/* online softmax: rescale only when a row maximum grew
+					 * by more than 8 / c (P stays below 2^8) */
+	int psum;			/* row sums of P by mma with a ones B fragment into
+					 * lacc (4 floats a 16-row block), not by adds */
+	int lacc, ones;			/* psum: the sum fragments and the ones fragment */
 } abuild;
 
 /* The thread roles of a tensor-core kernel (tinyc_attn_warp_roles). */

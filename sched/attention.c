@@ -598,12 +598,18 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 			ap->min_blocks = minb, ap->mb = mb;
 			/* a warp's first row block a key tile ahead (TINYC_ATTN_LEAD) */
 			ap->lead = mb == 2 && ns == 3 && s->opt.attn_lead == 1;
+			/* the online softmax's variants (TINYC_ATTN_SOFTMAX) */
+			ap->softmax = s->opt.attn_softmax >= 0 ? s->opt.attn_softmax & 3 : 0;
 			tinyc_plan p = attn_mma_plan(s, &m, batch, bm, mb, esz, k->flops, s->dev.peak_fp16_tflops);
 			char desc[256];
 			snprintf(desc, sizeof(desc), "attention flash mma.sync m16n8k16 Tq=%lld Tk=%lld "
 				 "d=%lld dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d stages %d%s",
 				 (long long)m.tq, (long long)m.tk, (long long)m.d, (long long)m.dv, bm, bn, minb,
 				 16 * mb, ns, ap->lead ? " lead" : "");
+			if (ap->softmax)
+				snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), "%s%s",
+					 ap->softmax & TINYC_ATTN_LAZY ? " lazy-rescale" : "",
+					 ap->softmax & TINYC_ATTN_PSUM ? " mma-rowsum" : "");
 			snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
 			if (attn_plan_add(ctx, k, &p, ap) < 0)
 				return -1;
