@@ -603,13 +603,9 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 			tinyc_plan p = attn_mma_plan(s, &m, batch, bm, mb, esz, k->flops, s->dev.peak_fp16_tflops);
 			char desc[256];
 			snprintf(desc, sizeof(desc), "attention flash mma.sync m16n8k16 Tq=%lld Tk=%lld "
-				 "d=%lld dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d stages %d%s",
+				 "d=%lld dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d stages %d",
 				 (long long)m.tq, (long long)m.tk, (long long)m.d, (long long)m.dv, bm, bn, minb,
-				 16 * mb, ns, ap->lead ? " lead" : "");
-			if (ap->softmax)
-				snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), "%s%s",
-					 ap->softmax & TINYC_ATTN_LAZY ? " lazy-rescale" : "",
-					 ap->softmax & TINYC_ATTN_PSUM ? " mma-rowsum" : "");
+				 16 * mb, ns);
 			snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
 			if (attn_plan_add(ctx, k, &p, ap) < 0)
 				return -1;
@@ -670,6 +666,11 @@ static void attention_print_plan(const tinyc_schedule *s, const tinyc_skernel *k
 		tinyc_buf_printf(out, "  attention fp32: SIMT kernel (%s)\n", s->opt.attn_simt ?
 				 "TINYC_ATTENTION=simt" : s->dev.arch.major < 8 ? "no tf32 mma below sm_80" :
 				 "3xTF32 needs d and dv multiples of 8 up to 128");
+	if (ap->mma == 1 && (ap->softmax || ap->lead))
+		tinyc_buf_printf(out, "  attention softmax:%s%s%s\n", ap->softmax & TINYC_ATTN_LAZY ?
+				 " lazy rescale (O and l only where a row maximum grew by more than 8/c);" : "",
+				 ap->softmax & TINYC_ATTN_PSUM ? " row sums by mma (P times ones);" : "",
+				 ap->lead ? " row block 0 of a warp a key tile ahead (TINYC_ATTN_LEAD);" : "");
 	if (k->value != ap->m.pv) {
 		tinyc_buf_printf(out, "  attention output: O %%%d stored as %%%d through", ap->m.pv, k->value);
 		int chain[64], n = 0;	/* ops printed bottom up (at most 64) */
