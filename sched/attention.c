@@ -598,8 +598,12 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 			ap->min_blocks = minb, ap->mb = mb;
 			/* a warp's first row block a key tile ahead (TINYC_ATTN_LEAD) */
 			ap->lead = mb == 2 && ns == 3 && s->opt.attn_lead == 1;
-			/* the online softmax's variants (TINYC_ATTN_SOFTMAX) */
-			ap->softmax = s->opt.attn_softmax >= 0 ? s->opt.attn_softmax & 3 : 0;
+			/* the online softmax's variants (TINYC_ATTN_SOFTMAX): the lazy rescale and
+			 * the row sums by mma together were faster on all six rows of issue 16's
+			 * table (H100, B=8 H=12 d=64 fp16: 0.97-0.99x main's time; the lazy
+			 * rescale alone was slower under the causal mask, T=2048 242 vs 227 us) */
+			ap->softmax = s->opt.attn_softmax >= 0 ? s->opt.attn_softmax & 3 :
+				      TINYC_ATTN_LAZY | TINYC_ATTN_PSUM;
 			tinyc_plan p = attn_mma_plan(s, &m, batch, bm, mb, esz, k->flops, s->dev.peak_fp16_tflops);
 			char desc[256];
 			snprintf(desc, sizeof(desc), "attention flash mma.sync m16n8k16 Tq=%lld Tk=%lld "
