@@ -1115,44 +1115,46 @@ typedef struct mma_tiles {
 	tinyc_gexpr *lr, *lc;		/* A / V.trans ldmatrix row and column of the lane */
 } mma_tiles;
 
-/* S = Q K^T of the 16-row blocks [mb0, mb1) of the warp into their score fragments (added
- * to what they hold), K from the stage at kbase (appended to wb). */
-static void qk_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *kbase, int mb0, int mb1)
+/* acc += A B for the 16-row blocks [mb0, mb1) of the warp: for each 16-wide step x of
+ * the contraction (nx of them) and 16-wide column pair y of the result (ny), B's
+ * fragment by ldmatrix (trans) from shared sh at base + row * S + col, where the row is
+ * 16 y + rr and the column 16 x + cc (row_x: the row 16 x + rr and the column 16 y + cc),
+ * then two mma a block: A at a[mb * na + 8 x], acc at acc[mb * nacc + (2 y + h) * 4]. */
+static void frag_mma(abuild *b, tinyc_gstmt *wb, int acc, int nacc, int a, int na, int frag, int sh,
+		     tinyc_gexpr *base, int64_t S, int nx, int ny, int row_x, tinyc_gexpr *rr, tinyc_gexpr *cc,
+		     int trans, int mb0, int mb1)
 {
 	tinyc_gkernel *k = b->k;
-	for (int kk = 0; kk < t->D / 16; kk++)
-		for (int np = 0; np < t->BN / 16; np++) {
-			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
-				bin(b, TINYC_GX_ADD, ic(b, np * 16), t->kn), ic(b, t->QS)),
-				bin(b, TINYC_GX_ADD, ic(b, kk * 16), t->kc)));
-			app(b, wb, tinyc_gs_ldmatrix(k, t->kb, ic(b, 0), t->ks, src, 4, 0));
+	for (int x = 0; x < nx; x++)
+		for (int y = 0; y < ny; y++) {
+			int r = row_x ? x : y, c = row_x ? y : x;
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, base, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, r * 16), rr), ic(b, S)), bin(b, TINYC_GX_ADD, ic(b, c * 16), cc)));
+			app(b, wb, tinyc_gs_ldmatrix(k, frag, ic(b, 0), sh, src, 4, trans));
 			for (int mb = mb0; mb < mb1; mb++)
 				for (int h = 0; h < 2; h++) {
-					int so = mb * t->NS + (2 * np + h) * 4;
-					app(b, wb, tinyc_gs_mma(k, t->sacc, ic(b, so), t->qa, ic(b, mb * t->NQ + kk * 8),
-								t->kb, ic(b, h * 4), t->sacc, ic(b, so)));
+					int o = mb * nacc + (2 * y + h) * 4;
+					app(b, wb, tinyc_gs_mma(k, acc, ic(b, o), a, ic(b, mb * na + x * 8), frag, ic(b, h * 4),
+								acc, ic(b, o)));
 				}
 		}
 }
 
+/* S = Q K^T of the 16-row blocks [mb0, mb1) of the warp into their score fragments (added
+ * to what they hold), K from the stage at kbase (appended to wb). */
+static void qk_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *kbase, int mb0, int mb1)
+{
+	frag_mma(b, wb, t->sacc, t->NS, t->qa, t->NQ, t->kb, t->ks, kbase, t->QS, (int)(t->D / 16), t->BN / 16, 0,
+		 t->kn, t->kc, 0, mb0, mb1);
+}
+
 /* O += P V of the 16-row blocks [mb0, mb1) of the warp, V from the stage at vbase by
- * ldmatrix.trans (appended to wb). */
+ * ldmatrix.trans (appended to wb); under psum also the row sums of P. */
 static void pv_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *vbase, int mb0, int mb1)
 {
 	tinyc_gkernel *k = b->k;
-	for (int kk = 0; kk < t->BN / 16; kk++)
-		for (int ep = 0; ep < t->DV / 16; ep++) {
-			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, vbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
-				bin(b, TINYC_GX_ADD, ic(b, kk * 16), t->lr), ic(b, t->VS)),
-				bin(b, TINYC_GX_ADD, ic(b, ep * 16), t->lc)));
-			app(b, wb, tinyc_gs_ldmatrix(k, t->vb, ic(b, 0), t->vs, src, 4, 1));
-			for (int mb = mb0; mb < mb1; mb++)
-				for (int h = 0; h < 2; h++) {
-					int oo = mb * t->NO + (2 * ep + h) * 4;
-					app(b, wb, tinyc_gs_mma(k, t->oacc, ic(b, oo), t->pa, ic(b, mb * t->NS + kk * 8),
-								t->vb, ic(b, h * 4), t->oacc, ic(b, oo)));
-				}
-		}
+	frag_mma(b, wb, t->oacc, t->NO, t->pa, t->NS, t->vb, t->vs, vbase, t->VS, t->BN / 16, (int)(t->DV / 16), 1,
+		 t->lr, t->lc, 1, mb0, mb1);
 	if (b->psum)	/* the row sums of P: P times a column block of ones */
 		for (int mb = mb0; mb < mb1; mb++)
 			for (int kk = 0; kk < t->BN / 16; kk++)
