@@ -833,6 +833,31 @@ static void exp_score(abuild *b, tinyc_gstmt *blk, int sacc, int i, tinyc_gexpr 
 	app(b, blk, tinyc_gs_store(k, sacc, ic(b, i), pe, NULL));
 }
 
+/* The row maximum in register m times c as the exponent's reference; 0 for a row still
+ * at -inf (all its keys masked so far). */
+static tinyc_gexpr *scaled_max(abuild *b, int m)
+{
+	tinyc_gkernel *k = b->k;
+	return bin(b, TINYC_GX_MUL, tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, m), fc(b, -INFINITY)),
+						     fc(b, 0), tinyc_gx_var(k, m)), fc(b, b->m->exp_scale));
+}
+
+/* The running sum of row half h of 16-row block mb times alpha (register al): the lane's
+ * register l, or under psum the block's two sum fragment values of that row. */
+static void scale_sums(abuild *b, tinyc_gstmt *blk, int l, int mb, int h, int al)
+{
+	tinyc_gkernel *k = b->k;
+	if (!b->psum) {
+		app(b, blk, tinyc_gs_assign(k, l, bin(b, TINYC_GX_MUL, tinyc_gx_var(k, l), tinyc_gx_var(k, al))));
+		return;
+	}
+	for (int e = 0; e < 2; e++) {
+		tinyc_gexpr *i = ic(b, mb * 4 + 2 * h + e);
+		app(b, blk, tinyc_gs_store(k, b->lacc, i, bin(b, TINYC_GX_MUL, tinyc_gx_load(k, b->lacc, i, NULL),
+								tinyc_gx_var(k, al)), NULL));
+	}
+}
+
 /* The online-softmax step of one key tile on a 16-row block's score fragments sacc[so..]
  * (NS values, two rows per lane: h = (i % 4) / 2): new row maxima m over the 4 lanes of a
  * row, the rescale alpha = 2^((m_old - m) c) of the running sums lv and accumulators
@@ -846,7 +871,7 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 			       int NS, int NO, const int *mv, const int *lv, tinyc_dtype dt, int trees)
 {
 	tinyc_gkernel *k = b->k;
-	tinyc_gexpr *ninf = fc(b, -INFINITY), *C = fc(b, b->m->exp_scale);
+	tinyc_gexpr *C = fc(b, b->m->exp_scale);
 	int mt[2], mc[2], al[2];
 	for (int h = 0; h < 2; h++)
 		mt[h] = reg(b, wb, h ? "mt1" : "mt0", TINYC_FLOAT, tinyc_gx_var(k, mv[h]));
@@ -868,9 +893,9 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 			app(b, wb, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, mt[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
 			app(b, wb, tinyc_gs_assign(k, mt[h], bin(b, TINYC_GX_MAX, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, tmp))));
 		}
-		mc[h] = reg(b, wb, h ? "mscaled1" : "mscaled0", TINYC_FLOAT,
-			    bin(b, TINYC_GX_MUL, tinyc_gx_select(k, bin(b, TINYC_GX_EQ, tinyc_gx_var(k, mt[h]), ninf),
-								 fc(b, 0), tinyc_gx_var(k, mt[h])), C));
+		if (trees && b->lazy)	/* the reference moves in the branch below */
+			continue;
+		mc[h] = reg(b, wb, h ? "mscaled1" : "mscaled0", TINYC_FLOAT, scaled_max(b, mt[h]));
 		al[h] = reg(b, wb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
 			    tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, mv[h]), C,
 				tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mc[h]))), NULL, NULL));
@@ -895,27 +920,50 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 	/* without a causal mask, the rescale only where a row maximum moved (alpha is 1 but
 	 * for rounding otherwise): past the first tiles most key tiles skip NO multiplies a
 	 * lane (H100, T=8192: 5463 vs 5651 us); under a causal mask the branch cost more than
-	 * it saved (2980 vs 3137 us), so there it is unconditional */
+	 * it saved (2980 vs 3137 us), so there it is unconditional.  Lazy: only where a
+	 * maximum grew by more than 8 / c, under either mask (the reference stays behind by
+	 * at most that, so P < 2^8; O / l does not depend on the reference) */
 	tinyc_gstmt *rb = tinyc_gs_block(k);
 	tinyc_gexpr *moved = NULL;
 	for (int h = 0; h < 2; h++) {
-		if (!b->causal) {
-			tinyc_gexpr *ne = bin(b, TINYC_GX_NE, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, mv[h]));
-			moved = moved ? bin(b, TINYC_GX_LOR, moved, ne) : ne;
+		tinyc_gexpr *ne = NULL;
+		if (b->lazy) {
+			ne = bin(b, TINYC_GX_GT, tinyc_gx_var(k, mt[h]), bin(b, TINYC_GX_ADD, tinyc_gx_var(k, mv[h]),
+									     fc(b, 8.0 / b->m->exp_scale)));
+			int mn = reg(b, rb, h ? "mnew1" : "mnew0", TINYC_FLOAT, scaled_max(b, mt[h]));
+			al[h] = reg(b, rb, h ? "alpha1" : "alpha0", TINYC_FLOAT,
+				    tinyc_gx_call(k, TINYC_GM_EXP2_APPROX, tinyc_gx_call(k, TINYC_GM_FMA, tinyc_gx_var(k, mv[h]),
+					C, tinyc_gx_unary(k, TINYC_GX_NEG, tinyc_gx_var(k, mn))), NULL, NULL));
+			if (b->failed)
+				return;
+		} else if (!b->causal) {
+			ne = bin(b, TINYC_GX_NE, tinyc_gx_var(k, mt[h]), tinyc_gx_var(k, mv[h]));
 		}
-		app(b, rb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_MUL, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, al[h]))));
+		if (ne)
+			moved = moved ? bin(b, TINYC_GX_LOR, moved, ne) : ne;
+		scale_sums(b, rb, lv[h], so / NS, h, al[h]);
 	}
 	rescale_acc(b, rb, oacc, oo, NO, al);
-	app(b, wb, b->causal ? rb : tinyc_gs_if(k, moved, rb, NULL));
-	for (int h = 0; h < 2; h++)
-		app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	if (b->lazy)
+		for (int h = 0; h < 2; h++)
+			app(b, rb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	app(b, wb, moved ? tinyc_gs_if(k, moved, rb, NULL) : rb);
+	for (int h = 0; h < 2; h++) {
+		if (b->lazy)
+			mc[h] = reg(b, wb, h ? "mscaled1" : "mscaled0", TINYC_FLOAT, scaled_max(b, mv[h]));
+		else
+			app(b, wb, tinyc_gs_assign(k, mv[h], tinyc_gx_var(k, mt[h])));
+	}
+	if (b->failed)
+		return;
 	for (int i = 0; i < NS; i++) {
 		exp_score(b, wb, sacc, so + i, C, mc[(i % 4) / 2]);
 		app(b, wb, tinyc_gs_store(k, pa, ic(b, so + i), tinyc_gx_cast(k, dt, tinyc_gx_load(k, sacc, ic(b, so + i), NULL)), NULL));
 	}
-	for (int h = 0; h < 2; h++)
-		app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
-							 row_tree(b, TINYC_GX_ADD, sacc, so, NS, h))));
+	if (!b->psum)	/* else the P V step sums P by mma */
+		for (int h = 0; h < 2; h++)
+			app(b, wb, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]),
+								 row_tree(b, TINYC_GX_ADD, sacc, so, NS, h))));
 }
 
 /* The output of a 16-row block of the tensor-core kernel: the row sums lv completed over
@@ -934,7 +982,9 @@ void tinyc_attn_store_output(abuild *b, tinyc_gstmt *body, const tinyc_skernel *
 		return;
 	int linv[2];
 	for (int h = 0; h < 2; h++) {
-		for (int off = 1; off <= 2; off *= 2) {
+		if (b->psum)	/* the mma summed over the row's 4 lanes already */
+			app(b, body, tinyc_gs_assign(k, lv[h], tinyc_gx_load(k, b->lacc, ic(b, oo / NO * 4 + 2 * h), NULL)));
+		for (int off = 1; off <= 2 && !b->psum; off *= 2) {
 			app(b, body, tinyc_gs_shfl(k, TINYC_GSHFL_XOR, tmp, tinyc_gx_var(k, lv[h]), tinyc_gx_int(k, TINYC_INT, off), 32));
 			app(b, body, tinyc_gs_assign(k, lv[h], bin(b, TINYC_GX_ADD, tinyc_gx_var(k, lv[h]), tinyc_gx_var(k, tmp))));
 		}
@@ -1029,14 +1079,14 @@ int tinyc_attn_row_state(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv
 	return b->failed ? -1 : 0;
 }
 
-/* The graph's scale (and an additive mask) on the n raw score fragment values sacc[0..n)
+/* The graph's scale (and an additive mask) on the raw score fragment values sacc[i0..n)
  * (NS a 16-row block; wrow[i / NS] its first row), in place, through the emitter. */
-void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int n, int NS, const tinyc_attn_warps *w,
+void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int i0, int n, int NS, const tinyc_attn_warps *w,
 		       tinyc_gexpr *const *wrow, tinyc_gexpr *J0)
 {
 	tinyc_gkernel *k = b->k;
 	const tinyc_attn_match *m = b->m;
-	for (int i = 0; i < n; i++) {
+	for (int i = i0; i < n; i++) {
 		tinyc_gexpr *row, *col;
 		frag_pos(b, w->r0, wrow[i / NS], w->gq, w->tq2, J0, i % NS, &row, &col);
 		tinyc_gexpr *vj = bin(b, TINYC_GX_LT, col, ic(b, m->tk));
@@ -1054,21 +1104,166 @@ void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int n, int NS, cons
 	}
 }
 
+/* The shared tiles, register arrays and lane roles of the 16-bit tensor-core kernel. */
+typedef struct mma_tiles {
+	int MB, BN, NS, NO, NQ;		/* 16-row blocks a warp, keys a tile, fragment values of
+					 * a block's scores, accumulators, Q */
+	int64_t D, DV, QS, VS;		/* head sizes, K (and Q) and V row strides in shared */
+	int ks, vs;			/* shared K (Q) and V rings */
+	int qa, kb, vb, pa, sacc, oacc;	/* Q, K, V, P fragments, scores, accumulators */
+	tinyc_gexpr *kn, *kc;		/* K ldmatrix row and column of the lane */
+	tinyc_gexpr *lr, *lc;		/* A / V.trans ldmatrix row and column of the lane */
+} mma_tiles;
+
+/* acc += A B for the 16-row blocks [mb0, mb1) of the warp: for each 16-wide step x of
+ * the contraction (nx of them) and 16-wide column pair y of the result (ny), B's
+ * fragment by ldmatrix (trans) from shared sh at base + row * S + col, where the row is
+ * 16 y + rr and the column 16 x + cc (row_x: the row 16 x + rr and the column 16 y + cc),
+ * then two mma a block: A at a[mb * na + 8 x], acc at acc[mb * nacc + (2 y + h) * 4]. */
+static void frag_mma(abuild *b, tinyc_gstmt *wb, int acc, int nacc, int a, int na, int frag, int sh,
+		     tinyc_gexpr *base, int64_t S, int nx, int ny, int row_x, tinyc_gexpr *rr, tinyc_gexpr *cc,
+		     int trans, int mb0, int mb1)
+{
+	tinyc_gkernel *k = b->k;
+	for (int x = 0; x < nx; x++)
+		for (int y = 0; y < ny; y++) {
+			int r = row_x ? x : y, c = row_x ? y : x;
+			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, base, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
+				bin(b, TINYC_GX_ADD, ic(b, r * 16), rr), ic(b, S)), bin(b, TINYC_GX_ADD, ic(b, c * 16), cc)));
+			app(b, wb, tinyc_gs_ldmatrix(k, frag, ic(b, 0), sh, src, 4, trans));
+			for (int mb = mb0; mb < mb1; mb++)
+				for (int h = 0; h < 2; h++) {
+					int o = mb * nacc + (2 * y + h) * 4;
+					app(b, wb, tinyc_gs_mma(k, acc, ic(b, o), a, ic(b, mb * na + x * 8), frag, ic(b, h * 4),
+								acc, ic(b, o)));
+				}
+		}
+}
+
+/* S = Q K^T of the 16-row blocks [mb0, mb1) of the warp into their score fragments (added
+ * to what they hold), K from the stage at kbase (appended to wb). */
+static void qk_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *kbase, int mb0, int mb1)
+{
+	frag_mma(b, wb, t->sacc, t->NS, t->qa, t->NQ, t->kb, t->ks, kbase, t->QS, (int)(t->D / 16), t->BN / 16, 0,
+		 t->kn, t->kc, 0, mb0, mb1);
+}
+
+/* O += P V of the 16-row blocks [mb0, mb1) of the warp, V from the stage at vbase by
+ * ldmatrix.trans (appended to wb); under psum also the row sums of P. */
+static void pv_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *vbase, int mb0, int mb1)
+{
+	tinyc_gkernel *k = b->k;
+	frag_mma(b, wb, t->oacc, t->NO, t->pa, t->NS, t->vb, t->vs, vbase, t->VS, t->BN / 16, (int)(t->DV / 16), 1,
+		 t->lr, t->lc, 1, mb0, mb1);
+	if (b->psum)	/* the row sums of P: P times a column block of ones */
+		for (int mb = mb0; mb < mb1; mb++)
+			for (int kk = 0; kk < t->BN / 16; kk++)
+				app(b, wb, tinyc_gs_mma(k, b->lacc, ic(b, mb * 4), t->pa, ic(b, mb * t->NS + kk * 8), b->ones,
+							ic(b, 0), b->lacc, ic(b, mb * 4)));
+}
+
+/* The softmax step of 16-row block mb on its scores of the tile at J0: the graph's scale
+ * (and mask), the key bounds, the online-softmax update, P (appended to wb). */
+static void block_softmax(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, const tinyc_attn_warps *w,
+			  tinyc_gexpr *const *wrow, tinyc_gexpr *J0, int mb, const int *mv, const int *lv)
+{
+	tinyc_attn_scores(b, wb, t->sacc, mb * t->NS, (mb + 1) * t->NS, t->NS, w, wrow, J0);
+	tinyc_attn_mask_keys(b, wb, t->sacc, mb * t->NS, t->NS, w->r0, wrow[mb], w->gq, w->tq2, J0, t->BN);
+	tinyc_attn_online_softmax(b, wb, t->sacc, t->pa, mb * t->NS, t->oacc, mb * t->NO, t->NS, t->NO,
+				  mv + 2 * mb, lv + 2 * mb, b->m->in_dtype, 1);
+}
+
+/* Zero the score fragments of 16-row block mb (appended to blk). */
+static void zero_scores(abuild *b, tinyc_gstmt *blk, const mma_tiles *t, int mb)
+{
+	for (int i = mb * t->NS; i < (mb + 1) * t->NS; i++)
+		app(b, blk, tinyc_gs_store(b->k, t->sacc, ic(b, i), fc(b, 0), NULL));
+}
+
+/* The key loop of a warp of two 16-row blocks with block 0 one key tile ahead (plan
+ * `lead`): while block 1 takes the softmax of tile j, the tensor cores compute block 0's
+ * scores of tile j + 1, and while block 0 takes its softmax, block 1's scores of tile j;
+ * each block's chain (mma -> softmax -> mma) has the other block's independent work
+ * beside it in the same warp.  K and V come through a 3-stage cp.async ring: tiles 0 and
+ * 1 start before the loop; tile j waits for tile j + 1's copies (one barrier, which also
+ * says that every warp is done with tile j - 1), then tile j + 2 goes into tile j - 1's
+ * stage.  Block 0's scores of tile 0 are computed before the loop. */
+static void lead_loop(abuild *b, tinyc_gstmt *body, const mma_tiles *t, const tinyc_attn_warps *w,
+		      tinyc_gexpr *const *wrow, int cp, tinyc_gexpr *kend, int NT, const int *mv,
+		      const int *lv)
+{
+	tinyc_gkernel *k = b->k;
+	const int BN = t->BN;
+	tinyc_gexpr *const *p = w->p;
+	int j0 = iter(b, "j0");
+	tinyc_gstmt *tb = tinyc_gs_block(k), *ahead = tinyc_gs_block(k), *next = tinyc_gs_block(k);
+	if (j0 < 0)
+		return;
+	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
+	kv_copy(b, body, t->ks, t->QS, t->vs, t->VS, ic(b, 0), p, ic(b, 0), BN, NT);
+	app(b, body, tinyc_gs_cp_commit(k, cp));
+	tinyc_gstmt *t1 = tinyc_gs_block(k);
+	kv_copy(b, t1, t->ks, t->QS, t->vs, t->VS, ic(b, 1), p, ic(b, BN), BN, NT);
+	app(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_LT, ic(b, BN), kend), t1, NULL));
+	app(b, body, tinyc_gs_cp_commit(k, cp));
+	app(b, body, tinyc_gs_cp_wait(k, cp, 1));
+	app(b, body, tinyc_gs_barrier(k));
+	app(b, body, tinyc_gs_decl(k, t->sacc, fc(b, 0)));
+	app(b, body, tinyc_gs_decl(k, t->kb, NULL));
+	qk_mma(b, body, t, ic(b, 0), 0, 1);
+
+	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, 3)));
+	if (st < 0)
+		return;
+	tinyc_emit_set_nonneg(b->em, st);
+	tinyc_gexpr *S = tinyc_gx_var(k, st);
+	app(b, tb, tinyc_gs_cp_wait(k, cp, 0));
+	app(b, tb, tinyc_gs_barrier(k));
+	tinyc_gexpr *J2 = bin(b, TINYC_GX_ADD, J0, ic(b, 2 * BN));
+	kv_copy(b, next, t->ks, t->QS, t->vs, t->VS, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, 2)), ic(b, 3)),
+		p, J2, BN, NT);
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J2, kend), next, NULL));
+	app(b, tb, tinyc_gs_cp_commit(k, cp));
+	tinyc_gexpr *kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * t->QS));
+	tinyc_gexpr *vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * t->VS));
+	tinyc_gexpr *knext = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, 1)), ic(b, 3)),
+				 ic(b, BN * t->QS));
+	zero_scores(b, tb, t, 1);
+	qk_mma(b, tb, t, kbase, 1, 2);
+	app(b, tb, tinyc_gs_decl(k, t->pa, NULL));
+	block_softmax(b, tb, t, w, wrow, J0, 0, mv, lv);
+	app(b, tb, tinyc_gs_decl(k, t->vb, NULL));
+	pv_mma(b, tb, t, vbase, 0, 1);
+	/* block 0's scores of the next tile, beside block 1's softmax of this one */
+	tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
+	zero_scores(b, ahead, t, 0);
+	qk_mma(b, ahead, t, knext, 0, 1);
+	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), ahead, NULL));
+	block_softmax(b, tb, t, w, wrow, J0, 1, mv, lv);
+	pv_mma(b, tb, t, vbase, 1, 2);
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
+	app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+}
+
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
- * and V stream through cp.async rings of ap->stages (2: kv_stream, 3: kv_ring) when the
- * views allow 16-byte copies (the next tiles' copies in flight while this one is
- * computed), else through synchronous element loads. */
+ * and V stream through cp.async rings of ap->stages (2: kv_stream, 3: kv_ring, or with
+ * ap->lead the staggered loop of lead_loop) when the views allow 16-byte copies (the next
+ * tiles' copies in flight while this one is computed), else through synchronous element
+ * loads. */
 static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 			   const tinyc_attn_plan *ap)
 {
 	tinyc_gkernel *k = b->k;
 	const tinyc_attn_match *m = b->m;
-	const int MB = ap->mb > 1 ? 2 : 1;	/* 16-row blocks a warp (wrow, mv, lv hold 2) */
-	const int BM = ap->bm, BN = ap->bn, NT = BM * 2 / MB;
-	const int64_t D = m->d, DV = m->dv, QS = D + 8, VS = DV + 8;
-	const int NS = BN / 8 * 4, NO = (int)(DV / 8) * 4, NQ = (int)(D / 16) * 8;
+	mma_tiles t;
+	t.MB = ap->mb > 1 ? 2 : 1;	/* 16-row blocks a warp (wrow, mv, lv hold 2) */
+	const int MB = t.MB, BM = ap->bm, BN = ap->bn, NT = BM * 2 / MB;
+	t.BN = BN, t.D = m->d, t.DV = m->dv, t.QS = t.D + 8, t.VS = t.DV + 8;
+	t.NS = BN / 8 * 4, t.NO = (int)(t.DV / 8) * 4, t.NQ = (int)(t.D / 16) * 8;
+	const int64_t D = t.D, QS = t.QS, VS = t.VS;
+	const int NS = t.NS, NO = t.NO, NQ = t.NQ;
 	const tinyc_dtype dt = m->in_dtype;
 	tinyc_gstmt *body = k->body;
 
@@ -1078,11 +1273,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	tinyc_gexpr *L = w.lane, *Wp = w.warp, *r0 = w.r0, *const *p = w.p;
 	/* lane roles: A / V.trans ldmatrix rows and columns, K (non-trans) rows and columns,
 	 * accumulator row group and column pair */
-	tinyc_gexpr *lr = bin(b, TINYC_GX_MOD, L, ic(b, 16));
-	tinyc_gexpr *lc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_DIV, L, ic(b, 16)), ic(b, 8));
-	tinyc_gexpr *kn = bin(b, TINYC_GX_ADD, lc, bin(b, TINYC_GX_MOD, L, ic(b, 8)));
-	tinyc_gexpr *kc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, L, ic(b, 8)), ic(b, 2)), ic(b, 8));
-	tinyc_gexpr *gq = w.gq, *tq2 = w.tq2;
+	t.lr = bin(b, TINYC_GX_MOD, L, ic(b, 16));
+	t.lc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_DIV, L, ic(b, 16)), ic(b, 8));
+	t.kn = bin(b, TINYC_GX_ADD, t.lc, bin(b, TINYC_GX_MOD, L, ic(b, 8)));
+	t.kc = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, L, ic(b, 8)), ic(b, 2)), ic(b, 8));
+	tinyc_gexpr *lr = t.lr, *lc = t.lc, *gq = w.gq, *tq2 = w.tq2;
 	/* the first row of each 16-row block of the warp */
 	tinyc_gexpr *wrow[2];
 	for (int mb = 0; mb < MB; mb++)
@@ -1093,7 +1288,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	const int pipe = ap->stages > 1 && tinyc_attn_tile_async_ok(b, m->k_side, 1, p) &&
 			 tinyc_attn_tile_async_ok(b, m->v_side, 2, p);
 	const int NR = pipe ? (ap->stages > 2 ? ap->stages : 2) : 1;	/* ring stages */
+	/* block 0 a tile ahead: two blocks a warp, the 3-stage ring, no tile-skip test of
+	 * an additive mask (mask_skip) */
+	const int lead = ap->lead && pipe && NR == 3 && MB == 2 && (m->bias < 0 || b->causal);
 	b->stages = NR;
+	b->lead = lead;
 	const int64_t kring = pipe ? (NR * BN * QS > BM * QS ? NR * BN * QS : BM * QS) : BN * QS;
 	int qs = pipe ? -1 : tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
 	const int64_t vring = (int64_t)NR * BN * VS;
@@ -1115,6 +1314,19 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		b->failed = 1;
 		return;
 	}
+	t.ks = ks, t.vs = vs, t.qa = qa, t.kb = kb, t.vb = vb, t.pa = pa, t.sacc = sacc, t.oacc = oacc;
+	b->lazy = (ap->softmax & TINYC_ATTN_LAZY) != 0;
+	b->psum = (ap->softmax & TINYC_ATTN_PSUM) != 0;
+	if (b->psum) {
+		b->lacc = tinyc_gk_reg_array(k, "lacc", TINYC_FLOAT, MB * 4);
+		b->ones = tinyc_gk_reg_array(k, "ones", dt, 4);
+		if (b->lacc < 0 || b->ones < 0) {
+			b->failed = 1;
+			return;
+		}
+		app(b, body, tinyc_gs_decl(k, b->lacc, fc(b, 0)));
+		app(b, body, tinyc_gs_decl(k, b->ones, tinyc_gx_cast(k, dt, fc(b, 1))));
+	}
 	tinyc_attn_load_q(b, body, qs, QS, p, r0, BM, NT, pipe ? cp : -1, dt);
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
 	for (int mb = 0; mb < MB; mb++)
@@ -1127,64 +1339,47 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		return;
 
 	tinyc_gexpr *kend = tinyc_attn_key_end(b, body, r0, BM);
-	int j0 = iter(b, "j0");
-	tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
 	if (!kend)
 		return;
-	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
 	/* every warp has its Q fragments before tile 0 lands where Q was */
 	if (pipe)
 		app(b, body, tinyc_gs_barrier(k));
-	tinyc_gexpr *kbase, *vbase;
-	if (NR > 2)
-		kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);
-	else
-		tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, dt,
-			  &kbase, &vbase);
-	if (b->failed)
-		return;
-	app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
-	app(b, wb, tinyc_gs_decl(k, kb, NULL));
-	for (int kk = 0; kk < D / 16; kk++)
-		for (int np = 0; np < BN / 16; np++) {
-			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, kbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
-				bin(b, TINYC_GX_ADD, ic(b, np * 16), kn), ic(b, QS)), bin(b, TINYC_GX_ADD, ic(b, kk * 16), kc)));
-			app(b, wb, tinyc_gs_ldmatrix(k, kb, ic(b, 0), ks, src, 4, 0));
-			for (int mb = 0; mb < MB; mb++)
-				for (int h = 0; h < 2; h++) {
-					tinyc_gexpr *so = ic(b, mb * NS + (2 * np + h) * 4);
-					app(b, wb, tinyc_gs_mma(k, sacc, so, qa, ic(b, mb * NQ + kk * 8), kb,
-								ic(b, h * 4), sacc, ic(b, mb * NS + (2 * np + h) * 4)));
-				}
+	if (lead) {
+		lead_loop(b, body, &t, &w, wrow, cp, kend, NT, mv, lv);
+	} else {
+		int j0 = iter(b, "j0");
+		tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
+		if (j0 < 0)
+			return;
+		tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
+		tinyc_gexpr *kbase, *vbase;
+		if (NR > 2)
+			kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);
+		else
+			tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend,
+					     NT, dt, &kbase, &vbase);
+		if (b->failed)
+			return;
+		app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
+		app(b, wb, tinyc_gs_decl(k, kb, NULL));
+		qk_mma(b, wb, &t, kbase, 0, MB);
+		/* scale (and an additive mask) through the graph, then the key bounds, row
+		 * maxima, the online-softmax update and P */
+		tinyc_attn_scores(b, wb, sacc, 0, MB * NS, NS, &w, wrow, J0);
+		app(b, wb, tinyc_gs_decl(k, pa, NULL));
+		for (int mb = 0; mb < MB; mb++) {
+			tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
+			tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb,
+						  lv + 2 * mb, dt, 1);
 		}
-	/* scale (and an additive mask) through the graph, then the key bounds, row maxima,
-	 * the online-softmax update and P */
-	tinyc_attn_scores(b, wb, sacc, MB * NS, NS, &w, wrow, J0);
-	app(b, wb, tinyc_gs_decl(k, pa, NULL));
-	for (int mb = 0; mb < MB; mb++) {
-		tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
-		tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb, lv + 2 * mb, dt,
-					  1);
+		app(b, wb, tinyc_gs_decl(k, vb, NULL));
+		pv_mma(b, wb, &t, vbase, 0, MB);
+		if (NR == 2)	/* the next tile's copies overwrite this stage */
+			app(b, tb, tinyc_gs_barrier(k));
+		app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
+		if (pipe)
+			app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 	}
-	app(b, wb, tinyc_gs_decl(k, vb, NULL));
-	for (int kk = 0; kk < BN / 16; kk++)
-		for (int ep = 0; ep < DV / 16; ep++) {
-			tinyc_gexpr *src = bin(b, TINYC_GX_ADD, vbase, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL,
-				bin(b, TINYC_GX_ADD, ic(b, kk * 16), lr), ic(b, VS)), bin(b, TINYC_GX_ADD, ic(b, ep * 16), lc)));
-			app(b, wb, tinyc_gs_ldmatrix(k, vb, ic(b, 0), vs, src, 4, 1));
-			for (int mb = 0; mb < MB; mb++)
-				for (int h = 0; h < 2; h++) {
-					tinyc_gexpr *oo = ic(b, mb * NO + (2 * ep + h) * 4);
-					app(b, wb, tinyc_gs_mma(k, oacc, oo, pa, ic(b, mb * NS + kk * 8), vb,
-								ic(b, h * 4), oacc, ic(b, mb * NO + (2 * ep + h) * 4)));
-				}
-		}
-	if (NR == 2)	/* the next tile's copies overwrite this stage */
-		app(b, tb, tinyc_gs_barrier(k));
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
-	if (pipe)
-		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
-
 	for (int mb = 0; mb < MB; mb++)
 		tinyc_attn_store_output(b, body, sk, oacc, mb * NO, NO, lv + 2 * mb, r0, wrow[mb], gq, tq2, p);
 }
@@ -1249,9 +1444,10 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	}
 	char comment[256];
 	snprintf(comment, sizeof(comment), "%s: flash attention (%s, fp32 statistics), %d query "
-		 "rows per block, %d keys per shared tile, %d stage%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
+		 "rows per block, %d keys per shared tile, %d stage%s%s%s%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
 		 sk->name, ap->mma == 2 ? "3xTF32 mma.sync m16n8k8" : ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, b.stages,
-		 b.stages > 1 ? "s (cp.async)" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
+		 b.stages > 1 ? "s (cp.async)" : "", b.lead ? ", row block 0 a key tile ahead" : "",
+		 b.lazy ? ", lazy rescale" : "", b.psum ? ", row sums by mma" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
 		 (long long)ap->m.dv);
 	k->comment = tinyc_gpu_strdup(gm, comment);
 	tinyc_gk_sort_params(k);

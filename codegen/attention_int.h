@@ -26,6 +26,13 @@ typedef struct abuild {
 	int qy;				/* query tiles on grid y, the batch on grid x (the
 					 * causal tensor-core kernels: every batch entry's
 					 * longest tiles start in the first wave) */
+	int lead;			/* the key loop of lead_loop: a warp's first 16-row block
+					 * one key tile ahead of its second */
+	int lazy;			/* online softmax: rescale only when a row maximum grew
+					 * by more than 8 / c (P stays below 2^8) */
+	int psum;			/* row sums of P by mma with a ones B fragment into
+					 * lacc (4 floats a 16-row block), not by adds */
+	int lacc, ones;			/* psum: the sum fragments and the ones fragment */
 } abuild;
 
 /* The thread roles of a tensor-core kernel (tinyc_attn_warp_roles). */
@@ -102,7 +109,7 @@ void tinyc_attn_kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_g
 void tinyc_attn_load_q(abuild *b, tinyc_gstmt *body, int qs, int64_t S, tinyc_gexpr *const *p,
 		       tinyc_gexpr *r0, int BM, int threads, int cp, tinyc_dtype dt);
 int tinyc_attn_row_state(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv, int *lv);
-void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int n, int NS, const tinyc_attn_warps *w,
+void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int i0, int n, int NS, const tinyc_attn_warps *w,
 		       tinyc_gexpr *const *wrow, tinyc_gexpr *J0);
 void tinyc_attn_mask_keys(abuild *b, tinyc_gstmt *wb, int sacc, int so, int NS, tinyc_gexpr *r0,
 			  tinyc_gexpr *wrow, tinyc_gexpr *gq, tinyc_gexpr *tq2, tinyc_gexpr *J0, int BN);

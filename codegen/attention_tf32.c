@@ -172,7 +172,7 @@ void tinyc_attn_build_tf32(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		}
 	}
 	/* the graph's scale and mask, the key bounds, the online softmax, P (fp32) */
-	tinyc_attn_scores(b, wb, sacc, MB * NS, NS, &w, wrow, J0);
+	tinyc_attn_scores(b, wb, sacc, 0, MB * NS, NS, &w, wrow, J0);
 	app(b, wb, tinyc_gs_decl(k, pa, NULL));
 	for (int mb = 0; mb < MB; mb++) {
 		tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);

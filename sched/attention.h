@@ -54,7 +54,16 @@ typedef struct tinyc_attn_plan {
 	int mb;			/* mma: 16-row blocks a warp owns (1, 2: the K and V fragments
 				 * serve both, half the ldmatrix traffic a score) */
 	int min_blocks;		/* mma: blocks per SM the registers are capped for (0: none) */
+	int lead;		/* mma, mb 2, 3 stages: the warp's first 16-row block one key
+				 * tile ahead of its second (codegen/attention.c, lead_loop) */
+	int softmax;		/* mma (16-bit): TINYC_ATTN_LAZY | TINYC_ATTN_PSUM */
 } tinyc_attn_plan;
+
+/* tinyc_attn_plan.softmax: the online softmax's variants (16-bit tensor-core kernel) */
+enum {
+	TINYC_ATTN_LAZY = 1,	/* rescale O only when a row maximum grew by more than 8 / c */
+	TINYC_ATTN_PSUM = 2,	/* the row sums of P by mma (P times ones), not by adds */
+};
 
 /* Whether REDUCE node pv is the P*V reduction of an attention; fills *m.  b: bindings
  * (sizes must be known).  Never reports diagnostics. */
