@@ -5,6 +5,18 @@
  *   m0 + t / 64 + 4a (a < 4)
  *   acc[a] = ws[0][row][col] + ws[1][row][col] + ...   (l order: deterministic)
  *   the contraction's epilogue graph on acc (codegen/evt_emit.c)
+ *
+ * or, tiles.split_fused, no second kernel: after the partials' stores the template calls
+ * tinyc_splitk_fixup, which appends to the same tile loop
+ *
+ *   fence; syncwarp; lane 0: old = atomicAdd(cnt[tile * W + warp_in_tile], 1), seen[warp] = old
+ *   syncwarp; if seen[warp] == split - 1:          the warp's slot of the tile is complete
+ *     fence; lane 0: cnt[..] = 0                   (zero again for the next launch)
+ *     acc[i] = ws[0][row][col] + ws[1][row][col] + ..   the warp's own fragment, l order
+ *     the contraction's epilogue graph on acc
+ *   syncwarp
+ *
+ * The counters are a TEMP buffer (zero when allocated; every launch leaves them zero).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,6 +11,11 @@
  *
  * Cost: the split problem's estimate (more CTAs, K / split each) plus the reduction kernel
  * (split x M x N fp32 read once, the epilogue's tensors, a launch).
+ *
+ * Summed in the kernel (tiles.split_fused, opt-in: TINYC_SPLITK_SUM=1; the mma and wgmma
+ * templates): no reduction kernel; each warp counts its arrival on its tile's counter and
+ * the last sums the partials in the same l order (codegen/splitk.c).  Measured slower on an
+ * H100 (docs/matmul-results.md): its cost is the partials' bytes plus a serial tail.
  */
 #include <math.h>
 #include <stdlib.h>
