@@ -711,6 +711,8 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 			       : tinyc_dtype_is_float(t) ? (s->atomic_op == TINYC_GA_MAX ? "tinyc_atomic_max("
 											 : "tinyc_atomic_min(")
 			       : s->atomic_op == TINYC_GA_MAX ? "atomicMax(" : "atomicMin(";
+		if (s->old >= 0)
+			tinyc_buf_printf(o, "%s = ", cvar(p, s->old));
 		tinyc_buf_puts(o, fn);
 		caddr(p, &s->dst);
 		tinyc_buf_puts(o, ", ");

@@ -136,7 +136,10 @@ static tinyc_gstmt *k_trip(tinyc_mmk *b, int w, int k0v, tinyc_gexpr *col, tinyc
  *                                  loads(0, k0 + 2S); products(1, k0 + S)
  *
  * The trips whose rows all lie below K (k0 + 3S <= K) run without k predicates (their
- * loads are not branches); the rest with them: rows past K load zeros and add zero. */
+ * loads are not branches).  With K bound, the 1 to 3 steps left are unrolled, predicated
+ * only where their rows cross K (a trip's prefetch of the step past K is dropped: H100,
+ * K = 4 S, the predicated trip was half the loop); else a predicated loop runs them: rows
+ * past K load zeros and add zero. */
 static void k_loop(tinyc_mmk *b, tinyc_gstmt *body, int w, int k0v, tinyc_gexpr *col,
 		   tinyc_gexpr *r)
 {
@@ -149,9 +152,20 @@ static void k_loop(tinyc_mmk *b, tinyc_gstmt *body, int w, int k0v, tinyc_gexpr 
 	if (kmain > 0)
 		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, 0), I(b, kmain), I(b, 2 * S), 0,
 							     k_trip(b, w, k0v, col, r, S, 0)));
-	if (Kv < 0 || kmain < Kv)
+	if (Kv < 0) {
 		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, kmain), b->K, I(b, 2 * S), 0,
 							     k_trip(b, w, k0v, col, r, S, 1)));
+		return;
+	}
+	/* K bound: the 1 to 3 steps left, unrolled; a step's loads and products carry k
+	 * predicates only where its rows cross K, and nothing is loaded past K */
+	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the last steps, k predicates only where "
+						       "rows cross K"));
+	for (int64_t k0 = kmain, h = 0; k0 < Kv; k0 += S, h = 1 - h) {
+		if (k0 + S < Kv)
+			step_loads(b, body, w, (int)(1 - h), I(b, k0 + S), col, r, k0 + 2 * S > Kv);
+		step_products(b, body, w, (int)h, I(b, k0), r, k0 + S > Kv);
+	}
 }
 
 void tinyc_mm_frag_column(tinyc_mmk *b, tinyc_mm_frag *f, int tr, int rows,

@@ -585,7 +585,9 @@ static int build_mma(tinyc_mmk *b, const char *name)
 		return -1;
 	tinyc_mm_frag f;
 	tinyc_mm_frag_mma(b, &f, wm, wn, g, t4, WM, WN);
-	return tinyc_evt_emit_epilogue(b, &f, body);
+	if (tinyc_evt_emit_epilogue(b, &f, body) < 0)
+		return -1;
+	return b->fix ? tinyc_splitk_fixup(b, &f, body, b->warp) : 0;
 }
 
 /* ------------------------------------------------------------------ WGMMA ---- */
@@ -1044,7 +1046,9 @@ static int wgmma_epilogue(wgmma_ring *w, tinyc_gstmt *ctile)
 	f.stage_warps = 4 * C;
 	if (tinyc_evt_emit_epilogue(b, &f, ctile) < 0)
 		return -1;
-	return 0;
+	/* split-K summed here: a tile's warps are 4 per consumer that works on it */
+	return b->fix ? tinyc_splitk_fixup(b, &f, ctile, PP ? bin(b, TINYC_GX_MOD, b->warp, I(b, 4))
+							     : bin(b, TINYC_GX_SUB, b->warp, I(b, 4))) : 0;
 }
 
 /* Warpgroups 1.., the consumers: the accumulators, then per tile of theirs (cooperative:
@@ -1321,7 +1325,8 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
  * pack B (the transpose kernel of the conv whose epilogue stores this one's NHWC input),
  * or NULL. */
 static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
-		const tinyc_mm_tiles *t, const char *name, tinyc_gkernel *host_b)
+		const tinyc_mm_tiles *t, const char *name, tinyc_gkernel *host_b,
+		const tinyc_sk_fix *fix)
 {
 	if (!prob->evt)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: no epilogue graph", name);
@@ -1353,6 +1358,7 @@ static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *pr
 	b.gm = gm;
 	b.prob = &packed;
 	b.t = t;
+	b.fix = fix;
 	b.it = t->index_dtype == TINYC_INT ? TINYC_INT : TINYC_LONG;
 	b.nparam_cap = gm->nbuf;
 	b.param = malloc(sizeof(int) * ((size_t)gm->nbuf + 1));
@@ -1422,11 +1428,17 @@ int tinyc_matmul_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedul
 			if (!strcmp(gm->kernels[i]->name, hn))
 				host_b = gm->kernels[i];
 	}
-	return emit(ctx, gm, &mp->prob, &mp->t, sk->name, host_b);
+	return emit(ctx, gm, &mp->prob, &mp->t, sk->name, host_b, NULL);
 }
 
 int tinyc_matmul_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 		      const tinyc_mm_tiles *t, const char *name)
 {
-	return emit(ctx, gm, prob, t, name, NULL);
+	return emit(ctx, gm, prob, t, name, NULL, NULL);
+}
+
+int tinyc_matmul_emit_fixed(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+			    const tinyc_mm_tiles *t, const char *name, const tinyc_sk_fix *fix)
+{
+	return emit(ctx, gm, prob, t, name, NULL, fix);
 }

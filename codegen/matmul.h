@@ -99,7 +99,22 @@ typedef struct tinyc_mmk {
 	int acc;			/* the accumulator REG_ARRAY (prob->acc) */
 	int *ws;			/* per epilogue node: workspace buffer of a reduction, or -1 */
 	int error;			/* something failed (diagnostic reported) */
+	const struct tinyc_sk_fix *fix;	/* split-K summed in this kernel (codegen/splitk.c), or
+					 * NULL */
 } tinyc_mmk;
+
+/* A split-K plan whose partials the kernel itself sums (codegen/splitk.c): the kernel
+ * computes the split problem (batch l = the k range) and stores its fp32 partials; each
+ * warp then counts its arrival on its tile's counter, and the warp that arrives last sums
+ * the `split` partials of its fragment in l order and runs the whole problem's epilogue. */
+typedef struct tinyc_sk_fix {
+	const tinyc_mm_problem *whole;	/* the unsplit problem (its epilogue graph) */
+	int ws;				/* the partials' buffer, fp32 [split, M, N] */
+	int cnt;			/* the arrival counters, int [tiles x warps per tile], zero
+					 * between launches (the last warp resets its counter) */
+	int split;			/* partials per element */
+	int64_t M, N;			/* bound sizes */
+} tinyc_sk_fix;
 
 /* Start a matmul kernel (grid over n, m, l tiles; block (16, 16) for SIMT, else
  * t->threads): tile origin b->m0, b->n0, b->l, b->lane, b->warp, the accumulator array of
@@ -158,10 +173,21 @@ void tinyc_mm_frag_mma(tinyc_mmk *b, tinyc_mm_frag *f, tinyc_gexpr *wm, tinyc_ge
 /* A register initialised to v, declared in block; its value. */
 tinyc_gexpr *tinyc_mmk_let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v);
 /* codegen/splitk.c: a split-K plan (t->split > 1): a workspace, the split problem's
- * kernels through tinyc_matmul_emit, then the reduction kernel NAME_sk that sums the
- * partials in order and runs prob's epilogue.  0 or -1. */
+ * kernels through tinyc_matmul_emit, then either the reduction kernel NAME_sk that sums the
+ * partials in order and runs prob's epilogue, or (tinyc_splitk_fused) the same done by
+ * the last warp of each tile in the matmul kernel.  0 or -1. */
 int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 		      const tinyc_mm_tiles *t, const char *name);
+/* Warps of one tile that hold disjoint parts of it (one arrival counter each). */
+int tinyc_splitk_tile_warps(const tinyc_mm_tiles *t);
+/* After the split problem's epilogue (the partials stored from fragment f), in body: the
+ * arrival of the warp (warp_in_tile of the tile's tinyc_splitk_tile_warps) and, for the
+ * last, the sum of the partials and b->fix->whole's epilogue.  0 or -1. */
+int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
+		       tinyc_gexpr *warp_in_tile);
+/* tinyc_matmul_emit of a split problem whose kernel sums its partials (fix). */
+int tinyc_matmul_emit_fixed(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+			    const tinyc_mm_tiles *t, const char *name, const tinyc_sk_fix *fix);
 /* A TEMP buffer of gm (a workspace) of elems elements; its index or -1. */
 int tinyc_mm_add_temp(tinyc_gpu_module *gm, const char *name, tinyc_dtype dt, int64_t elems);
 /* codegen/gemv.c: the fragment of a tile summed into registers one column per thread:

@@ -5,6 +5,18 @@
  *   m0 + t / 64 + 4a (a < 4)
  *   acc[a] = ws[0][row][col] + ws[1][row][col] + ...   (l order: deterministic)
  *   the contraction's epilogue graph on acc (codegen/evt_emit.c)
+ *
+ * or, tiles.split_fused, no second kernel: after the partials' stores the template calls
+ * tinyc_splitk_fixup, which appends to the same tile loop
+ *
+ *   fence; syncwarp; lane 0: old = atomicAdd(cnt[tile * W + warp_in_tile], 1), seen[warp] = old
+ *   syncwarp; if seen[warp] == split - 1:          the warp's slot of the tile is complete
+ *     fence; lane 0: cnt[..] = 0                   (zero again for the next launch)
+ *     acc[i] = ws[0][row][col] + ws[1][row][col] + ..   the warp's own fragment, l order
+ *     the contraction's epilogue graph on acc
+ *   syncwarp
+ *
+ * The counters are a TEMP buffer (zero when allocated; every launch leaves them zero).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +27,17 @@
 #define SK_THREADS 256	/* threads of the reduction kernel */
 #define SK_BM 16	/* its tile: rows */
 #define SK_BN 64	/* and columns */
+
+/* Shorthands. */
+static tinyc_gexpr *I(tinyc_mmk *b, int64_t v)
+{
+	return tinyc_gx_int(b->k, b->it, v);
+}
+
+static tinyc_gexpr *op2(tinyc_mmk *b, tinyc_gx_op op, tinyc_gexpr *x, tinyc_gexpr *y)
+{
+	return tinyc_gx_binary(b->k, op, x, y);
+}
 
 /* The value of a dim under gm's bindings, or -1. */
 static int64_t dim_value(const tinyc_gpu_module *gm, const tinyc_dim *d)
@@ -71,6 +94,89 @@ static int build_reduce(tinyc_mmk *b, const char *name, int ws, int split, int64
 	return tinyc_evt_emit_epilogue(b, &f, body);
 }
 
+int tinyc_splitk_tile_warps(const tinyc_mm_tiles *t)
+{
+	if (t->variant == TINYC_MM_WGMMA)	/* pingpong: one consumer's 4 warps per tile */
+		return t->pingpong ? 4 : 4 * t->consumers;
+	return t->warps_m * t->warps_n;
+}
+
+int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
+		       tinyc_gexpr *warp_in_tile)
+{
+	const tinyc_sk_fix *fx = b->fix;
+	const tinyc_mm_tiles *t = b->t;
+	tinyc_gkernel *k = b->k;
+	int64_t tiles_n = (fx->N + t->bn - 1) / t->bn;
+	int pc = tinyc_mmk_param(b, fx->cnt, 1), pw = tinyc_mmk_param(b, fx->ws, 1);
+	int seen = tinyc_gk_shared(k, "sk_seen", TINYC_INT, b->threads / 32, 16, 0);
+	int old = tinyc_gk_reg(k, "sk_old", TINYC_INT);
+	if (pc < 0 || pw < 0 || seen < 0 || old < 0)
+		return -1;
+	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "split-K: the warp's partials are stored; it "
+						       "counts its arrival, and the tile's last warp sums "
+						       "the partials in l order, then the epilogue"));
+	tinyc_mmk_append(b, body, tinyc_gs_fence(k, TINYC_GF_GLOBAL));
+	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
+	tinyc_gexpr *tile = op2(b, TINYC_GX_ADD, op2(b, TINYC_GX_MUL, op2(b, TINYC_GX_DIV, b->m0, I(b, t->bm)),
+						      I(b, tiles_n)),
+				op2(b, TINYC_GX_DIV, b->n0, I(b, t->bn)));
+	tinyc_gexpr *cell = tinyc_mmk_let(b, body, "sk_cell", op2(b, TINYC_GX_ADD,
+		op2(b, TINYC_GX_MUL, tile, I(b, tinyc_splitk_tile_warps(t))), warp_in_tile));
+	tinyc_gstmt *lead = tinyc_gs_block(k);
+	tinyc_mmk_append(b, lead, tinyc_gs_atomic_old(k, TINYC_GA_ADD, old, pc, cell,
+						      tinyc_gx_int(k, TINYC_INT, 1), NULL));
+	tinyc_mmk_append(b, lead, tinyc_gs_store(k, seen, b->warp, tinyc_gx_var(k, old), NULL));
+	tinyc_mmk_append(b, body, tinyc_gs_decl(k, old, tinyc_gx_int(k, TINYC_INT, 0)));
+	tinyc_gexpr *lane0 = op2(b, TINYC_GX_EQ, b->lane, I(b, 0));
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, lane0, lead, NULL));
+	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
+	/* read through shared memory: warp-uniform, so the epilogue's warp collectives may
+	 * run under the branch */
+	tinyc_gexpr *last = tinyc_mmk_let(b, body, "sk_last", op2(b, TINYC_GX_EQ,
+		tinyc_gx_load(k, seen, b->warp, NULL), tinyc_gx_int(k, TINYC_INT, fx->split - 1)));
+	tinyc_gstmt *fin = tinyc_gs_block(k);
+	tinyc_mmk_append(b, fin, tinyc_gs_fence(k, TINYC_GF_GLOBAL));
+	tinyc_mmk_append(b, fin, tinyc_gs_store(k, pc, cell, tinyc_gx_int(k, TINYC_INT, 0), lane0));
+	for (int a = 0; a < f->tr; a++) {
+		char nm[24];
+		snprintf(nm, sizeof(nm), "sk_row%d", a);
+		tinyc_gexpr *row = tinyc_mmk_let(b, fin, nm, op2(b, TINYC_GX_ADD, b->m0,
+			op2(b, TINYC_GX_ADD, f->row_base, I(b, f->row_off[a]))));
+		for (int c = 0; c < f->tc; c++) {
+			tinyc_gexpr *col = op2(b, TINYC_GX_ADD, b->n0, op2(b, TINYC_GX_ADD, f->col_base,
+									    I(b, f->col_off[c])));
+			tinyc_gexpr *in = t->pred_m ? op2(b, TINYC_GX_LT, row, b->M) : NULL;
+			if (t->pred_n) {
+				tinyc_gexpr *cn = op2(b, TINYC_GX_LT, col, b->N);
+				in = in ? op2(b, TINYC_GX_LAND, in, cn) : cn;
+			}
+			tinyc_gexpr *ix = op2(b, TINYC_GX_ADD, op2(b, TINYC_GX_MUL, row, I(b, fx->N)), col);
+			tinyc_gexpr *sum = NULL;
+			for (int l = 0; l < fx->split; l++) {
+				tinyc_gexpr *v = tinyc_gx_load(k, pw, op2(b, TINYC_GX_ADD, ix,
+						I(b, (int64_t)l * fx->M * fx->N)), in);
+				sum = sum ? op2(b, TINYC_GX_ADD, sum, v) : v;
+			}
+			tinyc_mmk_append(b, fin, tinyc_gs_store(k, b->acc, I(b, tinyc_mm_frag_acc(f, a, c)),
+								tinyc_gx_cast(k, fx->whole->acc, sum), NULL));
+		}
+	}
+	/* the whole problem's epilogue (no batch: l = 0) */
+	const tinyc_mm_problem *split_prob = b->prob;
+	tinyc_gexpr *split_l = b->l;
+	int *split_ws = b->ws;
+	b->prob = fx->whole, b->l = I(b, 0), b->ws = NULL;
+	int r = tinyc_evt_emit_epilogue(b, f, fin);
+	free(b->ws);
+	b->prob = split_prob, b->l = split_l, b->ws = split_ws;
+	if (r < 0 || b->error)
+		return -1;
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, last, fin, NULL));
+	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));	/* sk_seen read before it is reused */
+	return b->error ? -1 : 0;
+}
+
 int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 		      const tinyc_mm_tiles *t, const char *name)
 {
@@ -91,6 +197,16 @@ int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 					     name, t->split) : -1;
 	tinyc_mm_tiles pt = *t;
 	pt.split = 0;
+	if (tinyc_splitk_fused(t)) {	/* summed by the kernel's last warps: counters */
+		int64_t cells = (M + t->bm - 1) / t->bm * ((N + t->bn - 1) / t->bn) *
+				tinyc_splitk_tile_warps(t);
+		snprintf(wname, sizeof(wname), "skc_%s", name);
+		tinyc_sk_fix fix = {prob, ws, tinyc_mm_add_temp(gm, wname, TINYC_INT, cells), t->split,
+				    M, N};
+		r = fix.cnt < 0 ? -1 : tinyc_matmul_emit_fixed(ctx, gm, &sp, &pt, name, &fix);
+		tinyc_mm_problem_clear(&sp);
+		return r < 0 ? -1 : 0;
+	}
 	r = tinyc_matmul_emit(ctx, gm, &sp, &pt, name);
 	tinyc_mm_problem_clear(&sp);
 	if (r < 0)

@@ -272,6 +272,8 @@ typedef struct tinyc_gstmt {
 					 * cp.async.ca (kept in L1: gathers that re-read) */
 	int pipe;			/* CP_*, MBAR_*, TMA_LOAD: pipeline index, or -1 */
 	tinyc_gatomic atomic_op;	/* ATOMIC */
+	int old;			/* ATOMIC: register that receives the value before the
+					 * operation, or -1 */
 	tinyc_gshfl shfl;		/* SHFL */
 	tinyc_gfence fence;		/* FENCE */
 	int flag;			/* SETMAXNREG: 1 increase, 0 decrease; MBAR_EXPECT_TX: 1
@@ -451,6 +453,9 @@ tinyc_gstmt *tinyc_gs_store(tinyc_gkernel *k, int var, tinyc_gexpr *index, tinyc
 			    tinyc_gexpr *pred);
 tinyc_gstmt *tinyc_gs_atomic(tinyc_gkernel *k, tinyc_gatomic op, int var, tinyc_gexpr *index,
 			     tinyc_gexpr *value, tinyc_gexpr *pred);
+/* tinyc_gs_atomic that also sets register `old` to the value before the operation. */
+tinyc_gstmt *tinyc_gs_atomic_old(tinyc_gkernel *k, tinyc_gatomic op, int old, int var,
+				 tinyc_gexpr *index, tinyc_gexpr *value, tinyc_gexpr *pred);
 tinyc_gstmt *tinyc_gs_barrier(tinyc_gkernel *k);
 tinyc_gstmt *tinyc_gs_shfl(tinyc_gkernel *k, tinyc_gshfl kind, int dst, tinyc_gexpr *value,
 			   tinyc_gexpr *lane, int width);

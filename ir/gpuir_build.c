@@ -860,6 +860,7 @@ static tinyc_gstmt *gs_new(tinyc_gkernel *k, tinyc_gs_op op)
 	s->op = op;
 	s->dst.var = s->src.var = s->src2.var = s->src3.var = -1;
 	s->pipe = -1;
+	s->old = -1;
 	return s;
 }
 
@@ -949,6 +950,15 @@ tinyc_gstmt *tinyc_gs_atomic(tinyc_gkernel *k, tinyc_gatomic op, int var, tinyc_
 	tinyc_gstmt *s = tinyc_gs_store(k, var, index, value, pred);
 	if (s)
 		s->op = TINYC_GS_ATOMIC, s->atomic_op = op;
+	return s;
+}
+
+tinyc_gstmt *tinyc_gs_atomic_old(tinyc_gkernel *k, tinyc_gatomic op, int old, int var,
+				 tinyc_gexpr *index, tinyc_gexpr *value, tinyc_gexpr *pred)
+{
+	tinyc_gstmt *s = tinyc_gs_atomic(k, op, var, index, value, pred);
+	if (s)
+		s->old = old;
 	return s;
 }
 

@@ -3,7 +3,7 @@
  * Every block of the grid runs in turn.  Its threads are interpreted one after another,
  * each until it finishes or reaches a synchronisation point: a barrier (every live thread
  * of the block must reach the same barrier, then all continue) or a warp-collective
- * operation (shuffle, ldmatrix, mma: the 32 lanes of the warp must reach the same
+ * operation (shuffle, ldmatrix, mma, __syncwarp: the 32 lanes of the warp must reach the same
  * statement, which then executes for all of them at once with the PTX semantics of the
  * fragments).  A thread's position is an explicit stack of (statement, program counter)
  * frames, so it can stop at any statement and resume later.
@@ -538,6 +538,10 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 		tinyc_gx_op op = s->atomic_op == TINYC_GA_ADD ? TINYC_GX_ADD
 				 : s->atomic_op == TINYC_GA_MAX ? TINYC_GX_MAX : TINYC_GX_MIN;
 		store(in, t, s->dst.var, idx, binop(in, t, op, dt, old, v));
+		if (s->old >= 0) {
+			t->reg[s->old] = old;
+			t->init[s->old] = 1;
+		}
 		return;
 	}
 	case TINYC_GS_COPY: {
@@ -633,6 +637,7 @@ static void run_thread(interp *in, ithread *t)
 		case TINYC_GS_SHFL:
 		case TINYC_GS_LDMATRIX:
 		case TINYC_GS_MMA:
+		case TINYC_GS_SYNCWARP:
 			t->state = T_WARP;
 			t->wait = next;
 			return;
@@ -835,6 +840,8 @@ static void exec_collective(interp *in, ithread **lane, int n, const tinyc_gstmt
 		}
 		return;
 	}
+	if (s->op == TINYC_GS_SYNCWARP)	/* the lanes met: nothing else to do */
+		return;
 	ierr(in, lane[0], "not a collective");
 }
 

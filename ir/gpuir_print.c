@@ -333,6 +333,8 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 	case TINYC_GS_ATOMIC:
 		if (s->op == TINYC_GS_STORE)
 			tinyc_buf_puts(out, "store ");
+		else if (s->old >= 0)
+			tinyc_buf_printf(out, "%s = atomic.%s ", vname(k, s->old), atomic_name(s->atomic_op));
 		else
 			tinyc_buf_printf(out, "atomic.%s ", atomic_name(s->atomic_op));
 		print_ref(k, &s->dst, out);

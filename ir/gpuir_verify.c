@@ -381,6 +381,14 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 			verr(st, "stored value differs in dtype from ", v->name, NULL);
 		if (s->op == TINYC_GS_ATOMIC && v->kind == TINYC_GV_REG_ARRAY)
 			verr(st, "atomic on a register array: ", v->name, NULL);
+		if (s->op == TINYC_GS_ATOMIC && s->old >= 0) {	/* the value before */
+			const tinyc_gvar *ov = vvar(st, s->old, "atomic");
+			if (ov && (ov->kind != TINYC_GV_REG || !st->defined[s->old]))
+				verr(st, "atomic's old value into an undeclared register: ", ov->name, NULL);
+			else if (ov && ov->dtype != v->dtype)
+				verr(st, "atomic's old value differs in dtype from ", v->name, NULL);
+			st->taint[s->old] = 2;
+		}
 		break;
 	case TINYC_GS_BARRIER:
 		if (ctl > 0)

@@ -17,7 +17,9 @@
  * Cost: bytes = B once + A once per CTA (from L2, counted at a tenth) + the epilogue;
  * flops on the fp32 CUDA cores (one conversion per B element besides the M products);
  * efficiency = the fraction of DRAM bandwidth the loads in flight sustain (Little's law:
- * resident threads x unroll x 16 bytes, tinyc_plan_inflight_eff) x the last wave's fill.
+ * resident threads x unroll x 16 bytes, tinyc_plan_inflight_eff), capped by the share of
+ * the SMs in use, x the last wave's fill x the use of the 128-byte lines a CTA's rows of B
+ * touch (bn x 2 bytes of each).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -98,7 +100,8 @@ int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int 
 	t->smem = (int64_t)(GEMV_THREADS / 32) * t->bm * bn * 4;
 	if ((double)t->smem > 0.8 * s->dev.smem_per_block)
 		return -1;
-	t->regs = (int)M * 8 + unroll * 8 + 32;	/* two steps of 16-bit B in the ring */
+	/* H100, ptxas at M = 1: 64 registers at unroll 8, 40 at unroll 4 */
+	t->regs = (int)M * 8 + unroll * 4 + 24;
 	if (t->regs > 255)
 		return -1;
 	int by_threads = s->dev.max_threads_per_sm / GEMV_THREADS;
@@ -146,11 +149,17 @@ static void gemv_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan
 	double wave_eff = ctas / (waves * slots);
 	if (waves == 1)
 		wave_eff = 1.0;
-	/* fewer CTAs than SMs: the idle SMs' share of the bandwidth is lost (measured on an
-	 * H100: 86 CTAs of 128 columns at 1x11008x4096 ran 102 us, 1 TB/s) */
-	double fill = ctas < s->dev.sm_count ? ctas / s->dev.sm_count : 1.0;
+	/* fewer CTAs than SMs: part of the idle SMs' share of the bandwidth is lost; a busy SM
+	 * draws more than its share (H100, 64 CTAs of 64 columns, unroll 8: 1.19x the time of
+	 * 128 CTAs of 32 at 1 x 4096 x 4096, 1.32x at 1 x 4096 x 11008, not 2x) */
+	double fill = ctas < s->dev.sm_count ? sqrt(ctas / s->dev.sm_count) : 1.0;
+	/* a CTA's row of B under 128 bytes touches part of each 128-byte line, the rest of
+	 * which other CTAs fetch at other times (H100, unroll 8, 1 x 11008 x 4096: 64 / 32 /
+	 * 16 columns 32.5 / 33.9 / 41.5 us; 1 x 4096 x 4096: 32 / 16 columns 7.9 / 11.8 us) */
+	double row_bytes = t->bn * tinyc_dtype_size(prob->b.dtype);
+	double line = row_bytes >= 128 ? 1.0 : row_bytes >= 64 ? 0.95 : 0.72;
 	/* two caps, not a product: the loads in flight already count only the busy SMs */
-	p->eff = (inflight < fill ? inflight : fill) * wave_eff;
+	p->eff = (inflight < fill ? inflight : fill) * wave_eff * line;
 	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
 	/* the k-lane sums and the epilogue: a few microseconds-tenths per CTA wave */
 	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + 0.5 * waves + GEMV_LAUNCH_US;

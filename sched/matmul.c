@@ -925,6 +925,12 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	t.no_pair = o->no_pair;
 	t.index_dtype = idx;
 	t.split = split > 1 ? split : 0;
+	/* the mma and wgmma templates can sum their own partials (codegen/splitk.c); not by
+	 * default: on an H100 the last warps' sums made the kernel 2.9 us slower at 8 x 4096 x
+	 * 4096 (12.86 us graph replay) than the partials' kernel plus the reduction kernel
+	 * (9.92 + 1.19 us); 1.2-1.8 us slower in all on the five split-K decode shapes */
+	t.split_fused = split > 1 && (v == TINYC_MM_MMA || v == TINYC_MM_WGMMA) &&
+			o->splitk_sum == 1;
 	tinyc_plan p;
 	tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, &t, &p);
 	if (!mp) {
@@ -936,7 +942,7 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 		estimate(s, &sp, &p);
 		mp->flops = sp.flops, mp->bytes = sp.bytes;
 		mp->t_compute_us = sp.t_compute_us, mp->t_memory_us = sp.t_memory_us;
-		p.est_us += tinyc_splitk_reduce_us(s, prob, split);
+		p.est_us += tinyc_splitk_reduce_us(s, prob, &t);
 		tinyc_mm_problem_clear(&sp.prob);
 	} else {
 		estimate(s, mp, &p);
@@ -1458,7 +1464,12 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	else
 		tinyc_buf_puts(out, "  loads: cooperative, coalesced along each operand's contiguous "
 				    "axis, zero-filling predicates\n");
-	if (t->split > 1)
+	if (t->split > 1 && tinyc_splitk_fused(t))
+		tinyc_buf_printf(out, "  split-K %d: the k ranges of K / %d are the template's batch l; fp32 "
+				 "partials into a workspace [%d, M, N]; per warp an arrival counter, and the "
+				 "tile's last warp sums them in l order and runs the epilogue: deterministic, "
+				 "one kernel\n", t->split, t->split, t->split);
+	else if (t->split > 1)
 		tinyc_buf_printf(out, "  split-K %d: the k ranges of K / %d are the template's batch l; fp32 "
 				 "partials into a workspace [%d, M, N], then a reduction kernel sums them in "
 				 "l order and runs the epilogue: deterministic (no atomics)\n", t->split,

@@ -161,6 +161,8 @@ typedef struct tinyc_mm_tiles {
 	int split;			/* split-K (> 1): the tiles are those of the split problem
 					 * (sched/splitk.c), whose fp32 partials a reduction kernel
 					 * sums in order and then runs the epilogue; 0: none */
+	int split_fused;		/* split-K: the matmul kernel's last warp of each tile sums
+					 * the partials (codegen/splitk.c); 0 a reduction kernel */
 } tinyc_mm_tiles;
 
 /* sched/tf32wg.c: whether the wgmma 3xTF32 form rejects the tile (prob has fp32
@@ -267,9 +269,15 @@ void tinyc_gemv_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
  * error (diagnostic). */
 int tinyc_splitk_problem(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const int64_t *sym,
 			 int split, int ws_buf, tinyc_mm_problem *out);
-/* Microseconds of the reduction kernel of a split-K plan (the partials read once, the
- * epilogue's tensors, a launch). */
-double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *prob, int split);
+/* Microseconds of the reduction of a split-K plan with tiles t: a reduction kernel (the
+ * partials read once, the epilogue's tensors, a launch) or, tinyc_splitk_fused, the last
+ * warps' sums in the matmul kernel (the partials read from L2, a serial tail). */
+double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			      const tinyc_mm_tiles *t);
+/* Whether split-K tiles t sum their partials in the matmul kernel (the mma and wgmma
+ * templates: per-warp arrival counters, the last warp of a tile sums in l order) rather
+ * than in a reduction kernel. */
+int tinyc_splitk_fused(const tinyc_mm_tiles *t);
 /* Whether split-K candidates are worth proposing for prob: every size bound, L = 1, no
  * epilogue reduction, at most half the SMs' count of 64 x 128 tiles, K a multiple of 128
  * and at least 1024. */

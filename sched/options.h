@@ -43,6 +43,9 @@ typedef struct tinyc_sched_options {
 					 * copying (0) or NHWC conv (2) operands; -1: any */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
+	int splitk_sum;			/* TINYC_SPLITK_SUM: split-K partials summed 1 in the
+					 * matmul kernel (mma, wgmma), 2 or 0 (the default) by a
+					 * reduction kernel */
 	int no_rowfuse;			/* TINYC_ROWFUSE=0: no row groups */
 	int rowfuse_threads;		/* TINYC_ROWFUSE_THREADS: the only row width (0: any) */
 	int no_attention;		/* TINYC_ATTENTION=0: attention left to the generic path */

@@ -11,6 +11,11 @@
  *
  * Cost: the split problem's estimate (more CTAs, K / split each) plus the reduction kernel
  * (split x M x N fp32 read once, the epilogue's tensors, a launch).
+ *
+ * Summed in the kernel (tiles.split_fused, opt-in: TINYC_SPLITK_SUM=1; the mma and wgmma
+ * templates): no reduction kernel; each warp counts its arrival on its tile's counter and
+ * the last sums the partials in the same l order (codegen/splitk.c).  Measured slower on an
+ * H100 (docs/matmul-results.md): its cost is the partials' bytes plus a serial tail.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -20,6 +25,9 @@
 #include "sched/matmul.h"
 
 #define SPLITK_LAUNCH_US 2.0	/* one kernel launch (as sched/matmul.c) */
+#define SPLITK_TAIL_US 3.0	/* the last warps' serial tail: fence, atomic, the partials'
+				 * loads, the epilogue (H100, 8 x 4096 x 4096, split-K 4: the
+				 * kernel 12.86 us against 9.92 for the partials alone) */
 
 /* The value of dim d under sym, or -1. */
 static int64_t dim_value(const tinyc_dim *d, const int64_t *sym)
@@ -70,8 +78,15 @@ int tinyc_splitk_problem(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const int
 	return 0;
 }
 
-double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *prob, int split)
+int tinyc_splitk_fused(const tinyc_mm_tiles *t)
 {
+	return t->split > 1 && t->split_fused;
+}
+
+double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			      const tinyc_mm_tiles *t)
+{
+	int split = t->split;
 	double M = tinyc_sched_dim_est(s, &prob->m), N = tinyc_sched_dim_est(s, &prob->n);
 	double bytes = (double)split * M * N * 4;
 	for (int i = 0; prob->evt && i < prob->evt->n; i++) {
@@ -80,6 +95,11 @@ double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *p
 			bytes += (nd->kind == TINYC_EVT_ROW_BCAST ? N : nd->kind == TINYC_EVT_COL_BCAST ? M
 				  : M * N) * tinyc_dtype_size(nd->t.dtype);
 	}
+	/* in the kernel: the last warps read the partials (L2-resident, at DRAM speed here)
+	 * after their tile's other CTAs; the tail is one counter round trip, the partials'
+	 * loads and the epilogue's stores, one after another */
+	if (tinyc_splitk_fused(t))
+		return bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + SPLITK_TAIL_US;
 	/* 256 threads per 16 x 64 tile, one 4-byte load in flight per partial */
 	double ctas = ceil(M / 16) * ceil(N / 64);
 	double eff = tinyc_plan_inflight_eff(s, ctas * 256, 4.0 * split);
