@@ -17,6 +17,14 @@
       Prints "BENCH torch shape=MxNxK lt_us=.. lt_run_us=.. mm_us=.. mm_run_us=.. unfused_us=..
       unfused_run_us=.." (the *_us without run: graph replay).
 
+  tools/bench_matmul.py rounds DIR TINYC GRAPH MxNxK[:ITERS] [...] [--rounds R]
+      the interleaved form of `time` that tools/bench-matmul uses: per shape, R rounds of
+      tinyc's plan (`TINYC bench GRAPH` on DIR's inputs, a subprocess) and cuBLASLt fused,
+      both by graph replay, alternating which goes first; prints "ROUNDS shape=.. tinyc_us=..
+      tinyc_spread=.. lt_us=.. lt_spread=.. ratio_min=.. ratio_max=.." (medians over the
+      rounds; spread = (max - min) / median) and the BENCH torch line (lt_us the rounds'
+      median; cuBLAS x @ w, unfused and back-to-back once).  Exit status 1 when tinyc failed.
+
   tools/bench_matmul.py table DIR MxNxK [...]   the markdown tables from DIR's logs (tinyc
                                                 bench's cold.log / warm.log per shape,
                                                 check.log, torch.log)
@@ -122,6 +130,88 @@ def time_all(a):
     return 0
 
 
+def tinyc_graph_us(cmd, env):
+    """One `tinyc bench` run (cmd, a list): its whole plan's graph-replay time per execution
+    (us), or None when it failed."""
+    import subprocess
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    mm = re.search(r"^  plan time: graph ([0-9.]+) us", r.stdout, re.M)
+    if r.returncode != 0 or not mm:
+        sys.stdout.write(r.stdout)
+        return None
+    return float(mm.group(1))
+
+
+def spread(xs):
+    """(max - min) / median of a list of times, as a fraction."""
+    import statistics
+    med = statistics.median(xs)
+    return (max(xs) - min(xs)) / med if med > 0 else 0.0
+
+
+def rounds(a):
+    """Interleaved timing: per shape, ROUNDS rounds of (tinyc's whole plan, cuBLASLt fused),
+    each by CUDA-graph replay of ITERS executions, the order alternating from round to round,
+    on the same inputs (DIR/MxNxK/{X,W,bias}.npy), so that both sides see the same clocks
+    and thermal state; then cuBLAS x @ w, the unfused form and the back-to-back times once.
+    tinyc runs as a subprocess (`TINYC bench GRAPH`, its kernel cache in DIR/cache-MxNxK,
+    warmed by the caller) while this process holds torch's tensors."""
+    import statistics
+    try:
+        import numpy as np
+        import torch
+    except ImportError:
+        print("bench_matmul: PyTorch is not installed")
+        return 0
+    if not torch.cuda.is_available():
+        print("bench_matmul: no CUDA device for PyTorch")
+        return 0
+    print("bench_matmul: torch %s on %s; %d interleaved rounds per shape" % (
+        torch.__version__, torch.cuda.get_device_name(), a.rounds))
+    bad = 0
+    for arg in a.shapes:
+        sh, _, it = arg.partition(":")
+        iters = int(it) if it else a.iters
+        m, n, k = shape_of(sh)
+        d = os.path.join(a.dir, sh)
+        x = torch.from_numpy(np.load(os.path.join(d, "X.npy"))).cuda()
+        w = torch.from_numpy(np.load(os.path.join(d, "W.npy"))).cuda()
+        b = torch.from_numpy(np.load(os.path.join(d, "bias.npy"))).cuda()
+        env = dict(os.environ, TINYC_CACHE_DIR=os.path.join(a.dir, "cache-" + sh))
+        cmd = [a.tinyc, "bench", a.graph, "--bind", "M=%d,N=%d,K=%d" % (m, n, k),
+               "--in", "X=%s/X.npy" % d, "--in", "W=%s/W.npy" % d, "--in", "bias=%s/bias.npy" % d,
+               "--warmup", "10", "--iters", str(iters)]
+        lt_fn = lambda: torch._addmm_activation(b, x, w)
+        tc, lt = [], []
+        for r in range(a.rounds):
+            for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+                if side == 0:
+                    us = tinyc_graph_us(cmd, env)
+                    if us is None:
+                        print("bench_matmul: tinyc bench failed at %s" % sh)
+                        bad = 1
+                    else:
+                        tc.append(us)
+                else:
+                    lt.append(graph_us(lt_fn, iters, replays=REPLAYS, warmup=3))
+        mm = graph_us(lambda: x @ w, iters, replays=REPLAYS, warmup=3)
+        un = graph_us(lambda: torch.relu(torch.addmm(b, x, w)), iters, replays=REPLAYS, warmup=3)
+        lt_run = loop_us(lt_fn, iters, a.warmup)
+        if tc:
+            ratios = [l / t for l, t in zip(lt, tc)]
+            print("ROUNDS shape=%s tinyc_us=%.3f tinyc_spread=%.4f lt_us=%.3f lt_spread=%.4f "
+                  "ratio_min=%.4f ratio_max=%.4f rounds=%d tinyc_all=%s lt_all=%s" % (
+                      sh, statistics.median(tc), spread(tc), statistics.median(lt), spread(lt),
+                      min(ratios), max(ratios), len(tc), ",".join("%.2f" % v for v in tc),
+                      ",".join("%.2f" % v for v in lt)))
+        print("BENCH torch shape=%s lt_us=%.3f lt_run_us=%.3f mm_us=%.3f unfused_us=%.3f iters=%d" % (
+            sh, statistics.median(lt), lt_run, mm, un, iters))
+        sys.stdout.flush()
+        del x, w, b
+        torch.cuda.empty_cache()
+    return bad
+
+
 def shape_class(m, n, k):
     """Which family of the benchmark's shape set a shape belongs to."""
     llm = {4096, 11008}
@@ -179,9 +269,16 @@ def table(a):
 
     def num(x, fmt="%.2f"):
         return fmt % x if x is not None else "-"
-    print("| M x N x K | class | tinyc plan | tinyc graph (us) | tinyc b2b (us) | cuBLASLt fused graph (us) "
-          "| cuBLASLt b2b (us) | cuBLAS x@w graph (us) | cuBLASLt / tinyc | tinyc TFLOP/s | check |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    def rfield(sh, name):
+        mm = re.search(r"^ROUNDS shape=%s .*?\b%s=([0-9.]+)" % (re.escape(sh), name), torch_log, re.M)
+        return float(mm.group(1)) if mm else None
+
+    def pct(x):
+        return "%.1f%%" % (100 * x) if x is not None else "-"
+    print("| M x N x K | class | tinyc plan | tinyc graph (us) | spread | cuBLASLt fused graph (us) | spread "
+          "| cuBLASLt / tinyc | per-round ratios | tinyc b2b (us) | cuBLASLt b2b (us) | cuBLAS x@w graph (us) "
+          "| tinyc TFLOP/s | check |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|")
     jit = []
     for sh in a.shapes:
         m, n, k = shape_of(sh)
@@ -195,11 +292,16 @@ def table(a):
         plan = " + ".join(plans) if plans else "-"
         if nk > len(plans):
             plan += " (%d kernels)" % nk
+        if rfield(sh, "tinyc_us") is not None:	# interleaved rounds: their medians
+            g = rfield(sh, "tinyc_us")
         lt = tfield(sh, "lt_us")
+        rmin, rmax = rfield(sh, "ratio_min"), rfield(sh, "ratio_max")
         ck = re.search(r"^CHECK shape=%s rel=(\S+) .* (\w+)$" % re.escape(sh), check_log, re.M)
-        print("| %d x %d x %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            m, n, k, shape_class(m, n, k), plan, num(g), num(b2b), num(lt), num(tfield(sh, "lt_run_us")),
-            num(tfield(sh, "mm_us")), num(lt / g if lt and g else None),
+        print("| %d x %d x %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            m, n, k, shape_class(m, n, k), plan, num(g), pct(rfield(sh, "tinyc_spread")), num(lt),
+            pct(rfield(sh, "lt_spread")), num(lt / g if lt and g else None),
+            "%.2f-%.2f" % (rmin, rmax) if rmin is not None else "-", num(b2b),
+            num(tfield(sh, "lt_run_us")), num(tfield(sh, "mm_us")),
             num(2.0 * m * n * k / g / 1e6 if g else None, "%.1f"),
             "%s (rel %s)" % (ck.group(2), ck.group(1)) if ck else "-"))
 
@@ -227,16 +329,19 @@ def table(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["gen", "check", "time", "table"])
+    ap.add_argument("mode", choices=["gen", "check", "time", "rounds", "table"])
     ap.add_argument("args", nargs="+")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     if a.mode in ("gen", "check", "table"):
         a.dir, a.shapes = a.args[0], a.args[1:]
+    elif a.mode == "rounds":
+        a.dir, a.tinyc, a.graph, a.shapes = a.args[0], a.args[1], a.args[2], a.args[3:]
     else:
         a.shapes = a.args
-    return {"gen": gen, "check": check, "time": time_all, "table": table}[a.mode](a)
+    return {"gen": gen, "check": check, "time": time_all, "rounds": rounds, "table": table}[a.mode](a)
 
 
 if __name__ == "__main__":
