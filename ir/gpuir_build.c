@@ -957,6 +957,14 @@ tinyc_gstmt *tinyc_gs_barrier(tinyc_gkernel *k)
 	return gs_new(k, TINYC_GS_BARRIER);
 }
 
+tinyc_gstmt *tinyc_gs_cluster_barrier(tinyc_gkernel *k)
+{
+	tinyc_gstmt *s = gs_new(k, TINYC_GS_BARRIER);
+	if (s)
+		s->flag = 1;
+	return s;
+}
+
 tinyc_gstmt *tinyc_gs_shfl(tinyc_gkernel *k, tinyc_gshfl kind, int dst, tinyc_gexpr *value,
 			   tinyc_gexpr *lane, int width)
 {
@@ -1071,6 +1079,17 @@ tinyc_gstmt *tinyc_gs_mbar_expect_tx(tinyc_gkernel *k, int pipe, int bar, tinyc_
 tinyc_gstmt *tinyc_gs_mbar_arrive(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index)
 {
 	return mbar_stmt(k, TINYC_GS_MBAR_ARRIVE, pipe, bar, index);
+}
+
+tinyc_gstmt *tinyc_gs_mbar_arrive_remote(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
+					 tinyc_gexpr *rank)
+{
+	if (!rank)
+		return NULL;
+	tinyc_gstmt *s = mbar_stmt(k, TINYC_GS_MBAR_ARRIVE, pipe, bar, index);
+	if (s)
+		s->value = rank;
+	return s;
 }
 
 tinyc_gstmt *tinyc_gs_mbar_wait(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
