@@ -4,23 +4,15 @@
   tools/bench_matmul.py gen DIR MxNxK [...]     write DIR/MxNxK/{X,W,bias}.npy (fp16, seeded)
   tools/bench_matmul.py check DIR MxNxK [...]   compare DIR/MxNxK/Y.npy (tinyc's output) with
                                                 relu(X @ W + bias) computed by torch in fp32
-  tools/bench_matmul.py time MxNxK[:ITERS] [...] time on the GPU, per shape:
-        cuBLASLt fused   torch._addmm_activation(bias, x, w)  (bias + ReLU epilogue)
-        cuBLAS           x @ w
-        unfused          torch.relu(torch.addmm(bias, x, w))
-      each two ways, as `tinyc bench` times tinyc's plan:
-        graph  ITERS calls (default --iters) captured into one CUDA graph, replayed once
-               untimed and 7 times between two events: the median replay / ITERS.  No host
-               launch overhead: this is the kernels' time (and the GPU's gaps between them).
-        run    ITERS back-to-back calls between two events after --warmup: / ITERS (Python
-               and launch overhead included where it exceeds the kernel's time).
-      Prints "BENCH torch shape=MxNxK lt_us=.. lt_run_us=.. mm_us=.. mm_run_us=.. unfused_us=..
-      unfused_run_us=.." (the *_us without run: graph replay).
-
   tools/bench_matmul.py rounds DIR TINYC GRAPH MxNxK[:ITERS] [...] [--rounds R]
-      the interleaved form of `time` that tools/bench-matmul uses: per shape, R rounds of
-      tinyc's plan (`TINYC bench GRAPH` on DIR's inputs, a subprocess) and cuBLASLt fused,
-      both by graph replay, alternating which goes first; prints "ROUNDS shape=.. tinyc_us=..
+      the GPU timings: cuBLASLt fused (torch._addmm_activation(bias, x, w), bias + ReLU
+      epilogue), cuBLAS x @ w and the unfused torch.relu(torch.addmm), each like `tinyc bench`
+      times tinyc's plan: `graph`, ITERS calls captured into one CUDA graph, replayed once
+      untimed and 7 times between two events, the median replay / ITERS (the kernels' time,
+      no host launch overhead); `run`, ITERS back-to-back calls between two events / ITERS
+      (Python and launch overhead included where they exceed the kernel's time).  Per shape,
+      R rounds of tinyc's plan (`TINYC bench GRAPH` on DIR's inputs, a subprocess) and
+      cuBLASLt fused, both by graph replay, alternating which goes first; prints "ROUNDS shape=.. tinyc_us=..
       tinyc_spread=.. lt_us=.. lt_spread=.. ratio_min=.. ratio_max=.." (medians over the
       rounds; spread = (max - min) / median) and the BENCH torch line (lt_us the rounds'
       median; cuBLAS x @ w, unfused and back-to-back once).  Exit status 1 when tinyc failed.
@@ -93,41 +85,6 @@ def check(a):
 
 
 REPLAYS = 7	# graph replays timed; the median is taken (as tinyc bench does)
-
-
-def timed(torch, fn, warmup, iters):
-    """Graph-replay and back-to-back time per call (us) of fn(), iters calls each."""
-    run = loop_us(fn, iters, warmup)
-    return graph_us(fn, iters, replays=REPLAYS, warmup=1), run
-
-
-def time_all(a):
-    try:
-        import torch
-    except ImportError:
-        print("bench_matmul: PyTorch is not installed")
-        return 0
-    if not torch.cuda.is_available():
-        print("bench_matmul: no CUDA device for PyTorch")
-        return 0
-    print("bench_matmul: torch %s on %s" % (torch.__version__, torch.cuda.get_device_name()))
-    for arg in a.shapes:
-        sh, _, it = arg.partition(":")
-        iters = int(it) if it else a.iters
-        m, n, k = shape_of(sh)
-        g = torch.Generator(device="cuda").manual_seed(7)
-        x = torch.rand(m, k, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
-        w = torch.rand(k, n, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
-        b = torch.rand(n, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
-        lt, lt_run = timed(torch, lambda: torch._addmm_activation(b, x, w), a.warmup, iters)
-        mm, mm_run = timed(torch, lambda: x @ w, a.warmup, iters)
-        un, un_run = timed(torch, lambda: torch.relu(torch.addmm(b, x, w)), a.warmup, iters)
-        print("BENCH torch shape=%s lt_us=%.3f lt_run_us=%.3f mm_us=%.3f mm_run_us=%.3f "
-              "unfused_us=%.3f unfused_run_us=%.3f iters=%d" % (sh, lt, lt_run, mm, mm_run, un, un_run, iters))
-        sys.stdout.flush()
-        del x, w, b
-        torch.cuda.empty_cache()
-    return 0
 
 
 def tinyc_graph_us(cmd, env):
@@ -329,7 +286,7 @@ def table(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["gen", "check", "time", "rounds", "table"])
+    ap.add_argument("mode", choices=["gen", "check", "rounds", "table"])
     ap.add_argument("args", nargs="+")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--iters", type=int, default=50)
@@ -337,11 +294,9 @@ def main():
     a = ap.parse_args()
     if a.mode in ("gen", "check", "table"):
         a.dir, a.shapes = a.args[0], a.args[1:]
-    elif a.mode == "rounds":
-        a.dir, a.tinyc, a.graph, a.shapes = a.args[0], a.args[1], a.args[2], a.args[3:]
     else:
-        a.shapes = a.args
-    return {"gen": gen, "check": check, "time": time_all, "rounds": rounds, "table": table}[a.mode](a)
+        a.dir, a.tinyc, a.graph, a.shapes = a.args[0], a.args[1], a.args[2], a.args[3:]
+    return {"gen": gen, "check": check, "rounds": rounds, "table": table}[a.mode](a)
 
 
 if __name__ == "__main__":
