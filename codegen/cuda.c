@@ -721,7 +721,11 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		return;
 	}
 	case TINYC_GS_BARRIER:
-		tinyc_buf_puts(o, "__syncthreads();\n");
+		if (s->flag)	/* every thread of the cluster: its barriers and stages exist */
+			tinyc_buf_puts(o, "asm volatile(\"barrier.cluster.arrive.release;\\n"
+					  "barrier.cluster.wait.acquire;\\n\" ::: \"memory\");\n");
+		else
+			tinyc_buf_puts(o, "__syncthreads();\n");
 		return;
 	case TINYC_GS_SHFL: {
 		static const char *const fn[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
@@ -874,6 +878,15 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		tinyc_buf_puts(o, ")) : \"memory\");\n");
 		return;
 	case TINYC_GS_MBAR_ARRIVE:
+		if (s->value) {	/* the barrier at the same offset in the CTA of rank value */
+			tinyc_buf_puts(o, "asm volatile(\"{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1; "
+					  "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }\\n\" :: \"r\"(");
+			csmem_addr(p, &s->dst);
+			tinyc_buf_puts(o, "), \"r\"((unsigned)(");
+			cexpr(p, s->value);
+			tinyc_buf_puts(o, ")) : \"memory\");\n");
+			return;
+		}
 		tinyc_buf_puts(o, "asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\\n\" :: \"r\"(");
 		csmem_addr(p, &s->dst);
 		tinyc_buf_puts(o, ") : \"memory\");\n");
@@ -896,11 +909,14 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		return;
 	}
 	case TINYC_GS_TMA_LOAD: {
-		tinyc_buf_printf(o, "asm volatile(\"cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes "
-				 "[%%0], [%%1, {", s->n);
+		tinyc_buf_printf(o, "asm volatile(\"cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes%s "
+				 "[%%0], [%%1, {", s->n, s->flag ? ".multicast::cluster" : "");
 		for (int i = 0; i < s->n; i++)
 			tinyc_buf_printf(o, "%s%%%d", i ? ", " : "", i + 2);
-		tinyc_buf_printf(o, "}], [%%%d];\\n\" :: \"r\"(", s->n + 2);
+		tinyc_buf_printf(o, "}], [%%%d]", s->n + 2);
+		if (s->flag)	/* the CTAs' mask, a 16-bit operand */
+			tinyc_buf_printf(o, ", %%%d", s->n + 3);
+		tinyc_buf_puts(o, ";\\n\" :: \"r\"(");
 		csmem_addr(p, &s->dst);
 		tinyc_buf_printf(o, "), \"l\"(&%s)", cvar(p, s->src.var));
 		for (int i = 0; i < s->n; i++) {
@@ -910,6 +926,8 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		}
 		tinyc_buf_puts(o, ", \"r\"(");
 		csmem_addr(p, &s->src2);
+		if (s->flag)
+			tinyc_buf_printf(o, "), \"h\"((unsigned short)%u", (unsigned)s->flag);
 		tinyc_buf_puts(o, ") : \"memory\");\n");
 		return;
 	}
@@ -1010,7 +1028,10 @@ static void ckernel(cprint *p, const tinyc_gkernel *k)
 	tinyc_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d", threads);
 	if (k->min_blocks_per_sm > 0)
 		tinyc_buf_printf(o, ", %d", k->min_blocks_per_sm);
-	tinyc_buf_printf(o, ") %s(", k->name);
+	tinyc_buf_puts(o, ")");
+	if (k->cluster_x > 1)
+		tinyc_buf_printf(o, " __cluster_dims__(%d, 1, 1)", k->cluster_x);
+	tinyc_buf_printf(o, " %s(", k->name);
 	for (int i = 0; i < k->nparam; i++) {
 		const tinyc_gvar *v = &k->vars[k->params[i]];
 		if (i)

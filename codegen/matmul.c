@@ -649,11 +649,14 @@ static int wgmma_tmap(tinyc_mmk *b, const char *name, const tinyc_mm_operand *op
 }
 
 /* The tile coordinates of persistent tile index `tile` (grouped rasterisation: runs of
- * `raster` m tiles share their n tiles in L2): lets m0, n0, l appended to blk. */
+ * `raster` m tiles share their n tiles in L2): lets m0, n0, l appended to blk.  With
+ * clusters (rank not NULL) `tile` counts pairs of m tiles (tiles_m: the pairs along m) and
+ * the CTA of rank r takes the pair's m tile r. */
 static void wgmma_tile_coords(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *tile, int64_t tiles_m,
-			      int64_t tiles_n, int batched, const char *sfx)
+			      int64_t tiles_n, int batched, tinyc_gexpr *rank, const char *sfx)
 {
 	const tinyc_mm_tiles *t = b->t;
+	int64_t bm = rank ? 2 * t->bm : t->bm;	/* rows of one tile index */
 	char nm[24];
 	int64_t G = t->raster, span = G * tiles_n;
 	tinyc_gexpr *r = tile;
@@ -672,7 +675,8 @@ static void wgmma_tile_coords(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *tile,
 	snprintf(nm, sizeof(nm), "rr%s", sfx);
 	tinyc_gexpr *rr = let(b, blk, nm, bin(b, TINYC_GX_MOD, r, I(b, span)));
 	snprintf(nm, sizeof(nm), "m0%s", sfx);
-	b->m0 = let(b, blk, nm, mul(b, add(b, fm, bin(b, TINYC_GX_MOD, rr, gs)), I(b, t->bm)));
+	tinyc_gexpr *m0 = mul(b, add(b, fm, bin(b, TINYC_GX_MOD, rr, gs)), I(b, bm));
+	b->m0 = let(b, blk, nm, rank ? add(b, m0, mul(b, rank, I(b, t->bm))) : m0);
 	snprintf(nm, sizeof(nm), "n0%s", sfx);
 	b->n0 = let(b, blk, nm, mul(b, bin(b, TINYC_GX_DIV, rr, gs), I(b, t->bn)));
 }
@@ -786,7 +790,9 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	tinyc_gstmt *init = tinyc_gs_block(k);
 	for (int st = 0; st < S; st++) {
 		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, full, I(b, st), generic ? 128 : 1));
-		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, empty, I(b, st), PP ? 128 : 128 * C));
+		/* clusters: one arrival per consumer warp of both CTAs (lane 0, local and remote) */
+		int arrivals = t->cluster > 1 ? 2 * 4 * (PP ? 1 : C) : PP ? 128 : 128 * C;
+		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, empty, I(b, st), arrivals));
 	}
 	for (int c = 0; PP && c < 2; c++)
 		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, -1, turn, I(b, c), 128));
@@ -797,7 +803,8 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the ring's barriers: full[s] (the stage "
 						       "landed), empty[s] (its consumers are done)"));
 	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, b->tid, I(b, 0)), init, NULL));
-	tinyc_mmk_append(b, body, tinyc_gs_barrier(k));
+	/* clusters: the other CTA's barriers exist before the first multicast or arrival */
+	tinyc_mmk_append(b, body, t->cluster > 1 ? tinyc_gs_cluster_barrier(k) : tinyc_gs_barrier(k));
 	int tilev = tinyc_gk_reg(k, "tile", b->it), ktv = tinyc_gk_reg(k, "kt", b->it);
 	int ctilev = tinyc_gk_reg(k, "ctile", b->it), cktv = tinyc_gk_reg(k, "ckt", b->it);
 	int itp = tinyc_gk_reg(k, "itp", b->it), itc = tinyc_gk_reg(k, "itc", b->it);
@@ -806,6 +813,12 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 		return -1;
 	tinyc_gexpr *bid = tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_BID_X));
 	tinyc_gexpr *nbid = tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_NBID_X));
+	w->rank = NULL;
+	if (t->cluster > 1) {	/* the pair's index and count; the CTA's rank in it */
+		w->rank = let(b, body, "crank", bin(b, TINYC_GX_MOD, bid, I(b, 2)));
+		bid = let(b, body, "cid", bin(b, TINYC_GX_DIV, bid, I(b, 2)));
+		nbid = let(b, body, "ncl", bin(b, TINYC_GX_DIV, nbid, I(b, 2)));
+	}
 	tinyc_gexpr *is0 = bin(b, TINYC_GX_EQ, b->tid, I(b, 0));
 
 	w->As = As, w->Bs = Bs, w->full = full, w->empty = empty, w->turn = turn;
@@ -854,7 +867,7 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	tinyc_gstmt *issuer = tinyc_gs_block(k);
 	tinyc_mmk_append(b, issuer, tinyc_gs_decl(k, itp, I(b, 0)));
 	tinyc_gstmt *ptile = tinyc_gs_block(k);
-	wgmma_tile_coords(b, ptile, tinyc_gx_var(k, tilev), tiles_m, tiles_n, batched, "p");
+	wgmma_tile_coords(b, ptile, tinyc_gx_var(k, tilev), tiles_m, tiles_n, batched, w->rank, "p");
 	tinyc_gexpr *pm0 = b->m0, *pn0 = b->n0, *pl = b->l;
 	tinyc_gstmt *pk = tinyc_gs_block(k);
 	tinyc_gexpr *IT = tinyc_gx_var(k, itp);
@@ -890,8 +903,17 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 		for (int j = 0; j < BN / 64; j++) {
 			crd[0] = tinyc_gx_cast(k, TINYC_INT, add(b, pn0, I(b, 64 * j)));
 			crd[1] = tinyc_gx_cast(k, TINYC_INT, k0);
-			tinyc_mmk_append(b, tma, tinyc_gs_tma_load(k, pipe, Bs, add(b, bbase, I(b, 64 * 64 * j)), tb,
-								   batched ? 3 : 2, crd, full, ps));
+			tinyc_gstmt *ld = tinyc_gs_tma_load(k, pipe, Bs, add(b, bbase, I(b, 64 * 64 * j)), tb,
+							    batched ? 3 : 2, crd, full, ps);
+			if (!ld || !w->rank) {
+				tinyc_mmk_append(b, tma, ld);
+				continue;
+			}
+			/* clusters: box j comes from the CTA of rank j % 2, to both */
+			ld->flag = 3;
+			tinyc_gstmt *mine = tinyc_gs_block(k);
+			tinyc_mmk_append(b, mine, ld);
+			tinyc_mmk_append(b, tma, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, w->rank, I(b, j % 2)), mine, NULL));
 		}
 	}
 	int all = generic || w->tf32;	/* every producer thread runs the loop */
@@ -946,6 +968,24 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	return prod;
 }
 
+/* A consumer's release of ring stage `stage` (appended to blk): every thread arrives on
+ * empty[stage]; with clusters lane 0 of each warp arrives on it in both CTAs (the other's
+ * producer multicasts into this CTA's stage too). */
+static void wgmma_release(wgmma_ring *w, tinyc_gstmt *blk, tinyc_gexpr *stage)
+{
+	tinyc_mmk *b = w->b;
+	tinyc_gkernel *k = b->k;
+	if (!w->rank) {
+		tinyc_mmk_append(b, blk, tinyc_gs_mbar_arrive(k, w->pipe, w->empty, stage));
+		return;
+	}
+	tinyc_gstmt *both = tinyc_gs_block(k);
+	tinyc_mmk_append(b, both, tinyc_gs_mbar_arrive(k, w->pipe, w->empty, stage));
+	tinyc_mmk_append(b, both, tinyc_gs_mbar_arrive_remote(k, w->pipe, w->empty, stage,
+							      bin(b, TINYC_GX_SUB, I(b, 1), w->rank)));
+	tinyc_mmk_append(b, blk, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, b->lane, I(b, 0)), both, NULL));
+}
+
 /* A consumer's main loop over the k tiles of a tile (appended to ctile): wait full[s],
  * BK/16 x (rows/64) x BN/wgn wgmma into the accumulators, commit, keep one group in flight
  * and release the previous stage; then drain and release the last one.  NT: the
@@ -958,7 +998,7 @@ static void wgmma_kloop(wgmma_ring *w, tinyc_gstmt *ctile, tinyc_gexpr *NT)
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, WN = t->wgn, PP = t->pingpong;
 	int MI = PP ? BM / 64 : 1;	/* m64 instructions per consumer */
 	int64_t ktiles = w->ktiles;
-	int As = w->As, Bs = w->Bs, full = w->full, empty = w->empty, turn = w->turn;
+	int As = w->As, Bs = w->Bs, full = w->full, turn = w->turn;
 	int pipe = w->pipe, itc = w->itc, cktv = w->cktv, ntv = w->ntv;
 	tinyc_gexpr *cw = w->cw;
 	tinyc_gstmt *ck = tinyc_gs_block(k);
@@ -987,16 +1027,14 @@ static void wgmma_kloop(wgmma_ring *w, tinyc_gstmt *ctile, tinyc_gexpr *NT)
 	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_commit(k));
 	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_wait(k, 1, b->acc));
 	tinyc_gstmt *rel = tinyc_gs_block(k);
-	tinyc_mmk_append(b, rel, tinyc_gs_mbar_arrive(k, pipe, empty,
-						      bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S))));
+	wgmma_release(w, rel, bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S)));
 	tinyc_mmk_append(b, ck, tinyc_gs_comment(k, "the previous k tile's wgmma group is done: "
 						     "release its stage"));
 	tinyc_mmk_append(b, ck, tinyc_gs_if(k, bin(b, TINYC_GX_GT, KT, I(b, 0)), rel, NULL));
 	tinyc_mmk_append(b, ck, tinyc_gs_assign(k, itc, add(b, ITC, I(b, 1))));
 	tinyc_mmk_append(b, ctile, tinyc_gs_for_range(k, cktv, I(b, 0), I(b, ktiles), I(b, 1), 0, ck));
 	tinyc_mmk_append(b, ctile, tinyc_gs_wgmma_wait(k, 0, b->acc));
-	tinyc_mmk_append(b, ctile, tinyc_gs_mbar_arrive(k, pipe, empty,
-							bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S))));
+	wgmma_release(w, ctile, bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S)));
 	if (PP) {	/* the other's turn; skip its tile in the ring */
 		tinyc_mmk_append(b, ctile, tinyc_gs_mbar_arrive(k, -1, turn, bin(b, TINYC_GX_SUB, I(b, 1), cw)));
 		tinyc_mmk_append(b, ctile, tinyc_gs_assign(k, itc, add(b, ITC, I(b, ktiles))));
@@ -1078,7 +1116,7 @@ static tinyc_gstmt *wgmma_consumer(wgmma_ring *w)
 	/* pingpong: consumer c starts at the ring position of the CTA's tile c */
 	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, itc, PP ? mul(b, cw, I(b, ktiles)) : I(b, 0)));
 	tinyc_gstmt *ctile = tinyc_gs_block(k);
-	wgmma_tile_coords(b, ctile, tinyc_gx_var(k, ctilev), tiles_m, tiles_n, batched, "");
+	wgmma_tile_coords(b, ctile, tinyc_gx_var(k, ctilev), tiles_m, tiles_n, batched, w->rank, "");
 	tinyc_gexpr *NT = tinyc_gx_var(k, ntv);
 	if (PP) {	/* the CTA's tile j = 2 nt + cw waits for the other's tile j - 1 */
 		tinyc_mmk_append(b, cons, tinyc_gs_decl(k, ntv, I(b, 0)));
@@ -1135,10 +1173,18 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	k->min_blocks_per_sm = 1;	/* the register cap setmaxnreg needs */
 	b->threads = k->block[0];
 	w.tiles_m = (Mv + BM - 1) / BM, w.tiles_n = (Nv + BN - 1) / BN;
+	int CL = t->cluster > 1 ? 2 : 1;
+	if (CL > 1 && (batched || t->b_kmajor || !t->a_tma || !t->b_tma || w.tf32))
+		return tinyc_error(b->ctx, "CodegenError", "matmul %s: clusters need TMA operands, B "
+				   "n-major and no batch", name);
+	if (CL > 1)	/* the CTAs walk pairs of m tiles, a pair per cluster */
+		w.tiles_m = (w.tiles_m + 1) / 2;
 	w.ntiles = w.tiles_m * w.tiles_n * (batched ? Lv : 1), w.ktiles = (Kv + BK - 1) / BK;
-	int64_t grid = w.ntiles < t->grid ? w.ntiles : t->grid;
-	if (grid < 1)
-		grid = 1;
+	int64_t grid = w.ntiles * CL < t->grid ? w.ntiles * CL : t->grid;
+	if (grid < CL)
+		grid = CL;
+	grid -= grid % CL;
+	k->cluster_x = CL > 1 ? CL : 0;
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, grid);
 	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	tinyc_gstmt *body = k->body;
@@ -1156,6 +1202,10 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "warp specialisation: warpgroup 0 produces, the "
 						       "others consume"));
 	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, w.wg, I(b, 0)), prod, cons));
+	if (CL > 1) {	/* no CTA leaves while the other may still arrive on its barriers */
+		tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the cluster's CTAs leave together"));
+		tinyc_mmk_append(b, body, tinyc_gs_cluster_barrier(k));
+	}
 	return b->error ? -1 : 0;
 }
 

@@ -21,7 +21,9 @@ typedef struct wgmma_ring {
 	int tilev, ktv, itp;		/* producer registers: tile, k tile, ring position */
 	int ctilev, cktv, itc, ntv;	/* consumer registers: the same and tiles so far */
 	tinyc_gexpr *wg;		/* warpgroup index */
-	tinyc_gexpr *bid, *nbid;	/* blockIdx.x, gridDim.x */
+	tinyc_gexpr *bid, *nbid;	/* blockIdx.x, gridDim.x (clusters: the cluster's index
+					 * and count, blockIdx.x / 2, gridDim.x / 2) */
+	tinyc_gexpr *rank;		/* clusters: the CTA's rank in its pair, else NULL */
 	tinyc_gexpr *is0;		/* thread 0 of the CTA */
 	tinyc_gexpr *cw, *g, *t4;	/* consumer index; the lane's row group, column pair */
 	int tf32;			/* 3xTF32 (fp32 operands): the producer splits */

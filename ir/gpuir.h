@@ -178,7 +178,8 @@ typedef enum tinyc_gs_op {
 	TINYC_GS_ASSIGN,	/* dst.var = value (REG) */
 	TINYC_GS_STORE,		/* if (pred) dst.var[dst.index] = value (global/shared/reg array) */
 	TINYC_GS_ATOMIC,	/* if (pred) atomic `atomic_op` of value into dst.var[dst.index] */
-	TINYC_GS_BARRIER,	/* __syncthreads() */
+	TINYC_GS_BARRIER,	/* __syncthreads(); flag 1: the cluster's barrier
+				 * (barrier.cluster.arrive.release + wait.acquire) */
 	TINYC_GS_SHFL,		/* dst.var = shuffle `shfl`(value, lane, width = n) over the full warp */
 	TINYC_GS_COPY,		/* n elements: dst.var[dst.index + i] = pred ? src.var[src.index + i] : 0;
 				 * one vector access of n * size bytes (4, 8 or 16 when n > 1, aligned);
@@ -193,11 +194,14 @@ typedef enum tinyc_gs_op {
 				 * D = dst, A = src, B = src2, C = src3 (REG_ARRAYs at element offsets) */
 	TINYC_GS_MBAR_INIT,	/* mbarrier.init.shared.b64 [dst], n (arrival count) */
 	TINYC_GS_MBAR_EXPECT_TX,	/* mbarrier.arrive.expect_tx.shared.b64 [dst], value bytes */
-	TINYC_GS_MBAR_ARRIVE,	/* mbarrier.arrive.shared.b64 [dst] */
+	TINYC_GS_MBAR_ARRIVE,	/* mbarrier.arrive.shared.b64 [dst]; value (optional): the
+				 * rank of the cluster's CTA whose barrier at dst's offset
+				 * receives the arrival (mapa, .release.cluster) */
 	TINYC_GS_MBAR_WAIT,	/* wait on [dst] until the phase with parity `value` completed */
 	TINYC_GS_TMA_LOAD,	/* cp.async.bulk.tensor.{n}d.shared::cluster.global.mbarrier:
 				 * box at coord[0..n) of tensor map src.var into dst (shared),
-				 * completing on the mbarrier src2 */
+				 * completing on the mbarrier src2; flag > 0: .multicast::cluster
+				 * to the CTAs of mask `flag`, each at the same offsets */
 	TINYC_GS_FENCE,		/* `fence` */
 	TINYC_GS_COMMENT,	/* a comment line `text` */
 	/* Hopper warpgroup operations (sm_90a; the four warps of a warpgroup execute them
@@ -320,6 +324,8 @@ typedef struct tinyc_gkernel {
 	int block[3];			/* block extents */
 	int64_t dyn_smem;		/* bytes of dynamic shared memory */
 	int min_blocks_per_sm;		/* __launch_bounds__ second argument, 0 = none */
+	int cluster_x;			/* CTAs per thread-block cluster along x
+					 * (__cluster_dims__), 0 or 1 = none */
 	tinyc_dtype index_dtype;	/* type of index arithmetic: int or long */
 	char *comment;			/* what the kernel computes (dumped above it), or NULL */
 	int first_var_scratch;		/* builder bookkeeping: next suffix for unique names */
@@ -457,6 +463,8 @@ tinyc_gstmt *tinyc_gs_atomic(tinyc_gkernel *k, tinyc_gatomic op, int var, tinyc_
 tinyc_gstmt *tinyc_gs_atomic_old(tinyc_gkernel *k, tinyc_gatomic op, int old, int var,
 				 tinyc_gexpr *index, tinyc_gexpr *value, tinyc_gexpr *pred);
 tinyc_gstmt *tinyc_gs_barrier(tinyc_gkernel *k);
+/* The cluster's barrier (every thread of every CTA of the cluster; sm_90). */
+tinyc_gstmt *tinyc_gs_cluster_barrier(tinyc_gkernel *k);
 tinyc_gstmt *tinyc_gs_shfl(tinyc_gkernel *k, tinyc_gshfl kind, int dst, tinyc_gexpr *value,
 			   tinyc_gexpr *lane, int width);
 /* Copy n elements; async selects cp.async (dst shared, src global). */
@@ -484,6 +492,9 @@ tinyc_gstmt *tinyc_gs_mbar_init(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr
 tinyc_gstmt *tinyc_gs_mbar_expect_tx(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
 				     tinyc_gexpr *bytes);
 tinyc_gstmt *tinyc_gs_mbar_arrive(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index);
+/* An arrival on the barrier at bar[index] of the cluster's CTA of rank `rank` (sm_90). */
+tinyc_gstmt *tinyc_gs_mbar_arrive_remote(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
+					 tinyc_gexpr *rank);
 tinyc_gstmt *tinyc_gs_mbar_wait(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
 				tinyc_gexpr *parity);
 /* TMA: load the box at coords[0..rank) (innermost first, int) of tensor map `tmap` into

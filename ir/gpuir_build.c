@@ -967,6 +967,14 @@ tinyc_gstmt *tinyc_gs_barrier(tinyc_gkernel *k)
 	return gs_new(k, TINYC_GS_BARRIER);
 }
 
+tinyc_gstmt *tinyc_gs_cluster_barrier(tinyc_gkernel *k)
+{
+	tinyc_gstmt *s = gs_new(k, TINYC_GS_BARRIER);
+	if (s)
+		s->flag = 1;
+	return s;
+}
+
 tinyc_gstmt *tinyc_gs_shfl(tinyc_gkernel *k, tinyc_gshfl kind, int dst, tinyc_gexpr *value,
 			   tinyc_gexpr *lane, int width)
 {
@@ -1067,15 +1075,22 @@ tinyc_gstmt *tinyc_gs_mbar_init(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr
 	return s;
 }
 
+/* An mbarrier statement with its value (bytes, parity, a CTA's rank); NULL without one. */
+static tinyc_gstmt *mbar_valued(tinyc_gkernel *k, tinyc_gs_op op, int pipe, int bar,
+				tinyc_gexpr *index, tinyc_gexpr *value)
+{
+	if (!value)
+		return NULL;
+	tinyc_gstmt *s = mbar_stmt(k, op, pipe, bar, index);
+	if (s)
+		s->value = value;
+	return s;
+}
+
 tinyc_gstmt *tinyc_gs_mbar_expect_tx(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
 				     tinyc_gexpr *bytes)
 {
-	if (!bytes)
-		return NULL;
-	tinyc_gstmt *s = mbar_stmt(k, TINYC_GS_MBAR_EXPECT_TX, pipe, bar, index);
-	if (s)
-		s->value = bytes;
-	return s;
+	return mbar_valued(k, TINYC_GS_MBAR_EXPECT_TX, pipe, bar, index, bytes);
 }
 
 tinyc_gstmt *tinyc_gs_mbar_arrive(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index)
@@ -1083,15 +1098,16 @@ tinyc_gstmt *tinyc_gs_mbar_arrive(tinyc_gkernel *k, int pipe, int bar, tinyc_gex
 	return mbar_stmt(k, TINYC_GS_MBAR_ARRIVE, pipe, bar, index);
 }
 
+tinyc_gstmt *tinyc_gs_mbar_arrive_remote(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
+					 tinyc_gexpr *rank)
+{
+	return mbar_valued(k, TINYC_GS_MBAR_ARRIVE, pipe, bar, index, rank);
+}
+
 tinyc_gstmt *tinyc_gs_mbar_wait(tinyc_gkernel *k, int pipe, int bar, tinyc_gexpr *index,
 				tinyc_gexpr *parity)
 {
-	if (!parity)
-		return NULL;
-	tinyc_gstmt *s = mbar_stmt(k, TINYC_GS_MBAR_WAIT, pipe, bar, index);
-	if (s)
-		s->value = parity;
-	return s;
+	return mbar_valued(k, TINYC_GS_MBAR_WAIT, pipe, bar, index, parity);
 }
 
 tinyc_gstmt *tinyc_gs_tma_load(tinyc_gkernel *k, int pipe, int dst, tinyc_gexpr *dst_index,

@@ -990,6 +990,9 @@ int tinyc_gpu_interp(tinyc_ctx *ctx, const tinyc_gpu_module *m, const tinyc_gker
 		if (tinyc_gpu_eval_int(k->grid[d], mem->sym, &in.grid[d]) < 0)
 			return tinyc_error(ctx, "GpuInterpError", "kernel %s: grid extent %c needs an unbound symbol",
 					   k->name, "xyz"[d]);
+	if (k->cluster_x > 1)	/* its CTAs run together and share their shared memory */
+		return tinyc_error(ctx, "GpuInterpUnsupported", "kernel %s: thread-block clusters are not "
+				   "interpreted (the kernel runs on a GPU only)", k->name);
 	for (int v = 0; v < k->nvar; v++)
 		if (k->vars[v].kind == TINYC_GV_PARAM_TMAP)
 			return tinyc_error(ctx, "GpuInterpUnsupported", "kernel %s: tensor maps (TMA) are not "

@@ -346,7 +346,7 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		}
 		break;
 	case TINYC_GS_BARRIER:
-		tinyc_buf_puts(out, "barrier");
+		tinyc_buf_puts(out, s->flag ? "cluster.barrier" : "barrier");
 		break;
 	case TINYC_GS_SHFL:
 		tinyc_buf_printf(out, "%s = shfl.%s(", vname(k, s->dst.var), shfl_name(s->shfl));
@@ -407,6 +407,10 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 	case TINYC_GS_MBAR_ARRIVE:
 		tinyc_buf_puts(out, "mbarrier.arrive ");
 		print_ref(k, &s->dst, out);
+		if (s->value) {
+			tinyc_buf_puts(out, " of cta ");
+			tinyc_gpu_print_expr(k, s->value, out);
+		}
 		break;
 	case TINYC_GS_TMA_LOAD:
 		tinyc_buf_printf(out, "tma.load.%dd ", s->n);
@@ -419,6 +423,8 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		}
 		tinyc_buf_puts(out, ") mbarrier ");
 		print_ref(k, &s->src2, out);
+		if (s->flag)
+			tinyc_buf_printf(out, " multicast 0x%x", (unsigned)s->flag);
 		break;
 	case TINYC_GS_FENCE:
 		tinyc_buf_printf(out, "fence.%s", fence_name(s->fence));
@@ -578,6 +584,8 @@ void tinyc_gpu_print(const tinyc_gpu_module *m, tinyc_buf *out)
 		tinyc_buf_printf(out, ") block (%d, %d, %d) smem %" PRId64 " dyn %" PRId64 " index %s\n",
 				 k->block[0], k->block[1], k->block[2], tinyc_gk_static_smem(k),
 				 k->dyn_smem, tinyc_dtype_name(k->index_dtype));
+		if (k->cluster_x > 1)
+			tinyc_buf_printf(out, "  cluster (%d, 1, 1)\n", k->cluster_x);
 		for (int v = 0; v < k->nvar; v++) {
 			const tinyc_gvar *x = &k->vars[v];
 			if (x->kind != TINYC_GV_SHARED)

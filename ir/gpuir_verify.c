@@ -393,6 +393,8 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 	case TINYC_GS_BARRIER:
 		if (ctl > 0)
 			verr(st, "barrier under a thread-dependent branch or loop", NULL, NULL);
+		if (s->flag && (st->m->arch_major < 9 || st->k->cluster_x < 2))
+			verr(st, "a cluster barrier needs sm_90 and a kernel of clusters", NULL, NULL);
 		break;
 	case TINYC_GS_SHFL:
 		v = vvar(st, s->dst.var, "shfl");
@@ -486,6 +488,9 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 		if (st->m->arch_major < 9 && s->op != TINYC_GS_MBAR_INIT && s->op != TINYC_GS_MBAR_ARRIVE &&
 		    s->op != TINYC_GS_MBAR_WAIT)
 			verr(st, "mbarrier transaction counts need sm_90", NULL, NULL);
+		if (s->op == TINYC_GS_MBAR_ARRIVE && s->value && (st->m->arch_major < 9 || st->k->cluster_x < 2))
+			verr(st, "an arrival on another CTA's mbarrier needs sm_90 and a kernel of clusters",
+			     NULL, NULL);
 		break;
 	case TINYC_GS_TMA_LOAD: {
 		const tinyc_gvar *d = vref(st, &s->dst, "tma.load", NULL);
@@ -499,6 +504,8 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 			verr(st, "tma.load source must be a tensor map: ", t->name, NULL);
 		if (st->m->arch_major < 9)
 			verr(st, "TMA needs sm_90", NULL, NULL);
+		if (s->flag && (st->k->cluster_x < 2 || s->flag >= 1 << st->k->cluster_x))
+			verr(st, "a TMA multicast needs a kernel of clusters holding its CTAs", NULL, NULL);
 		break;
 	}
 	case TINYC_GS_FENCE:

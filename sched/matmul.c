@@ -381,6 +381,34 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	return 0;
 }
 
+/* Clusters of 2 CTAs on t (wgmma_tiles' result for prob): the pair takes m tiles 2 p and
+ * 2 p + 1 of one n tile and shares B, each CTA loading half of its boxes by a TMA
+ * multicast to both, which halves B's reads from L2 (cuBLASLt's kernels on the H100 run
+ * in 2-CTA clusters on every shape of the benchmark: ncu, docs/matmul-results.md).  For
+ * TMA operands as they are (no packing, gather or 3xTF32), B n-major (its stage is
+ * BN / 64 boxes), no batch, two m tiles and M >= 128 at least.  0, or -1 where it does
+ * not apply. */
+static int wgmma_cluster(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
+			 const int64_t *sym, tinyc_mm_tiles *t)
+{
+	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
+	int64_t nv = prob->n.sym < 0 ? prob->n.val : sym ? sym[prob->n.sym] : -1;
+	int64_t lv = prob->l.sym < 0 ? prob->l.val : sym ? sym[prob->l.sym] : -1;
+	if (t->tf32x3 || !t->a_tma || !t->b_tma || t->pack_a || t->pack_b || t->a_nhwc ||
+	    t->b_kmajor || lv != 1 || (prob->evt && prob->evt->batched) || mv < 1 || nv < 1)
+		return -1;
+	int64_t tm = (mv + t->bm - 1) / t->bm, tn = (nv + t->bn - 1) / t->bn;
+	if (tm < 2 || mv < 128)	/* M < 128: the small-M plans (sched/splitk.c, gemv) */
+		return -1;
+	int64_t pairs = (tm + 1) / 2 * tn;
+	int slots = dev->sm_count / 2 * 2;
+	t->cluster = 2;
+	t->grid = (int)(2 * pairs < slots ? 2 * pairs : slots);
+	if (tm % 2)	/* the last pair's second tile lies past M: its rows are predicated */
+		t->pred_m = 1;
+	return 0;
+}
+
 int64_t tinyc_matmul_packed_operand(const tinyc_mm_problem *prob, const tinyc_mm_tiles *t,
 				    const int64_t *sym, int is_b, tinyc_mm_operand *out)
 {
@@ -412,10 +440,10 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 {
 	static const char *const names[] = {"simt", "mma", "wgmma", "gemv", "tf32x3"};
 	if (t->variant == TINYC_MM_WGMMA)
-		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s%s", t->bm, t->bn, t->bk, t->stages,
+		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s%s%s", t->bm, t->bn, t->bk, t->stages,
 			 t->consumers, t->wgn, t->pingpong ? " pp" : "", t->tf32x3 ? " tf32x3" : "",
 			 t->a_nhwc ? " nhwc" : t->pack_a && t->pack_b ? " packAB" : t->pack_a ? " packA"
-			 : t->pack_b ? " packB" : "");
+			 : t->pack_b ? " packB" : "", t->cluster > 1 ? " cl2" : "");
 	else
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
 	size_t n = strlen(buf);
@@ -676,12 +704,18 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	if (t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_TF32X3) {
 		/* the SMs pull every operand tile from L2 (about 3x the DRAM bandwidth on an
 		 * H100, 7.5 TB/s measured with 128x256 tiles): narrow tiles re-read more */
+		/* clusters (B multicast) halve B's reads from L2, but that is not credited here:
+		 * their speed is not yet measured on the H100, so the model prices a cluster plan
+		 * as its single-CTA plan (on whole pairs of m tiles, below) and `tinyc tune` or
+		 * TINYC_WGMMA_CLUSTER=2 chooses it (docs/matmul-results.md) */
 		double l2 = L * (M * K * tinyc_dtype_size(prob->a.dtype) * nt +
 				 K * N * tinyc_dtype_size(prob->b.dtype) * mt);
 		double t_l2 = l2 / (3.0 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
 		if (t_l2 > mp->t_memory_us)
 			mp->t_memory_us = t_l2;
 	}
+	if (t->cluster > 1)	/* whole pairs of m tiles */
+		mt = 2 * ceil(mt / 2);
 	double util = (M * N) / (mt * t->bm * nt * t->bn);
 	double ctas = mt * nt * L;
 	double slots = (double)s->dev.sm_count * t->ctas_per_sm;
@@ -876,6 +910,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 int st, int pp, int split, int have_ft, const int *ft, tinyc_dtype idx)
 {
 	const int64_t *sym = s->bind ? s->bind->val : NULL;
+	int cl = pp >> 3;	/* wgmma: pp bit 3, clusters of 2 CTAs */
+	pp &= 7;
 	if (have_ft && (ft[4] ? split != ft[4] : split > 1))
 		return 0;
 	/* split-K: the tiles and the estimate are the split problem's (sched/splitk.c) */
@@ -899,7 +935,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	}
 	tinyc_mm_tiles t;
 	if (v == TINYC_MM_WGMMA ? wgmma_tiles(tp, &s->dev, sym, bm, bn, bk, st, pp % 2,
-					      pp >= 4 ? 2 : pp / 2, &t) < 0
+					      pp >= 4 ? 2 : pp / 2, &t) < 0 ||
+					  (cl && wgmma_cluster(tp, &s->dev, sym, &t) < 0)
 				: tinyc_matmul_tiles(tp, &s->dev, sym, v, bm, bn, bk, st, &t) < 0) {
 		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
@@ -911,7 +948,9 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	const tinyc_sched_options *o = &s->opt;	/* pins of the wgmma schedule (tests) */
 	if ((have_ft && o->wgmma_pp >= 0 && t.variant == TINYC_MM_WGMMA && t.pingpong != o->wgmma_pp) ||
 	    (have_ft && o->wgmma_pack >= 0 && t.variant == TINYC_MM_WGMMA &&
-	     (t.a_nhwc ? 2 : t.pack_a || t.pack_b) != o->wgmma_pack)) {
+	     (t.a_nhwc ? 2 : t.pack_a || t.pack_b) != o->wgmma_pack) ||
+	    (o->wgmma_cluster >= 1 && t.variant == TINYC_MM_WGMMA &&
+	     (t.cluster > 1 ? 2 : 1) != o->wgmma_cluster)) {
 		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
 	}
@@ -968,14 +1007,14 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	else
 		snprintf(p.desc, sizeof(p.desc),
 			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%d%s, "
-			 "smem %" PRId64 " B, persistent %d CTAs",
+			 "smem %" PRId64 " B, persistent %d CTAs%s",
 			 t.bm, t.bn, t.bk, t.stages,
 			 t.a_nhwc ? "A nhwc cp.async, B packed"
 			 : t.pack_a && t.pack_b ? "tma, A B packed" : t.pack_a ? "tma, A packed"
 			 : t.pack_b ? "tma, B packed"
 			 : t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
 			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.tf32x3 ? "k8 3xTF32" : "k16",
-			 t.smem, t.grid);
+			 t.smem, t.grid, t.cluster > 1 ? ", cluster 2x1" : "");
 	if (split > 1) {
 		size_t n = strlen(p.desc);
 		snprintf(p.desc + n, sizeof(p.desc) - n, ", split-K %d", split);
@@ -1022,6 +1061,17 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 							int wbk = fp32_operands(&prob) ? 32 : 64;
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
 									       wbn[j], wbk, wst[q], pp, 0, have_ft, ft,
+									       idx)) < 0)
+								return -1;
+							added += r;
+						}
+			/* clusters of 2 CTAs (pp bit 3), cooperative and pingpong */
+			for (int pp = 8; pp < 10; pp++)
+				for (int i = 0; i < 2; i++)
+					for (int j = 0; j < 4; j++)
+						for (int q = 0; q < 4; q++) {
+							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
+									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,
 									       idx)) < 0)
 								return -1;
 							added += r;
@@ -1358,8 +1408,10 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 		tinyc_buf_puts(out, " (TMA ring: a full and an empty mbarrier per stage, phase parity "
 			       "as the async token)\n");
 		tinyc_buf_printf(out, "  bind: persistent grid of %d CTAs over the tiles (l, m.o, n.o) in "
-				 "groups of %d m tiles (L2 rasterisation); warpgroups: 1 producer (%s), ",
-				 t->grid, t->raster,
+				 "groups of %d m tiles (L2 rasterisation)%s; warpgroups: 1 producer (%s), ",
+				 t->grid, t->raster, t->cluster > 1 ? ", clusters of 2 CTAs on m tiles 2p, 2p+1 "
+				 "sharing B (each CTA loads half of B's boxes, multicast to both; a stage is "
+				 "released when both CTAs' consumers arrive)" : "",
 				 t->a_tma && t->b_tma ? "one thread issues TMA" : "its threads copy, one issues TMA");
 		if (t->pingpong)
 			tinyc_buf_printf(out, "2 consumers alternating whole tiles (pingpong: one's epilogue "

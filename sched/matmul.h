@@ -153,6 +153,9 @@ typedef struct tinyc_mm_tiles {
 					 * threads in 16-byte cp.async chunks; B packed */
 	tinyc_conv_nhwc nhwc;		/* a_nhwc: the rearranged input's shape */
 	int grid;			/* persistent CTAs (<= SMs) */
+	int cluster;			/* 2: clusters of 2 CTAs on consecutive m tiles of one n
+					 * tile, each CTA loading half of the B stage by a TMA
+					 * multicast to both (codegen/matmul.c); 0: none */
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
 	int no_stage;			/* 16-bit outputs not staged (options record: TINYC_NO_STAGE) */
 	int no_pair;			/* no paired epilogue stores (options record: TINYC_NO_PAIR) */

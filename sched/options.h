@@ -41,6 +41,8 @@ typedef struct tinyc_sched_options {
 					 * or cooperative (0) schedules; -1: both */
 	int wgmma_pack;			/* TINYC_WGMMA_PACK: with a forced tile, only packing (1),
 					 * copying (0) or NHWC conv (2) operands; -1: any */
+	int wgmma_cluster;		/* TINYC_WGMMA_CLUSTER: only plans without clusters (1) or
+					 * of 2-CTA clusters (2); -1: both */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
 	int splitk_sum;			/* TINYC_SPLITK_SUM: split-K partials summed 1 in the

@@ -4,18 +4,18 @@
   tools/bench_matmul.py gen DIR MxNxK [...]     write DIR/MxNxK/{X,W,bias}.npy (fp16, seeded)
   tools/bench_matmul.py check DIR MxNxK [...]   compare DIR/MxNxK/Y.npy (tinyc's output) with
                                                 relu(X @ W + bias) computed by torch in fp32
-  tools/bench_matmul.py time MxNxK[:ITERS] [...] time on the GPU, per shape:
-        cuBLASLt fused   torch._addmm_activation(bias, x, w)  (bias + ReLU epilogue)
-        cuBLAS           x @ w
-        unfused          torch.relu(torch.addmm(bias, x, w))
-      each two ways, as `tinyc bench` times tinyc's plan:
-        graph  ITERS calls (default --iters) captured into one CUDA graph, replayed once
-               untimed and 7 times between two events: the median replay / ITERS.  No host
-               launch overhead: this is the kernels' time (and the GPU's gaps between them).
-        run    ITERS back-to-back calls between two events after --warmup: / ITERS (Python
-               and launch overhead included where it exceeds the kernel's time).
-      Prints "BENCH torch shape=MxNxK lt_us=.. lt_run_us=.. mm_us=.. mm_run_us=.. unfused_us=..
-      unfused_run_us=.." (the *_us without run: graph replay).
+  tools/bench_matmul.py rounds DIR TINYC GRAPH MxNxK[:ITERS] [...] [--rounds R]
+      the GPU timings: cuBLASLt fused (torch._addmm_activation(bias, x, w), bias + ReLU
+      epilogue), cuBLAS x @ w and the unfused torch.relu(torch.addmm), each like `tinyc bench`
+      times tinyc's plan: `graph`, ITERS calls captured into one CUDA graph, replayed once
+      untimed and 7 times between two events, the median replay / ITERS (the kernels' time,
+      no host launch overhead); `run`, ITERS back-to-back calls between two events / ITERS
+      (Python and launch overhead included where they exceed the kernel's time).  Per shape,
+      R rounds of tinyc's plan (`TINYC bench GRAPH` on DIR's inputs, a subprocess) and
+      cuBLASLt fused, both by graph replay, alternating which goes first; prints "ROUNDS shape=.. tinyc_us=..
+      tinyc_spread=.. lt_us=.. lt_spread=.. ratio_min=.. ratio_max=.." (medians over the
+      rounds; spread = (max - min) / median) and the BENCH torch line (lt_us the rounds'
+      median; cuBLAS x @ w, unfused and back-to-back once).  Exit status 1 when tinyc failed.
 
   tools/bench_matmul.py table DIR MxNxK [...]   the markdown tables from DIR's logs (tinyc
                                                 bench's cold.log / warm.log per shape,
@@ -87,14 +87,35 @@ def check(a):
 REPLAYS = 7	# graph replays timed; the median is taken (as tinyc bench does)
 
 
-def timed(torch, fn, warmup, iters):
-    """Graph-replay and back-to-back time per call (us) of fn(), iters calls each."""
-    run = loop_us(fn, iters, warmup)
-    return graph_us(fn, iters, replays=REPLAYS, warmup=1), run
+def tinyc_graph_us(cmd, env):
+    """One `tinyc bench` run (cmd, a list): its whole plan's graph-replay time per execution
+    (us), or None when it failed."""
+    import subprocess
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    mm = re.search(r"^  plan time: graph ([0-9.]+) us", r.stdout, re.M)
+    if r.returncode != 0 or not mm:
+        sys.stdout.write(r.stdout)
+        return None
+    return float(mm.group(1))
 
 
-def time_all(a):
+def spread(xs):
+    """(max - min) / median of a list of times, as a fraction."""
+    import statistics
+    med = statistics.median(xs)
+    return (max(xs) - min(xs)) / med if med > 0 else 0.0
+
+
+def rounds(a):
+    """Interleaved timing: per shape, ROUNDS rounds of (tinyc's whole plan, cuBLASLt fused),
+    each by CUDA-graph replay of ITERS executions, the order alternating from round to round,
+    on the same inputs (DIR/MxNxK/{X,W,bias}.npy), so that both sides see the same clocks
+    and thermal state; then cuBLAS x @ w, the unfused form and the back-to-back times once.
+    tinyc runs as a subprocess (`TINYC bench GRAPH`, its kernel cache in DIR/cache-MxNxK,
+    warmed by the caller) while this process holds torch's tensors."""
+    import statistics
     try:
+        import numpy as np
         import torch
     except ImportError:
         print("bench_matmul: PyTorch is not installed")
@@ -102,24 +123,50 @@ def time_all(a):
     if not torch.cuda.is_available():
         print("bench_matmul: no CUDA device for PyTorch")
         return 0
-    print("bench_matmul: torch %s on %s" % (torch.__version__, torch.cuda.get_device_name()))
+    print("bench_matmul: torch %s on %s; %d interleaved rounds per shape" % (
+        torch.__version__, torch.cuda.get_device_name(), a.rounds))
+    bad = 0
     for arg in a.shapes:
         sh, _, it = arg.partition(":")
         iters = int(it) if it else a.iters
         m, n, k = shape_of(sh)
-        g = torch.Generator(device="cuda").manual_seed(7)
-        x = torch.rand(m, k, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
-        w = torch.rand(k, n, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
-        b = torch.rand(n, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
-        lt, lt_run = timed(torch, lambda: torch._addmm_activation(b, x, w), a.warmup, iters)
-        mm, mm_run = timed(torch, lambda: x @ w, a.warmup, iters)
-        un, un_run = timed(torch, lambda: torch.relu(torch.addmm(b, x, w)), a.warmup, iters)
-        print("BENCH torch shape=%s lt_us=%.3f lt_run_us=%.3f mm_us=%.3f mm_run_us=%.3f "
-              "unfused_us=%.3f unfused_run_us=%.3f iters=%d" % (sh, lt, lt_run, mm, mm_run, un, un_run, iters))
+        d = os.path.join(a.dir, sh)
+        x = torch.from_numpy(np.load(os.path.join(d, "X.npy"))).cuda()
+        w = torch.from_numpy(np.load(os.path.join(d, "W.npy"))).cuda()
+        b = torch.from_numpy(np.load(os.path.join(d, "bias.npy"))).cuda()
+        env = dict(os.environ, TINYC_CACHE_DIR=os.path.join(a.dir, "cache-" + sh))
+        cmd = [a.tinyc, "bench", a.graph, "--bind", "M=%d,N=%d,K=%d" % (m, n, k),
+               "--in", "X=%s/X.npy" % d, "--in", "W=%s/W.npy" % d, "--in", "bias=%s/bias.npy" % d,
+               "--warmup", "10", "--iters", str(iters)]
+        lt_fn = lambda: torch._addmm_activation(b, x, w)
+        tc, lt = [], []
+        for r in range(a.rounds):
+            for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+                if side == 0:
+                    us = tinyc_graph_us(cmd, env)
+                    if us is None:
+                        print("bench_matmul: tinyc bench failed at %s" % sh)
+                        bad = 1
+                    else:
+                        tc.append(us)
+                else:
+                    lt.append(graph_us(lt_fn, iters, replays=REPLAYS, warmup=3))
+        mm = graph_us(lambda: x @ w, iters, replays=REPLAYS, warmup=3)
+        un = graph_us(lambda: torch.relu(torch.addmm(b, x, w)), iters, replays=REPLAYS, warmup=3)
+        lt_run = loop_us(lt_fn, iters, a.warmup)
+        if tc:
+            ratios = [l / t for l, t in zip(lt, tc)]
+            print("ROUNDS shape=%s tinyc_us=%.3f tinyc_spread=%.4f lt_us=%.3f lt_spread=%.4f "
+                  "ratio_min=%.4f ratio_max=%.4f rounds=%d tinyc_all=%s lt_all=%s" % (
+                      sh, statistics.median(tc), spread(tc), statistics.median(lt), spread(lt),
+                      min(ratios), max(ratios), len(tc), ",".join("%.2f" % v for v in tc),
+                      ",".join("%.2f" % v for v in lt)))
+        print("BENCH torch shape=%s lt_us=%.3f lt_run_us=%.3f mm_us=%.3f unfused_us=%.3f iters=%d" % (
+            sh, statistics.median(lt), lt_run, mm, un, iters))
         sys.stdout.flush()
         del x, w, b
         torch.cuda.empty_cache()
-    return 0
+    return bad
 
 
 def shape_class(m, n, k):
@@ -179,9 +226,16 @@ def table(a):
 
     def num(x, fmt="%.2f"):
         return fmt % x if x is not None else "-"
-    print("| M x N x K | class | tinyc plan | tinyc graph (us) | tinyc b2b (us) | cuBLASLt fused graph (us) "
-          "| cuBLASLt b2b (us) | cuBLAS x@w graph (us) | cuBLASLt / tinyc | tinyc TFLOP/s | check |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    def rfield(sh, name):
+        mm = re.search(r"^ROUNDS shape=%s .*?\b%s=([0-9.]+)" % (re.escape(sh), name), torch_log, re.M)
+        return float(mm.group(1)) if mm else None
+
+    def pct(x):
+        return "%.1f%%" % (100 * x) if x is not None else "-"
+    print("| M x N x K | class | tinyc plan | tinyc graph (us) | spread | cuBLASLt fused graph (us) | spread "
+          "| cuBLASLt / tinyc | per-round ratios | tinyc b2b (us) | cuBLASLt b2b (us) | cuBLAS x@w graph (us) "
+          "| tinyc TFLOP/s | check |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|")
     jit = []
     for sh in a.shapes:
         m, n, k = shape_of(sh)
@@ -195,11 +249,16 @@ def table(a):
         plan = " + ".join(plans) if plans else "-"
         if nk > len(plans):
             plan += " (%d kernels)" % nk
+        if rfield(sh, "tinyc_us") is not None:	# interleaved rounds: their medians
+            g = rfield(sh, "tinyc_us")
         lt = tfield(sh, "lt_us")
+        rmin, rmax = rfield(sh, "ratio_min"), rfield(sh, "ratio_max")
         ck = re.search(r"^CHECK shape=%s rel=(\S+) .* (\w+)$" % re.escape(sh), check_log, re.M)
-        print("| %d x %d x %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            m, n, k, shape_class(m, n, k), plan, num(g), num(b2b), num(lt), num(tfield(sh, "lt_run_us")),
-            num(tfield(sh, "mm_us")), num(lt / g if lt and g else None),
+        print("| %d x %d x %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            m, n, k, shape_class(m, n, k), plan, num(g), pct(rfield(sh, "tinyc_spread")), num(lt),
+            pct(rfield(sh, "lt_spread")), num(lt / g if lt and g else None),
+            "%.2f-%.2f" % (rmin, rmax) if rmin is not None else "-", num(b2b),
+            num(tfield(sh, "lt_run_us")), num(tfield(sh, "mm_us")),
             num(2.0 * m * n * k / g / 1e6 if g else None, "%.1f"),
             "%s (rel %s)" % (ck.group(2), ck.group(1)) if ck else "-"))
 
@@ -227,16 +286,17 @@ def table(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["gen", "check", "time", "table"])
+    ap.add_argument("mode", choices=["gen", "check", "rounds", "table"])
     ap.add_argument("args", nargs="+")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     if a.mode in ("gen", "check", "table"):
         a.dir, a.shapes = a.args[0], a.args[1:]
     else:
-        a.shapes = a.args
-    return {"gen": gen, "check": check, "time": time_all, "table": table}[a.mode](a)
+        a.dir, a.tinyc, a.graph, a.shapes = a.args[0], a.args[1], a.args[2], a.args[3:]
+    return {"gen": gen, "check": check, "rounds": rounds, "table": table}[a.mode](a)
 
 
 if __name__ == "__main__":

@@ -563,6 +563,7 @@ Test(wgmma_gpuir, ring_barriers_and_warpgroups)
 {
 	unsetenv("TINYC_MATMUL");
 	unsetenv("TINYC_MATMUL_TILE");
+	setenv("TINYC_WGMMA_CLUSTER", "1", 1);	/* the single-CTA ring (clusters: below) */
 	compiled c;
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "gpuir"), 0,
 		     "%s", first_kind(c.ctx));
@@ -631,6 +632,7 @@ Test(wgmma_gpuir, ring_barriers_and_warpgroups)
 	cr_assert_str_eq(first_kind(c.ctx), "GpuIrInvalid");
 	snprintf(gm->target, sizeof(gm->target), "sm_90a");
 	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_CLUSTER");
 }
 
 Test(wgmma_gpuir, verifier_checks_operand_alignment)
@@ -857,6 +859,7 @@ Test(wgmma_nvrtc, ampere_big_tiles_compile_for_sm80, .timeout = 300)
 
 Test(tune, class_store_lookup_and_choice)
 {
+	setenv("TINYC_WGMMA_CLUSTER", "1", 1);	/* the key of a single-CTA plan */
 	unsetenv("TINYC_MATMUL");
 	unsetenv("TINYC_MATMUL_TILE");
 	char dir[] = "/tmp/tinyc-tune-XXXXXX";
@@ -930,6 +933,7 @@ Test(tune, class_store_lookup_and_choice)
 	rmdir(dir);
 	unsetenv("TINYC_CACHE_DIR");
 	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_CLUSTER");
 }
 
 /* ------------------------------------------------------------- 3xTF32 ---- */
@@ -983,4 +987,57 @@ Test(wgmma_nvrtc, tf32x3_wgmma_odd_shapes, .timeout = 600)
 	cr_assert_eq(chosen(&c)->t.variant, TINYC_MM_TF32X3);
 	nvrtc_ok(&c, "sm_80", "linear_gelu_res_fp32 sm_80");
 	compiled_free(&c);
+}
+
+/* Clusters of 2 CTAs with B multicast (sched/matmul.c wgmma_cluster): the plan's pairs
+ * and grid, the kernel's cluster attribute, multicast loads split by rank, arrivals on
+ * both CTAs' empty barriers and the closing cluster barrier; compiled for sm_90a at odd
+ * sizes (an odd count of m tiles: the last pair's second tile predicated), cooperative and
+ * pingpong.  Not offered where B is k-major or the operands are packed. */
+Test(wgmma_nvrtc, cluster_2x1_b_multicast, .timeout = 300)
+{
+	compiled c;
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	setenv("TINYC_WGMMA_CLUSTER", "2", 1);
+	setenv("TINYC_MATMUL_TILE", "128x256x64x4", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=1100,N=1000,K=1000", "cuda"), 0);
+	const tinyc_mm_plan *mp = chosen(&c);
+	/* 9 m tiles (5 pairs, the last half past M) x 4 n tiles: 20 pairs, 40 CTAs */
+	cr_assert(mp->t.cluster == 2 && mp->t.grid == 40 && mp->t.pred_m && !mp->t.pingpong,
+		  "cluster %d grid %d pred_m %d", mp->t.cluster, mp->t.grid, mp->t.pred_m);
+	char *cu = dump(&c, "cuda");
+	cr_assert(strstr(cu, "__cluster_dims__(2, 1, 1)"));
+	cr_assert(strstr(cu, ".multicast::cluster"));
+	cr_assert(strstr(cu, "mapa.shared::cluster"));
+	cr_assert(strstr(cu, "barrier.cluster.arrive"));
+	free(cu);
+	char *gi = dump(&c, "gpuir");
+	cr_assert(strstr(gi, "cluster (2, 1, 1)"));
+	cr_assert(strstr(gi, "multicast 0x3"));
+	free(gi);
+	int nv = tinyc_nvrtc_version() >= 0;
+	if (nv)
+		nvrtc_ok(&c, "sm_90a", "bias_relu 1100x1000x1000 128x256 cluster 2x1");
+	compiled_free(&c);
+	setenv("TINYC_MATMUL_TILE", "64x128x64x6", 1);
+	setenv("TINYC_WGMMA_PP", "1", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=1000,N=1000,K=1000", "cuda"), 0);
+	mp = chosen(&c);
+	cr_assert(mp->t.cluster == 2 && mp->t.pingpong && mp->t.grid == 128, "cluster %d pp %d grid %d",
+		  mp->t.cluster, mp->t.pingpong, mp->t.grid);
+	if (nv)
+		nvrtc_ok(&c, "sm_90a", "bias_relu 1000^3 64x128 pingpong cluster 2x1");
+	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_PP");
+	/* B k-major (W[N,K]): no cluster plan, so the forced cluster leaves none of wgmma */
+	setenv("TINYC_MATMUL_TILE", "128x128x64x4", 1);
+	cr_assert_eq(compile_to(&c, NULL, W_NK, "sm_90a", "M=300,N=256,K=256", "schedule"), 0);
+	mp = chosen(&c);
+	cr_assert(!mp || mp->t.variant != TINYC_MM_WGMMA || mp->t.cluster == 0);
+	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_CLUSTER");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_MATMUL");
+	if (!nv)
+		cr_skip_test("nvrtc is not available");
 }

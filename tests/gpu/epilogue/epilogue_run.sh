@@ -8,7 +8,7 @@
 # absolute and relative (K up to 256 products summed in float in another order than the
 # reference's: near-zero results carry the rounding of their large partial sums).
 # On sm_90 also the wgmma template (TINYC_MATMUL=wgmma) at bound sizes, aligned rows and
-# rows TMA cannot load (packed first).
+# rows TMA cannot load (packed first), and its 2-CTA clusters (TINYC_WGMMA_CLUSTER=2).
 # Exit 77 with a SKIP line where no GPU is present; 1 on the first failure.
 tinyc="$1"
 file="$2"
@@ -65,6 +65,25 @@ if TINYC_MATMUL=wgmma "$tinyc" --dump-stage=schedule "$file" --bind "${batch}M=2
 		echo "+ TINYC_MATMUL=wgmma tinyc run $file --device=cuda --random-inputs 1 --bind $bind --check --atol=2e-3 --rtol=2e-3"
 		if ! TINYC_MATMUL=wgmma "$tinyc" run "$file" --device=cuda --random-inputs 1 --bind "$bind" --check --atol=2e-3 --rtol=2e-3; then
 			echo "FAIL: $file [$bind] wgmma"
+			exit 1
+		fi
+	done
+	# 2-CTA clusters with B multicast (TINYC_WGMMA_CLUSTER=2) where the plan offers them
+	# (B n-major, no batch): the model's cluster tile, and a forced cooperative 128x128
+	# and pingpong 64x64 over an odd count of m tiles (the last pair's second tile past M)
+	for run in ":200,136,72" ":509,504,120" "128x128x64x4:300,256,120" "64x64x64x4:200,136,72"; do
+		tile=${run%%:*}; mnk=${run#*:}
+		m=${mnk%%,*}; rest=${mnk#*,}; n=${rest%%,*}; k=${rest#*,}
+		bind="${batch}M=$m,N=$n,K=$k"
+		if ! TINYC_MATMUL=wgmma TINYC_WGMMA_CLUSTER=2 TINYC_MATMUL_TILE=$tile "$tinyc" --dump-stage=schedule "$file" \
+			--bind "$bind" 2>/dev/null | grep -q '^  bind: .*clusters of 2 CTAs'; then
+			echo "note: $file [$bind]: no cluster plan (B k-major or batched)"
+			continue
+		fi
+		echo "+ TINYC_MATMUL=wgmma TINYC_WGMMA_CLUSTER=2 TINYC_MATMUL_TILE=$tile tinyc run $file --device=cuda --random-inputs 1 --bind $bind --check --atol=2e-3 --rtol=2e-3"
+		if ! TINYC_MATMUL=wgmma TINYC_WGMMA_CLUSTER=2 TINYC_MATMUL_TILE=$tile "$tinyc" run "$file" --device=cuda \
+			--random-inputs 1 --bind "$bind" --check --atol=2e-3 --rtol=2e-3; then
+			echo "FAIL: $file [$bind] wgmma cluster $tile"
 			exit 1
 		fi
 	done
