@@ -19,10 +19,13 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__
+#define __constant__
+#define __noinline__
 #define __align__(n) __attribute__((aligned(n)))
 
 struct emu_dim3 { unsigned x, y, z; };
 struct float4 { float x, y, z, w; };
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 
 struct emu_fiber {
 	ucontext_t ctx;
@@ -83,14 +86,53 @@ static inline unsigned __ballot_sync(unsigned, bool f)
 }
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
-template <typename T> static inline T __ldg(const T *p) { return *p; }
+static inline int atomicAdd(int *p, int v) { int o = *p; *p = o + v; return o; }
+// __syncthreads_or: a barrier, the flags ORed through a block-wide word (read after a
+// second barrier, reset after a third)
+extern int emu_sync_or;
+static inline int __syncthreads_or(int f)
+{
+	if (f)
+		emu_sync_or = 1;
+	emu_wait(1);
+	const int r = emu_sync_or;
+	emu_wait(1);
+	emu_sync_or = 0;
+	emu_wait(1);
+	return r;
+}
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }template <typename T> static inline T __ldg(const T *p) { return *p; }
 static inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
 static inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
 static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 static inline float __fdiv_rn(float a, float b) { volatile float r = a / b; return r; }
-#define __expf(x) expf(x)
+// __expf at its documented worst (2 + 1.173 |x| ulp), up or down by the argument's
+// bits, so that the kernels' error bounds on it are exercised
+inline float emu_expf_worst(float x)
+{
+	const float e = expf(x);
+	uint32_t b;
+	memcpy(&b, &x, 4);
+	const float rel = (2.0f + 1.173f * fabsf(x)) * 0x1p-23f;
+	return e * ((b & 1u) ? 1.0f + rel : 1.0f - rel);
+}
+#define __expf(x) emu_expf_worst(x)
+// ht_exp_ftz (ex2.approx.ftz of x log2 e) at its worst: 2 ulp + |x| 2^-24, up or down,
+// flushed to 0 below FLT_MIN
+inline float ht_exp_ftz(float x)
+{
+	float e = expf(x);
+	uint32_t b;
+	memcpy(&b, &x, 4);
+	const float rel = 2.0f * 0x1p-23f + fabsf(x) * 0x1p-24f;
+	e *= (b & 2u) ? 1.0f + rel : 1.0f - rel;
+	return e < 0x1p-126f ? 0.0f : e;
+}
 static inline float __double2float_rn(double x) { return (float)x; }
 static inline unsigned __float_as_uint(float x) { unsigned u; memcpy(&u, &x, 4); return u; }
+static inline float __uint_as_float(unsigned x) { float f; memcpy(&f, &x, 4); return f; }
+static inline int __double2hiint(double d) { uint64_t b; memcpy(&b, &d, 8); return (int)(uint32_t)(b >> 32); }
+static inline int __double2loint(double d) { uint64_t b; memcpy(&b, &d, 8); return (int)(uint32_t)b; }
 static inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
 static inline float __int_as_float(unsigned x) { float f; memcpy(&f, &x, 4); return f; }
 using std::fmaf;

@@ -16,6 +16,7 @@ extern "C" {
 emu_dim3 emu_bid, emu_bdim, emu_gdim;
 emu_fiber *emu_cur;
 emu_fiber *emu_fibers;
+int emu_sync_or;
 ucontext_t emu_sched;
 static int emu_nt;
 __attribute__((aligned(16))) unsigned char ht_smem[1 << 20];

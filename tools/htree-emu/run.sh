@@ -17,7 +17,8 @@ BUILD=$(cd "$1" && pwd)
 shift
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-LIBS="$BUILD/libtinyc.a $(pkg-config --libs isl) -ldl -lm"
+# the per-folder libraries, in a group (they refer to each other upwards and down)
+LIBS="-Wl,--start-group $(ls "$BUILD"/libtinyc_*.a | tr '\n' ' ') -Wl,--end-group $(pkg-config --libs isl) -ldl -lm"
 NVRTC=$(find /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu -maxdepth 1 -name 'libnvrtc.so*' 2>/dev/null | head -1)
 NVDIR=$(dirname "${NVRTC:-/usr/local/cuda/lib64/x}")
 cc -std=c11 -D_DEFAULT_SOURCE -I"$ROOT" "$HERE/gen.c" $LIBS -L"$NVDIR" -lnvrtc -Wl,-rpath,"$NVDIR" -o "$TMP/gen"
