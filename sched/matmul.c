@@ -1051,12 +1051,15 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		if (force >= 0 && force != v)
 			continue;
 		if (v == TINYC_MM_WGMMA) {
-			static const int wbm[] = {128, 64}, wbn[] = {256, 192, 128, 64}, wst[] = {4, 5, 6, 3};
+			/* rings of 7 and 8 stages only for a forced tile (measurements) */
+			static const int wbm[] = {128, 64}, wbn[] = {256, 192, 128, 64},
+					 wst[] = {4, 5, 6, 3, 7, 8};
+			int nst = have_ft && ft[3] > 6 ? 6 : 4;
 			/* pp: pingpong (bit 0), packing (bit 1), NHWC (bit 2) */
 			for (int pp = 0; pp < 6; pp++)
 				for (int i = 0; i < 2; i++)
 					for (int j = 0; j < 4; j++)
-						for (int q = 0; q < 4; q++) {
+						for (int q = 0; q < nst; q++) {
 							/* fp32: the 3xTF32 form's k tile of 32 */
 							int wbk = fp32_operands(&prob) ? 32 : 64;
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
@@ -1069,7 +1072,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			for (int pp = 8; pp < 10; pp++)
 				for (int i = 0; i < 2; i++)
 					for (int j = 0; j < 4; j++)
-						for (int q = 0; q < 4; q++) {
+						for (int q = 0; q < nst; q++) {
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
 									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,
 									       idx)) < 0)
