@@ -41,7 +41,7 @@
  * 128x64 tile 10-25% slower at 4096 rows (1867, 223 us), hence TF32WG_EFF_N64 */
 #define TF32WG_EFF 0.7
 #define TF32WG_EFF_N64 0.85
-/* 2x1 clusters with B multicast against the same tile without: 1.18-2.7x the time on the
+/* 2x1 clusters with B multicast against the same tile without: 1.17-2.7x the time on the
  * H100 (tinyc bench, graph replay, 8 shapes, docs/matmul-results.md): 147 -> 172 us at
  * 3000x5000x2000 at best, 27 -> 74 us at 512x4096x4096 at worst; the best case's factor */
 #define WGMMA_CLUSTER_EFF 0.85
