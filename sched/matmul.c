@@ -41,6 +41,10 @@
  * 128x64 tile 10-25% slower at 4096 rows (1867, 223 us), hence TF32WG_EFF_N64 */
 #define TF32WG_EFF 0.7
 #define TF32WG_EFF_N64 0.85
+/* 2x1 clusters with B multicast against the same tile without: 1.17-2.7x the time on the
+ * H100 (tinyc bench, graph replay, 8 shapes, docs/matmul-results.md): 147 -> 172 us at
+ * 3000x5000x2000 at best, 27 -> 74 us at 512x4096x4096 at worst; the best case's factor */
+#define WGMMA_CLUSTER_EFF 0.85
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
 /* --------------------------------------------------------------- problems ---- */
@@ -704,10 +708,9 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	if (t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_TF32X3) {
 		/* the SMs pull every operand tile from L2 (about 3x the DRAM bandwidth on an
 		 * H100, 7.5 TB/s measured with 128x256 tiles): narrow tiles re-read more */
-		/* clusters (B multicast) halve B's reads from L2, but that is not credited here:
-		 * their speed is not yet measured on the H100, so the model prices a cluster plan
-		 * as its single-CTA plan (on whole pairs of m tiles, below) and `tinyc tune` or
-		 * TINYC_WGMMA_CLUSTER=2 chooses it (docs/matmul-results.md) */
+		/* clusters (B multicast) would halve B's reads from L2, but as built they measured
+		 * slower on every shape (WGMMA_CLUSTER_EFF): no L2 credit, and their eff is
+		 * scaled below, so only TINYC_WGMMA_CLUSTER=2 or `tinyc tune` chooses them */
 		double l2 = L * (M * K * tinyc_dtype_size(prob->a.dtype) * nt +
 				 K * N * tinyc_dtype_size(prob->b.dtype) * mt);
 		double t_l2 = l2 / (3.0 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
@@ -751,7 +754,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		if (t->a_nhwc && t->bm >= 128)
 			copy *= 0.85;
 		p->eff = util * wave_eff * pipe * instr * epi * copy *
-			 (t->consumers == 2 ? 1.0 : 0.9) * (t->tf32x3 ? TF32WG_EFF * (t->bn == 64 ? TF32WG_EFF_N64 : 1.0) : 1.0);
+			 (t->consumers == 2 ? 1.0 : 0.9) * (t->cluster > 1 ? WGMMA_CLUSTER_EFF : 1.0) *
+			 (t->tf32x3 ? TF32WG_EFF * (t->bn == 64 ? TF32WG_EFF_N64 : 1.0) : 1.0);
 	} else {
 		/* the two-stage SIMT tile prefetches the next k tile into registers under the
 		 * FMAs and reads its operands as 16-byte vectors from shared memory */
@@ -1051,12 +1055,15 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		if (force >= 0 && force != v)
 			continue;
 		if (v == TINYC_MM_WGMMA) {
-			static const int wbm[] = {128, 64}, wbn[] = {256, 192, 128, 64}, wst[] = {4, 5, 6, 3};
+			/* rings of 7 and 8 stages only for a forced tile (measurements) */
+			static const int wbm[] = {128, 64}, wbn[] = {256, 192, 128, 64},
+					 wst[] = {4, 5, 6, 3, 7, 8};
+			int nst = have_ft && ft[3] > 6 ? 6 : 4;
 			/* pp: pingpong (bit 0), packing (bit 1), NHWC (bit 2) */
 			for (int pp = 0; pp < 6; pp++)
 				for (int i = 0; i < 2; i++)
 					for (int j = 0; j < 4; j++)
-						for (int q = 0; q < 4; q++) {
+						for (int q = 0; q < nst; q++) {
 							/* fp32: the 3xTF32 form's k tile of 32 */
 							int wbk = fp32_operands(&prob) ? 32 : 64;
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
@@ -1069,7 +1076,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			for (int pp = 8; pp < 10; pp++)
 				for (int i = 0; i < 2; i++)
 					for (int j = 0; j < 4; j++)
-						for (int q = 0; q < 4; q++) {
+						for (int q = 0; q < nst; q++) {
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
 									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,
 									       idx)) < 0)
