@@ -59,7 +59,8 @@ int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 {
 	int64_t M = bound(s, &prob->m), N = bound(s, &prob->n), K = bound(s, &prob->k);
 	int64_t L = bound(s, &prob->l);
-	if (M < 1 || M > GEMV_MAX_M || N < 1 || K < 1 || L < 1 || L > 65535)
+	int max_m = s->opt.gemv_max_m > GEMV_MAX_M ? s->opt.gemv_max_m : GEMV_MAX_M;
+	if (M < 1 || M > max_m || N < 1 || K < 1 || L < 1 || L > 65535)
 		return 0;
 	if (prob->b.dtype != TINYC_HALF && prob->b.dtype != TINYC_BFLOAT16)
 		return 0;
