@@ -33,7 +33,9 @@
 #define GEMV_MAX_M 4		/* rows of X kept in registers (M x 8 accumulators); H100,
 				 * graph replay: M = 1 at 0.78-0.84x cuBLASLt, M = 8 slower
 				 * than wgmma at N or K = 11008 (52.7 / 84.5 against 36.9 /
-				 * 47.5 us), M = 16 at 0.4x wgmma: the fp32 products bind */
+				 * 47.5 us), M = 16 at 0.4x wgmma: the fp32 products bind;
+				 * at 8 / 16 x 4096 x 4096 1.24x / 2.05x split-K wgmma's
+				 * time (TINYC_GEMV_MAX_M raises the bound, measurements) */
 #define GEMV_LAUNCH_US 2.0	/* one kernel launch (as sched/matmul.c) */
 #define GEMV_LATENCY_X 2.0	/* the loaded latency these loads see, in units of the
 				 * model's DRAM latency: H100, 1 x 11008 x 4096, [4,64,32]
