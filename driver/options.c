@@ -55,6 +55,9 @@ static void read_knobs(tinyc_sched_options *o)
 	o->wgmma_pp = env_int("TINYC_WGMMA_PP", -1);
 	o->wgmma_pack = env_int("TINYC_WGMMA_PACK", -1);
 	o->wgmma_cluster = env_int("TINYC_WGMMA_CLUSTER", -1);
+	o->gemv_max_m = env_int("TINYC_GEMV_MAX_M", 0);
+	if (o->gemv_max_m < 0 || o->gemv_max_m > 16)
+		o->gemv_max_m = 0;
 	o->no_stage = getenv("TINYC_NO_STAGE") != NULL;
 	o->no_pair = getenv("TINYC_NO_PAIR") != NULL;
 	o->splitk_sum = env_int("TINYC_SPLITK_SUM", 0);

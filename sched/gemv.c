@@ -33,7 +33,9 @@
 #define GEMV_MAX_M 4		/* rows of X kept in registers (M x 8 accumulators); H100,
 				 * graph replay: M = 1 at 0.78-0.84x cuBLASLt, M = 8 slower
 				 * than wgmma at N or K = 11008 (52.7 / 84.5 against 36.9 /
-				 * 47.5 us), M = 16 at 0.4x wgmma: the fp32 products bind */
+				 * 47.5 us), M = 16 at 0.4x wgmma: the fp32 products bind;
+				 * at 8 / 16 x 4096 x 4096 1.24x / 2.05x split-K wgmma's
+				 * time (TINYC_GEMV_MAX_M raises the bound, measurements) */
 #define GEMV_LAUNCH_US 2.0	/* one kernel launch (as sched/matmul.c) */
 #define GEMV_LATENCY_X 2.0	/* the loaded latency these loads see, in units of the
 				 * model's DRAM latency: H100, 1 x 11008 x 4096, [4,64,32]
@@ -59,7 +61,8 @@ int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 {
 	int64_t M = bound(s, &prob->m), N = bound(s, &prob->n), K = bound(s, &prob->k);
 	int64_t L = bound(s, &prob->l);
-	if (M < 1 || M > GEMV_MAX_M || N < 1 || K < 1 || L < 1 || L > 65535)
+	int max_m = s->opt.gemv_max_m > GEMV_MAX_M ? s->opt.gemv_max_m : GEMV_MAX_M;
+	if (M < 1 || M > max_m || N < 1 || K < 1 || L < 1 || L > 65535)
 		return 0;
 	if (prob->b.dtype != TINYC_HALF && prob->b.dtype != TINYC_BFLOAT16)
 		return 0;

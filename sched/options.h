@@ -43,6 +43,8 @@ typedef struct tinyc_sched_options {
 					 * copying (0) or NHWC conv (2) operands; -1: any */
 	int wgmma_cluster;		/* TINYC_WGMMA_CLUSTER: only plans without clusters (1) or
 					 * of 2-CTA clusters (2); -1: both */
+	int gemv_max_m;			/* TINYC_GEMV_MAX_M: the gemv plan for bound M up to
+					 * this (5 .. 16; 0: the default 4), for measurements */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
 	int splitk_sum;			/* TINYC_SPLITK_SUM: split-K partials summed 1 in the
