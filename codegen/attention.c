@@ -1079,6 +1079,21 @@ int tinyc_attn_row_state(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv
 	return b->failed ? -1 : 0;
 }
 
+/* The set-up before the key loop of the tensor-core kernels: the row state of
+ * tinyc_attn_row_state, the key end of the query tile at r0 (tinyc_attn_key_end) and, with
+ * pipe (K/V tiles land where Q was), a barrier so every warp has its Q fragments first.
+ * The key end, or NULL on failure. */
+tinyc_gexpr *tinyc_attn_loop_setup(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv, int *lv,
+				   tinyc_gexpr *r0, int BM, int pipe)
+{
+	if (tinyc_attn_row_state(b, body, oacc, MB, mv, lv) < 0)
+		return NULL;
+	tinyc_gexpr *kend = tinyc_attn_key_end(b, body, r0, BM);
+	if (kend && pipe)
+		app(b, body, tinyc_gs_barrier(b->k));
+	return kend;
+}
+
 /* The graph's scale (and an additive mask) on the raw score fragment values sacc[i0..n)
  * (NS a 16-row block; wrow[i / NS] its first row), in place, through the emitter. */
 void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int i0, int n, int NS, const tinyc_attn_warps *w,
@@ -1335,15 +1350,9 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 				bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_ADD, wrow[mb], lr), ic(b, QS)),
 				    bin(b, TINYC_GX_ADD, ic(b, kk * 16), lc)), 4, 0));
 	int mv[4], lv[4];	/* row maximum and sum of rows gq and gq + 8 of each block */
-	if (tinyc_attn_row_state(b, body, oacc, MB, mv, lv) < 0)
-		return;
-
-	tinyc_gexpr *kend = tinyc_attn_key_end(b, body, r0, BM);
+	tinyc_gexpr *kend = tinyc_attn_loop_setup(b, body, oacc, MB, mv, lv, r0, BM, pipe);
 	if (!kend)
 		return;
-	/* every warp has its Q fragments before tile 0 lands where Q was */
-	if (pipe)
-		app(b, body, tinyc_gs_barrier(k));
 	if (lead) {
 		lead_loop(b, body, &t, &w, wrow, cp, kend, NT, mv, lv);
 	} else {

@@ -139,17 +139,14 @@ void tinyc_attn_build_tf32(abuild *b, const tinyc_schedule *s, const tinyc_skern
 				app(b, body, tinyc_gs_copy(k, qraw, ic(b, mb * NQ + kk * 4 + 2 * h), qs, src, 2, NULL, 0));
 			}
 	int mv[4], lv[4];	/* row maximum and sum of rows g and g + 8 of each block */
-	if (tinyc_attn_row_state(b, body, oacc, MB, mv, lv) < 0)
+	tinyc_gexpr *kend = tinyc_attn_loop_setup(b, body, oacc, MB, mv, lv, r0, BM, pipe);
+	if (!kend)
 		return;
-
-	tinyc_gexpr *kend = tinyc_attn_key_end(b, body, r0, BM);
 	int j0 = iter(b, "j0");
 	tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
-	if (!kend || j0 < 0)
+	if (j0 < 0)
 		return;
 	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
-	if (pipe)	/* every warp has its Q fragments before tile 0 lands where Q was */
-		app(b, body, tinyc_gs_barrier(k));
 	tinyc_gexpr *kbase, *vbase;
 	tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, KS, vs, VS, p, r0, BM, J0, BN, kend, NT,
 			     TINYC_FLOAT, &kbase, &vbase);

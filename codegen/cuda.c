@@ -465,18 +465,7 @@ static void cindent(cprint *p, int depth)
 		tinyc_buf_puts(p->out, "  ");
 }
 
-/* "(unsigned)__cvta_generic_to_shared(&var[index])" */
-static void csmem_addr(cprint *p, const tinyc_gref *r)
-{
-	tinyc_buf_printf(p->out, "(unsigned)__cvta_generic_to_shared(&%s[", cvar(p, r->var));
-	if (r->index)
-		cexpr(p, r->index);
-	else
-		tinyc_buf_putc(p->out, '0');
-	tinyc_buf_puts(p->out, "])");
-}
-
-/* "&var[index]" */
+/* "&var[index]" (index 0 when the reference has none) */
 static void caddr(cprint *p, const tinyc_gref *r)
 {
 	tinyc_buf_printf(p->out, "&%s[", cvar(p, r->var));
@@ -485,6 +474,14 @@ static void caddr(cprint *p, const tinyc_gref *r)
 	else
 		tinyc_buf_putc(p->out, '0');
 	tinyc_buf_putc(p->out, ']');
+}
+
+/* "(unsigned)__cvta_generic_to_shared(&var[index])" */
+static void csmem_addr(cprint *p, const tinyc_gref *r)
+{
+	tinyc_buf_puts(p->out, "(unsigned)__cvta_generic_to_shared(");
+	caddr(p, r);
+	tinyc_buf_putc(p->out, ')');
 }
 
 /* The dtype of a kernel variable. */

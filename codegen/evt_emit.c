@@ -32,22 +32,6 @@ static tinyc_dtype rep(tinyc_dtype dt)
 	return tinyc_dtype_is_16bit_float(dt) ? TINYC_FLOAT : dt;
 }
 
-/* A fresh register of dtype dt initialised to v, declared in block; its value. */
-static tinyc_gexpr *let(tinyc_mmk *b, tinyc_gstmt *block, const char *name, tinyc_gexpr *v)
-{
-	if (!v) {
-		b->error = 1;
-		return NULL;
-	}
-	int var = tinyc_gk_reg(b->k, name, v->dtype);
-	if (var < 0) {
-		b->error = 1;
-		return NULL;
-	}
-	tinyc_mmk_append(b, block, tinyc_gs_decl(b->k, var, v));
-	return tinyc_gx_var(b->k, var);
-}
-
 /* x converted from dtype `from` (held in rep(from)) to dtype `to` (held in rep(to)). */
 static tinyc_gexpr *convert(tinyc_gkernel *k, tinyc_gexpr *x, tinyc_dtype from, tinyc_dtype to)
 {
@@ -339,7 +323,7 @@ static tinyc_gexpr *node_value(epi *E, tinyc_gstmt *body, int i, int a, int bb,
 		int param = tinyc_mmk_param(b, nd->t.buf, 0);
 		tinyc_gexpr *addr = address(b, &nd->t.lay, E->row[a], E->col[bb]);
 		tinyc_gexpr *v = tinyc_gx_load(k, param, addr, inb);
-		return let(b, body, name, tinyc_gx_cast(k, rep(nd->dtype), v));
+		return tinyc_mmk_let(b, body, name, tinyc_gx_cast(k, rep(nd->dtype), v));
 	}
 	case TINYC_EVT_ROW_BCAST:
 		return tinyc_gx_cast(k, rep(nd->dtype),
@@ -352,9 +336,9 @@ static tinyc_gexpr *node_value(epi *E, tinyc_gstmt *body, int i, int a, int bb,
 			return tinyc_gx_cast(k, rep(nd->dtype), tinyc_gx_var(k, E->vec[i]));
 		return constant(k, nd->dtype, nd->fval, nd->ival);
 	case TINYC_EVT_COMPUTE:
-		return let(b, body, name, compute(k, nd->fn, nd->compute, nd->dtype, x));
+		return tinyc_mmk_let(b, body, name, compute(k, nd->fn, nd->compute, nd->dtype, x));
 	case TINYC_EVT_CAST:
-		return let(b, body, name, convert(k, x[0], E->g->nodes[nd->child[0]].dtype, nd->dtype));
+		return tinyc_mmk_let(b, body, name, convert(k, x[0], E->g->nodes[nd->child[0]].dtype, nd->dtype));
 	case TINYC_EVT_AUX_STORE: {
 		if (E->pair[i] && bb % 2 == 0) {	/* held for the odd column's store */
 			if (E->pair_lo[i] < 0) {
@@ -753,21 +737,21 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 	for (int a = 0; a < f->tr; a++) {
 		char name[16];
 		snprintf(name, sizeof(name), "gm%d", a);
-		E.row[a] = let(b, body, name, tinyc_gx_binary(k, TINYC_GX_ADD, b->m0,
+		E.row[a] = tinyc_mmk_let(b, body, name, tinyc_gx_binary(k, TINYC_GX_ADD, b->m0,
 				tinyc_gx_binary(k, TINYC_GX_ADD, f->row_base, tinyc_gx_int(k, b->it, f->row_off[a]))));
 		if (b->t->pred_m) {
 			snprintf(name, sizeof(name), "im%d", a);
-			E.inrow[a] = let(b, body, name, tinyc_gx_binary(k, TINYC_GX_LT, E.row[a], b->M));
+			E.inrow[a] = tinyc_mmk_let(b, body, name, tinyc_gx_binary(k, TINYC_GX_LT, E.row[a], b->M));
 		}
 	}
 	for (int c = 0; c < f->tc; c++) {
 		char name[16];
 		snprintf(name, sizeof(name), "gn%d", c);
-		E.col[c] = let(b, body, name, tinyc_gx_binary(k, TINYC_GX_ADD, b->n0,
+		E.col[c] = tinyc_mmk_let(b, body, name, tinyc_gx_binary(k, TINYC_GX_ADD, b->n0,
 				tinyc_gx_binary(k, TINYC_GX_ADD, f->col_base, tinyc_gx_int(k, b->it, f->col_off[c]))));
 		if (b->t->pred_n) {
 			snprintf(name, sizeof(name), "in%d", c);
-			E.incol[c] = let(b, body, name, tinyc_gx_binary(k, TINYC_GX_LT, E.col[c], b->N));
+			E.incol[c] = tinyc_mmk_let(b, body, name, tinyc_gx_binary(k, TINYC_GX_LT, E.col[c], b->N));
 		}
 	}
 	/* broadcasts loaded once, reduction partials at the identity */
@@ -887,15 +871,15 @@ static int final_pass(tinyc_mmk *b, int i, const char *name)
 	k->grid[2] = one;
 	(void)bx_;
 	tinyc_gstmt *body = k->body;
-	fb.l = pr->evt->batched ? let(&fb, body, "l", tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_BID_Y)))
+	fb.l = pr->evt->batched ? tinyc_mmk_let(&fb, body, "l", tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_BID_Y)))
 				: tinyc_gx_int(k, it, 0);
-	tinyc_gexpr *idx = let(&fb, body, "i",
+	tinyc_gexpr *idx = tinyc_mmk_let(&fb, body, "i",
 		tinyc_gx_binary(k, TINYC_GX_ADD,
 				tinyc_gx_binary(k, TINYC_GX_MUL, tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_BID_X)),
 						tinyc_gx_int(k, it, T)),
 				tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_TID_X))));
-	tinyc_gexpr *gy = let(&fb, body, "tiles_m", tinyc_gx_ceildiv(k, fb.M, tinyc_gx_int(k, it, b->t->bm)));
-	tinyc_gexpr *gx = let(&fb, body, "tiles_n", tinyc_gx_ceildiv(k, fb.N, tinyc_gx_int(k, it, b->t->bn)));
+	tinyc_gexpr *gy = tinyc_mmk_let(&fb, body, "tiles_m", tinyc_gx_ceildiv(k, fb.M, tinyc_gx_int(k, it, b->t->bm)));
+	tinyc_gexpr *gx = tinyc_mmk_let(&fb, body, "tiles_n", tinyc_gx_ceildiv(k, fb.N, tinyc_gx_int(k, it, b->t->bn)));
 	int ws = tinyc_mmk_param(&fb, b->ws[i], 0);
 	int out = tinyc_mmk_param(&fb, nd->t.buf, 1);
 	int acc = tinyc_gk_reg(k, "acc", ct), it_v = tinyc_gk_reg(k, "t", it);

@@ -683,6 +683,24 @@ static void next_index(int rank, const int64_t *shape, int64_t *idx)
 	}
 }
 
+/* The strides of instruction i (symbols bound) into stride[], and the flat storage extent they
+ * span (1 + sum of (size - 1) * stride) into *ext; errors for unbound or oversized strides. */
+static int strided_extent(interp *it, int i, int64_t *stride, int64_t *ext)
+{
+	const tinyc_rb_inst *in = &it->f->inst[i];
+	for (int d = 0; d < in->rank; d++) {
+		tinyc_dim s = in->strides[d];
+		stride[d] = s.sym < 0 ? s.val : it->sym[s.sym];
+		if (stride[d] < 0)
+			return run_err(it, i, "UnboundSymbol", "a stride of \"%s\" has no value",
+				       in->name);
+		if (stride[d] > 0 && it->shape[i][d] - 1 > (RB_MAX_ELEMS - *ext) / stride[d])
+			return run_err(it, i, "TooLarge", "strided storage above 2^31 elements");
+		*ext += (it->shape[i][d] - 1) * stride[d];
+	}
+	return 0;
+}
+
 /* read: the input of the slot, loaded into a buffer; strided reads get a strided layer. */
 static int run_read(interp *it, int i)
 {
@@ -698,16 +716,8 @@ static int run_read(interp *it, int i)
 			       in->name, tinyc_dtype_name(t->dtype), tinyc_dtype_name(in->dtype));
 	int64_t stride[MAXR], ext = 1;
 	if (in->has_strides) {
-		for (int d = 0; d < in->rank; d++) {
-			tinyc_dim s = in->strides[d];
-			stride[d] = s.sym < 0 ? s.val : it->sym[s.sym];
-			if (stride[d] < 0)
-				return run_err(it, i, "UnboundSymbol", "a stride of \"%s\" has no value",
-					       in->name);
-			if (stride[d] > 0 && it->shape[i][d] - 1 > (RB_MAX_ELEMS - ext) / stride[d])
-				return run_err(it, i, "TooLarge", "strided storage above 2^31 elements");
-			ext += (it->shape[i][d] - 1) * stride[d];
-		}
+		if (strided_extent(it, i, stride, &ext) < 0)
+			return -1;
 		if (numel(in->rank, it->shape[i]) == 0)
 			ext = 0;
 		if (numel(t->rank, t->shape) < ext)
@@ -979,16 +989,8 @@ static int run_yield(interp *it, int i, int k)
 	int64_t stride[MAXR], ext = 1, n = numel(in->rank, it->shape[i]);
 	tinyc_tensor *t;
 	if (in->has_strides) {
-		for (int d = 0; d < in->rank; d++) {
-			tinyc_dim s = in->strides[d];
-			stride[d] = s.sym < 0 ? s.val : it->sym[s.sym];
-			if (stride[d] < 0)
-				return run_err(it, i, "UnboundSymbol", "a stride of \"%s\" has no value",
-					       in->name);
-			if (stride[d] > 0 && it->shape[i][d] - 1 > (RB_MAX_ELEMS - ext) / stride[d])
-				return run_err(it, i, "TooLarge", "strided storage above 2^31 elements");
-			ext += (it->shape[i][d] - 1) * stride[d];
-		}
+		if (strided_extent(it, i, stride, &ext) < 0)
+			return -1;
 		if (n == 0)
 			ext = 0;
 		t = tinyc_tensor_alloc(it->ctx, in->dtype, 1, &ext);
