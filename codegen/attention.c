@@ -1079,6 +1079,17 @@ int tinyc_attn_row_state(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv
 	return b->failed ? -1 : 0;
 }
 
+/* The key loop's variable j0 (iterating BN-key tiles), its expression *J0 and the loop's two
+ * bodies: *tb for the tile's copies, *wb for its warp work. j0, or -1 on failure. */
+int tinyc_attn_key_loop(abuild *b, tinyc_gstmt **tb, tinyc_gstmt **wb, tinyc_gexpr **J0)
+{
+	int j0 = iter(b, "j0");
+	*tb = tinyc_gs_block(b->k);
+	*wb = tinyc_gs_block(b->k);
+	*J0 = j0 < 0 ? NULL : tinyc_gx_var(b->k, j0);
+	return j0;
+}
+
 /* The set-up before the key loop of the tensor-core kernels: the row state of
  * tinyc_attn_row_state, the key end of the query tile at r0 (tinyc_attn_key_end) and, with
  * pipe (K/V tiles land where Q was), a barrier so every warp has its Q fragments first.
@@ -1356,11 +1367,11 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	if (lead) {
 		lead_loop(b, body, &t, &w, wrow, cp, kend, NT, mv, lv);
 	} else {
-		int j0 = iter(b, "j0");
-		tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
+		tinyc_gstmt *tb, *wb;
+		tinyc_gexpr *J0;
+		int j0 = tinyc_attn_key_loop(b, &tb, &wb, &J0);
 		if (j0 < 0)
 			return;
-		tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
 		tinyc_gexpr *kbase, *vbase;
 		if (NR > 2)
 			kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);

@@ -142,11 +142,11 @@ void tinyc_attn_build_tf32(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	tinyc_gexpr *kend = tinyc_attn_loop_setup(b, body, oacc, MB, mv, lv, r0, BM, pipe);
 	if (!kend)
 		return;
-	int j0 = iter(b, "j0");
-	tinyc_gstmt *tb = tinyc_gs_block(k), *wb = tinyc_gs_block(k);
+	tinyc_gstmt *tb, *wb;
+	tinyc_gexpr *J0;
+	int j0 = tinyc_attn_key_loop(b, &tb, &wb, &J0);
 	if (j0 < 0)
 		return;
-	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
 	tinyc_gexpr *kbase, *vbase;
 	tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, KS, vs, VS, p, r0, BM, J0, BN, kend, NT,
 			     TINYC_FLOAT, &kbase, &vbase);
