@@ -196,7 +196,7 @@ typedef enum tinyc_gs_op {
 	TINYC_GS_MBAR_EXPECT_TX,	/* mbarrier.arrive.expect_tx.shared.b64 [dst], value bytes */
 	TINYC_GS_MBAR_ARRIVE,	/* mbarrier.arrive.shared.b64 [dst]; value (optional): the
 				 * rank of the cluster's CTA whose barrier at dst's offset
-				 * receives the arrival (mapa, .release.cluster) */
+				 * receives the arrival (mapa; .release.cta) */
 	TINYC_GS_MBAR_WAIT,	/* wait on [dst] until the phase with parity `value` completed */
 	TINYC_GS_TMA_LOAD,	/* cp.async.bulk.tensor.{n}d.shared::cluster.global.mbarrier:
 				 * box at coord[0..n) of tensor map src.var into dst (shared),
