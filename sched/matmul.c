@@ -41,10 +41,11 @@
  * 128x64 tile 10-25% slower at 4096 rows (1867, 223 us), hence TF32WG_EFF_N64 */
 #define TF32WG_EFF 0.7
 #define TF32WG_EFF_N64 0.85
-/* 2x1 clusters with B multicast against the same tile without: 1.17-2.7x the time on the
- * H100 (tinyc bench, graph replay, 8 shapes, docs/matmul-results.md): 147 -> 172 us at
- * 3000x5000x2000 at best, 27 -> 74 us at 512x4096x4096 at worst; the best case's factor */
-#define WGMMA_CLUSTER_EFF 0.85
+/* 2x1 clusters with B multicast against the same tile without, H100 (tinyc bench, graph
+ * replay, docs/matmul-results.md, session 8): 24.6 -> 27.3 us at 512x4096x4096 (aligned
+ * rows, compute-bound: the pair's coupling costs 10%), 145.5 -> 107.2 at 3000x5000x2000
+ * and 11.95 -> 10.3 at 1000^3 (B's rows straddle L2 lines: halving B's reads wins) */
+#define WGMMA_CLUSTER_EFF 0.9
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
 /* --------------------------------------------------------------- problems ---- */
@@ -675,6 +676,17 @@ static tinyc_dtype index_dtype(const tinyc_schedule *s, const tinyc_mm_problem *
 	return TINYC_INT;
 }
 
+/* Whether B's rows (the k rows of an n-major B) start off the 128-byte L2 lines: a TMA
+ * box row of 128 bytes then touches two lines.  0 when aligned or unknown. */
+static int b_rows_straddle(const tinyc_schedule *s, const tinyc_mm_problem *prob)
+{
+	int64_t pitch = poly_value(s, &prob->b.stride[0]), off = poly_value(s, &prob->b.offset);
+	int64_t size = tinyc_dtype_size(prob->b.dtype);
+	if (pitch < 0 || off < 0)
+		return 0;
+	return (pitch * size) % 128 != 0 || (off * size) % 128 != 0;
+}
+
 /* Fill the estimate of candidate mp on s. */
 static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 {
@@ -708,11 +720,16 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	if (t->variant == TINYC_MM_WGMMA || t->variant == TINYC_MM_TF32X3) {
 		/* the SMs pull every operand tile from L2 (about 3x the DRAM bandwidth on an
 		 * H100, 7.5 TB/s measured with 128x256 tiles): narrow tiles re-read more */
-		/* clusters (B multicast) would halve B's reads from L2, but as built they measured
-		 * slower on every shape (WGMMA_CLUSTER_EFF): no L2 credit, and their eff is
-		 * scaled below, so only TINYC_WGMMA_CLUSTER=2 or `tinyc tune` chooses them */
-		double l2 = L * (M * K * tinyc_dtype_size(prob->a.dtype) * nt +
-				 K * N * tinyc_dtype_size(prob->b.dtype) * mt);
+		/* clusters (B multicast) halve B's reads from L2.  Credited only where B's rows
+		 * straddle L2 lines (each box row reads two, which this term does not count):
+		 * there the single-CTA kernel is L2-bound (3000x5000x2000: 145 us against a
+		 * compute bound of ~100) and the cluster measured faster; with aligned rows the
+		 * shapes run at their compute bound, the halving gains nothing and the pair's
+		 * coupling costs (WGMMA_CLUSTER_EFF below) */
+		double b_l2 = K * N * tinyc_dtype_size(prob->b.dtype) * mt;
+		if (t->cluster > 1 && b_rows_straddle(s, prob))
+			b_l2 /= 2;
+		double l2 = L * (M * K * tinyc_dtype_size(prob->a.dtype) * nt + b_l2);
 		double t_l2 = l2 / (3.0 * s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
 		if (t_l2 > mp->t_memory_us)
 			mp->t_memory_us = t_l2;
