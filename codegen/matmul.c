@@ -845,6 +845,30 @@ static tinyc_gstmt *wgmma_cp_arrive(wgmma_ring *w, tinyc_gexpr *IT, int pending)
 	return tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), blk, NULL);
 }
 
+/* Clusters: the producer's tail.  The peer CTA's consumers arrive on this CTA's empty
+ * barriers and its producer multicasts into this CTA's stages, so the CTA must not leave
+ * before they are done: thread 0 waits until ring positions IT .. IT + S - 1 could be
+ * filled, i.e. until both CTAs' consumers released the last S positions (every earlier
+ * release was waited for by the main loop).  Then nothing of the peer's reaches this CTA
+ * any more (each multicast it sent here was consumed here), and the CTA's threads may
+ * leave without a cluster barrier, whose release would wait for the epilogue's stores.
+ * The statement, or NULL. */
+static tinyc_gstmt *wgmma_cluster_tail(wgmma_ring *w, tinyc_gexpr *IT)
+{
+	tinyc_mmk *b = w->b;
+	tinyc_gkernel *k = b->k;
+	int S = b->t->stages;
+	int tv = tinyc_gk_reg(k, "tail", b->it);
+	if (tv < 0)
+		return NULL;
+	tinyc_gstmt *body = tinyc_gs_block(k);
+	tinyc_gexpr *P = let(b, body, "tp", add(b, IT, tinyc_gx_var(k, tv)));
+	tinyc_gexpr *par = bin(b, TINYC_GX_AND, bin(b, TINYC_GX_DIV, P, I(b, S)), I(b, 1));
+	tinyc_mmk_append(b, body, tinyc_gs_mbar_wait(k, w->pipe, w->empty, bin(b, TINYC_GX_MOD, P, I(b, S)),
+						     bin(b, TINYC_GX_XOR, par, I(b, 1))));
+	return tinyc_gs_for_range(k, tv, I(b, 0), I(b, S), I(b, 1), 0, body);
+}
+
 /* Warpgroup 0, the producer: per tile and k tile, wait until the stage is empty, then
  * thread 0 issues the TMA loads (the expected bytes on full[s]) and the operands TMA cannot
  * load are copied by all 128 threads.  Its block, or NULL. */
@@ -945,6 +969,11 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	tinyc_mmk_append(b, pk, tinyc_gs_assign(k, itp, add(b, IT, I(b, 1))));
 	tinyc_mmk_append(b, ptile, tinyc_gs_for_range(k, ktv, I(b, 0), I(b, ktiles), I(b, 1), 0, pk));
 	tinyc_mmk_append(b, issuer, tinyc_gs_for_range(k, tilev, bid, I(b, ntiles), nbid, 0, ptile));
+	if (w->rank) {	/* clusters: stay until the peer is done with this CTA */
+		tinyc_mmk_append(b, issuer, tinyc_gs_comment(k, "the producer's tail: both CTAs' "
+								 "consumers released the last stages"));
+		tinyc_mmk_append(b, issuer, wgmma_cluster_tail(w, IT));
+	}
 	if (t->a_nhwc)	/* the last stage's arrival */
 		tinyc_mmk_append(b, issuer, wgmma_cp_arrive(w, IT, 0));
 	if (w->tf32) {	/* the last position's split */
@@ -1202,10 +1231,7 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "warp specialisation: warpgroup 0 produces, the "
 						       "others consume"));
 	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, w.wg, I(b, 0)), prod, cons));
-	if (CL > 1) {	/* no CTA leaves while the other may still arrive on its barriers */
-		tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the cluster's CTAs leave together"));
-		tinyc_mmk_append(b, body, tinyc_gs_cluster_barrier(k));
-	}
+	/* clusters: no closing cluster barrier, the producer's tail keeps the CTA */
 	return b->error ? -1 : 0;
 }
 

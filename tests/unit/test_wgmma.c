@@ -991,7 +991,7 @@ Test(wgmma_nvrtc, tf32x3_wgmma_odd_shapes, .timeout = 600)
 
 /* Clusters of 2 CTAs with B multicast (sched/matmul.c wgmma_cluster): the plan's pairs
  * and grid, the kernel's cluster attribute, multicast loads split by rank, arrivals on
- * both CTAs' empty barriers and the closing cluster barrier; compiled for sm_90a at odd
+ * both CTAs' empty barriers and the producer's tail; compiled for sm_90a at odd
  * sizes (an odd count of m tiles: the last pair's second tile predicated), cooperative and
  * pingpong.  Not offered where B is k-major or the operands are packed. */
 Test(wgmma_nvrtc, cluster_2x1_b_multicast, .timeout = 300)
@@ -1010,6 +1010,7 @@ Test(wgmma_nvrtc, cluster_2x1_b_multicast, .timeout = 300)
 	cr_assert(strstr(cu, ".multicast::cluster"));
 	cr_assert(strstr(cu, "mapa.shared::cluster"));
 	cr_assert(strstr(cu, "barrier.cluster.arrive"));
+	cr_assert(strstr(cu, "the producer's tail"));
 	free(cu);
 	char *gi = dump(&c, "gpuir");
 	cr_assert(strstr(gi, "cluster (2, 1, 1)"));
