@@ -42,9 +42,10 @@
 #define TF32WG_EFF 0.7
 #define TF32WG_EFF_N64 0.85
 /* 2x1 clusters with B multicast against the same tile without, H100 (tinyc bench, graph
- * replay, docs/matmul-results.md, session 8): 24.6 -> 27.3 us at 512x4096x4096 (aligned
- * rows, compute-bound: the pair's coupling costs 10%), 145.5 -> 107.2 at 3000x5000x2000
- * and 11.95 -> 10.3 at 1000^3 (B's rows straddle L2 lines: halving B's reads wins) */
+ * replay, docs/matmul-results.md, session 8): 145.5 -> 107-113 us at 3000x5000x2000 and
+ * 11.95 -> 9.4 at 1000^3 (B's rows straddle L2 lines: halving B's reads wins); 26.0 ->
+ * 25.9 at 512x4096x4096 (aligned rows, compute-bound: a tie; 28.0 with a closing cluster
+ * barrier).  The factor keeps clusters off the aligned shapes, where none measured faster */
 #define WGMMA_CLUSTER_EFF 0.9
 #define SMEM_FRACTION 0.8	/* candidates keep shared memory under this share of a block's */
 
