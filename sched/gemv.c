@@ -121,6 +121,18 @@ int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int 
 	return 0;
 }
 
+double tinyc_mm_epilogue_once_bytes(const tinyc_mm_problem *prob, double M, double N, double L)
+{
+	double bytes = 0;
+	for (int i = 0; prob->evt && i < prob->evt->n; i++) {
+		const tinyc_evt_node *nd = &prob->evt->nodes[i];
+		if (nd->has_tensor)
+			bytes += (nd->kind == TINYC_EVT_ROW_BCAST ? N : nd->kind == TINYC_EVT_COL_BCAST ? M
+				  : M * N) * L * tinyc_dtype_size(nd->t.dtype);
+	}
+	return bytes;
+}
+
 /* The estimate of gemv tiles t for prob on s (see the file comment). */
 static void gemv_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 {
@@ -130,13 +142,7 @@ static void gemv_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan
 	double K = tinyc_sched_dim_est(s, &prob->k), L = tinyc_sched_dim_est(s, &prob->l);
 	double ctas = ceil(N / t->bn) * L;
 	mp->flops = 2 * M * N * K * L;
-	double epi = 0;
-	for (int i = 0; prob->evt && i < prob->evt->n; i++) {
-		const tinyc_evt_node *nd = &prob->evt->nodes[i];
-		if (nd->has_tensor)
-			epi += (nd->kind == TINYC_EVT_ROW_BCAST ? N : nd->kind == TINYC_EVT_COL_BCAST ? M
-				: M * N) * L * tinyc_dtype_size(nd->t.dtype);
-	}
+	double epi = tinyc_mm_epilogue_once_bytes(prob, M, N, L);
 	mp->bytes = L * K * N * tinyc_dtype_size(prob->b.dtype) +
 		    0.1 * ctas * M * K * tinyc_dtype_size(prob->a.dtype) + epi;
 	/* M products and one conversion per B element, on the fp32 cores */

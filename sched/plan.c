@@ -108,6 +108,8 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 	print_knob(out, "wgmma_pack", o->wgmma_pack, -1);
 	if (o->wgmma_cluster >= 0)	/* printed only when forced */
 		tinyc_buf_printf(out, " wgmma_cluster %d,", o->wgmma_cluster);
+	if (o->skinny)	/* printed only when set */
+		tinyc_buf_puts(out, " skinny on,");
 	tinyc_buf_printf(out, " stage %s, pair %s\n", o->no_stage ? "off" : "on",
 			 o->no_pair ? "off" : "on");
 	tinyc_buf_printf(out, "# options: rowfuse %s,", o->no_rowfuse ? "off" : "on");

@@ -8,6 +8,9 @@
  *    and sm_80), not for M = 8, 16 or 64, not for unbound sizes, not for a weight stored [N, K];
  *  - gemv_nvrtc: the CUDA of every column tile and unroll, at M = 1 and 4 with tails,
  *    compiles for sm_80 and sm_90a;
+ *  - skinny: the skinny mma tile (sched/skinny.c) is not chosen by default at M = 8, 16,
+ *    64 (measured slower on an H100), is a candidate with TINYC_SKINNY=1, and its CUDA
+ *    (every row tile, odd sizes) compiles for sm_80 and sm_90a;
  *  - splitk: chosen for 16 x 4096 x 4096 on sm_90a (4 ways, two kernels), not for 16 x 11008
  *    x 4096 (86 tiles) nor 4096^3; the wgmma split plan compiles for sm_90a and the mma
  *    one for sm_80; a batched graph bound to B = 1 gets a wgmma plan that compiles.
@@ -72,6 +75,34 @@ Test(gemv_plan, chosen_for_decode_shapes)
 	cr_assert_neq(chosen_variant("sm_90a", "M=2,N=4095,K=4096"), TINYC_MM_GEMV);
 }
 
+/* The tiles of the chosen plan of BIAS_RELU for target and bind (the current knobs), after
+ * its CUDA compiled with nvrtc for the same target (asserted). */
+static tinyc_mm_tiles compiled_tiles(const char *target, const char *bind)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_source *src;
+	tinyc_module *m;
+	cr_assert_eq(compile(ctx, &src, &m, target, bind, "cuda"), 0, "%s %s", bind, target);
+	tinyc_mm_tiles t = ((const tinyc_mm_plan *)tinyc_skernel_plan(&tinyc_module_schedule(m)->kerns[0])->ext)->t;
+	int n;
+	const tinyc_pass *p = tinyc_pipeline(&n);
+	tinyc_buf cu = {0};
+	cr_assert_eq(p[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
+	tinyc_blob blob;
+	memset(&blob, 0, sizeof(blob));
+	int rc = tinyc_nvrtc_compile(ctx, cu.data, "matmul.cu", target, 1, &blob);
+	if (rc < 0)
+		tinyc_ctx_print_diags(ctx, stderr);
+	cr_assert_eq(rc, 0, "%s for %s", bind, target);
+	cr_assert(blob.size > 0);
+	tinyc_blob_clear(&blob);
+	tinyc_buf_free(&cu);
+	tinyc_module_free(m);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
+	return t;
+}
+
 Test(gemv_nvrtc, every_tile_compiles, .timeout = 600)
 {
 	if (tinyc_nvrtc_version() < 0) {
@@ -86,30 +117,61 @@ Test(gemv_nvrtc, every_tile_compiles, .timeout = 600)
 		for (int b = 0; b < 2; b++)
 			for (int a = 0; a < 2; a++) {
 				setenv("TINYC_MATMUL_TILE", tiles[t], 1);
-				tinyc_ctx *ctx = tinyc_ctx_alloc();
-				tinyc_source *src;
-				tinyc_module *m;
-				cr_assert_eq(compile(ctx, &src, &m, archs[a], binds[b], "cuda"), 0);
-				const tinyc_schedule *s = tinyc_module_schedule(m);
-				const tinyc_mm_plan *mp = tinyc_skernel_plan(&s->kerns[0])->ext;
-				cr_assert_eq(mp->t.variant, TINYC_MM_GEMV, "%s %s", tiles[t], binds[b]);
-				int n;
-				const tinyc_pass *p = tinyc_pipeline(&n);
-				tinyc_buf cu = {0};
-				cr_assert_eq(p[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
-				tinyc_blob blob;
-				memset(&blob, 0, sizeof(blob));
-				int rc = tinyc_nvrtc_compile(ctx, cu.data, "gemv.cu", archs[a], 1, &blob);
-				if (rc < 0)
-					tinyc_ctx_print_diags(ctx, stderr);
-				cr_assert_eq(rc, 0, "%s %s for %s", tiles[t], binds[b], archs[a]);
-				cr_assert(blob.size > 0);
-				tinyc_blob_clear(&blob);
-				tinyc_buf_free(&cu);
-				tinyc_module_free(m);
-				tinyc_source_free(src);
-				tinyc_ctx_free(ctx);
+				cr_assert_eq(compiled_tiles(archs[a], binds[b]).variant, TINYC_MM_GEMV,
+					     "%s %s", tiles[t], binds[b]);
 			}
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+}
+
+/* The number of the first kernel's candidates whose tiles split the k steps over warps. */
+static int skinny_candidates(const char *target, const char *bind)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_source *src;
+	tinyc_module *m;
+	cr_assert_eq(compile(ctx, &src, &m, target, bind, "schedule"), 0, "%s", bind);
+	const tinyc_skernel *k = &tinyc_module_schedule(m)->kerns[0];
+	int n = 0;
+	for (int i = 0; i < k->ncand; i++)
+		n += k->cands[i].kind == TINYC_PLAN_MATMUL &&
+		     ((const tinyc_mm_plan *)k->cands[i].ext)->t.warps_k > 1;
+	tinyc_module_free(m);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
+	return n;
+}
+
+Test(skinny, off_by_default_and_compiles, .timeout = 600)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_SKINNY");
+	cr_assert_eq(chosen_variant("sm_90a", "M=8,N=4096,K=4096"), TINYC_MM_WGMMA);
+	cr_assert_eq(chosen_variant("sm_90a", "M=16,N=4096,K=4096"), TINYC_MM_WGMMA);
+	cr_assert_eq(skinny_candidates("sm_90a", "M=16,N=4096,K=4096"), 0);
+	setenv("TINYC_SKINNY", "1", 1);
+	cr_assert_gt(skinny_candidates("sm_90a", "M=16,N=4096,K=4096"), 0);
+	cr_assert_gt(skinny_candidates("sm_80", "M=40,N=4096,K=4096"), 0);
+	cr_assert_eq(skinny_candidates("sm_90a", "M=65,N=4096,K=4096"), 0);	/* M > 64 */
+	cr_assert_eq(skinny_candidates("sm_90a", "M=16,N=4092,K=4096"), 0);	/* N % 8 */
+	unsetenv("TINYC_SKINNY");
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	/* tiles valid on both targets (sm_80's smaller shared memory), rows up to M's */
+	static const char *const tiles[] = {"16x32x256x4", "16x64x128x4", "32x16x128x4", "64x16x128x4"};
+	static const char *const binds[] = {"M=3,N=40,K=304", "M=9,N=200,K=520", "M=40,N=136,K=1032",
+					    "M=50,N=136,K=1032"};
+	static const char *const archs[] = {"sm_80", "sm_90a"};
+	setenv("TINYC_MATMUL", "mma", 1);
+	for (int t = 0; t < 4; t++)
+		for (int a = 0; a < 2; a++) {
+			setenv("TINYC_MATMUL_TILE", tiles[t], 1);
+			cr_assert_gt(compiled_tiles(archs[a], binds[t]).warps_k, 1, "%s %s %s", tiles[t],
+				     binds[t], archs[a]);
+		}
 	unsetenv("TINYC_MATMUL");
 	unsetenv("TINYC_MATMUL_TILE");
 }
