@@ -23,6 +23,7 @@ int main(int argc, char **argv)
 	c.dtype = tinyc_dtype_from_name(argv[8], (int)strlen(argv[8]));
 	c.key_drop_bits = 13;
 	c.threads = atoi(argv[9]);
+	c.simt_leaves = 1;	/* the emulation has no tensor cores */
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_buf b = {0};
 	int rc = tinyc_htree_emit_cuda(ctx, &c, &b);
