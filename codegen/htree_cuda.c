@@ -12,7 +12,8 @@
  *     qrot   = rope(q[h_kv*G+g], n-1) * scale                    (shared memory, G x K)
  *     l >= 1 (selection, computed in the CPU reference's float32 order so that the keys,
  *             and hence the selections, are the reference's):
- *       pass 1  mx_g = max_p s[g,p]            s = sequential dot, no FMA contraction
+ *       pass 1  mx_g = max_p s[g,p]            s = sequential dot, no FMA contraction (or,
+ *               fast_max: from fast scores with exact rechecks, ht_max_fast; slower so far)
  *       pass 2  sum_g = sequential sum over p of exp(s - mx_g): tiles of exp values in
  *               shared memory, folded in candidate order by one thread per head (in warps
  *               of their own, CHW) while the other threads compute the next tile (double
@@ -26,8 +27,8 @@
  *               candidates as a bitmask, their nodes, ascending, the next layer's parents
  *     pass 4 (leaves: the candidates not kept, all of them on layer 0), on tensor cores
  *             when G = K = V = 16 and the inputs are float (ht_leaves_mma: a warp per
- *             chunk of 8 candidates, 3xTF32 mma.sync, cp.async staging, a softmax state
- *             a warp, merged at the end), else: tiles of a
+ *             16 candidates, staged by cp.async as two chunks of 8, 3xTF32 mma.sync, a
+ *             softmax state a warp, merged at the end), else: tiles of a
  *             candidate a thread: scores (FMA) and V rows (16-byte loads) into padded
  *             candidate-major tiles, weights exp(s - running max) with lazy rescaling
  *             (the tile max only when a score exceeds the running max by LAZY), weights
@@ -554,6 +555,7 @@ static const char *const htree_forward_src =
 	"\treturn __float_as_uint(imp) & KEYMASK;\n"
 	"}\n"
 	"\n"
+	"#if HT_FAST_MAX\n"
 	"// A float's bits as an int that orders as the float does (NaN aside); its own inverse.\n"
 	"__device__ __forceinline__ int ht_ord(float x)\n"
 	"{\n"
@@ -663,6 +665,7 @@ static const char *const htree_forward_src =
 	"\t\thmax[tid] = __int_as_float(ht_ord(__int_as_float(exo[tid])));\n"
 	"\t__syncthreads();\n"
 	"}\n"
+	"#endif\n"
 	"\n"
 	"// Copy the row x[0..N) to shared memory y as floats: 16-byte global loads when T is\n"
 	"// float, N % 4 == 0 and vec; 16-byte shared stores when N % 4 == 0 (y 16-byte aligned).\n"
@@ -1235,11 +1238,13 @@ static const char *const htree_forward_src =
 	"\t\tconst bool top = l == L - 1;\n"
 	"\t\tconst long long node = ht_shr(t, LOGR * l);\n"
 	"\t\tconst int n = top ? (int)(node + 1) : (npar - 1) * R + (int)(node & (R - 1)) + 1;\n"
+	"#if HT_FAST_MAX\n"
 	"\t\t// pass 1's exact maxima (as ht_ord, in alpha: free until the leaves) and largest |k|^2\n"
 	"\t\tif (tid < G)\n"
 	"\t\t\t((int *)alpha)[tid] = ht_ord(NEG_INF);\n"
 	"\t\tif (tid == 0)\n"
 	"\t\t\tmisc[3] = 0;\n"
+	"#endif\n"
 	"\t\t// the rotated, scaled query at row n - 1\n"
 	"\t\tfor (int x = tid; x < G * HALF; x += NT) {\n"
 	"\t\t\tconst int g = x / HALF, i = x % HALF;\n"
@@ -1256,8 +1261,8 @@ static const char *const htree_forward_src =
 	"\t\t\tconst float *Kl = P.kl[l];\n"
 	"\t\t\tconst long long Nl = P.N[l], rowk = P.Hkv * KD;\n"
 	"\t\t\tconst float *kbase = Kl + b * Nl * rowk + (long long)hkv * KD;\n"
-	"\t\t\t// pass 1: the per-head max of the reference's scores (ht_max_fast); the norms of\n"
-	"\t\t\t// the rotated queries (its bound and pass 3's)\n"
+	"\t\t\t// pass 1: the per-head max of the reference's scores (exact rotations and dots, or\n"
+	"\t\t\t// ht_max_fast); the norms of the rotated queries (pass 3's bound, ht_max_fast's)\n"
 	"\t\t\t{\n"
 	"\t\t\t\tif (tid < G) {\n"
 	"\t\t\t\t\tfloat a = 0.0f;\n"
@@ -1266,7 +1271,26 @@ static const char *const htree_forward_src =
 	"\t\t\t\t\t\ta = fmaf(qr[tid * KD + i], qr[tid * KD + i], a);\n"
 	"\t\t\t\t\tqn[tid] = sqrtf(a);\n"
 	"\t\t\t\t}\n"
+	"#if HT_FAST_MAX\n"
 	"\t\t\t\tht_max_fast(kbase, rowk, par, top, n, qr, qn, P.cos_tab, P.sin_tab, work, hmax, (int *)alpha, misc + 3);\n"
+	"#else\n"
+	"\t\t\t\tfloat m[G];\n"
+	"#pragma unroll\n"
+	"\t\t\t\tfor (int g = 0; g < G; g++)\n"
+	"\t\t\t\t\tm[g] = NEG_INF;\n"
+	"\t\t\t\tfor (int p = tid; p < n; p += NT) {\n"
+	"\t\t\t\t\tfloat kr[KD];\n"
+	"\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
+	"\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr, true);\n"
+	"#pragma unroll\n"
+	"\t\t\t\t\tfor (int g = 0; g < G; g++) {\n"
+	"\t\t\t\t\t\tconst float s = ht_dot_exact(qr + g * KD, kr);\n"
+	"\t\t\t\t\t\tif (s > m[g])\n"
+	"\t\t\t\t\t\t\tm[g] = s;\n"
+	"\t\t\t\t\t}\n"
+	"\t\t\t\t}\n"
+	"\t\t\t\tht_block_max(m, work, hmax);\n"
+	"#endif\n"
 	"\t\t\t\tHT_MARK(1);\n"
 	"\t\t\t}\n"
 	"\t\t\t// pass 2: sum_g = sequential sum of exp(s - mx_g) in candidate order.  The\n"
@@ -1615,6 +1639,7 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 "constexpr int MAXL = %d, NDIGITS = %d, HT_PARAMS_BYTES = %d, NPHASES = %d;\n"
 			 "#define HT_PROF %d\n"
 			 "#define HT_MMA %d\n"
+			 "#define HT_FAST_MAX %d\n"
 			 "constexpr int HT_MMA_STAGES_ = %d;\n"
 			 "constexpr unsigned KEYMASK = 0x%08Xu;\n"
 			 "constexpr float IMP_FORCED = %.1ff, SUM_EPS = 1e-30f, LAZY = 8.0f;\n"
@@ -1633,7 +1658,7 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 c->K / 2, c->V, lo.nt, lo.nw, min_blocks(c, lo.nt), lo.ts, lo.cw,
 			 (c->G * lo.cw + 31) / 32, lo.chw, lo.ct, lo.cpt, lo.ae, lo.vq, lo.gh, lo.items,
 			 lo.js, lo.ni, lo.ss, lo.vs, lo.rw, TINYC_HTREE_MAX_LAYERS, ndigits, (int)sizeof(tinyc_htree_kparams),
-			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0, lo.mma, lo.mma ? lo.mst : 2,
+			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0, lo.mma, c->fast_max ? 1 : 0, lo.mma ? lo.mst : 2,
 			 (unsigned)keymask, (double)TINYC_HTREE_IMP_FORCED, (long long)lo.off_work,
 			 (long long)lo.off_keys, (long long)lo.off_kept, (long long)lo.off_par, (long long)lo.off_qr,
 			 (long long)lo.off_h, (long long)lo.off_misc, (long long)lo.off_etab);
