@@ -99,6 +99,7 @@ typedef struct tinyc_htree_kernel_config {
 	int min_blocks;		/* blocks an SM should hold (launch bounds), 0 = as many as 128
 				   registers a thread allow */
 	int simt_leaves;	/* 1: the leaves on FMA even where the tensor-core path applies */
+	int fast_max;		/* 1: pass 1's max by ht_max_fast (fast scores, exact rechecks) */
 } tinyc_htree_kernel_config;
 
 /* The phases htree_forward's profile counts (cycles of thread 0, summed over blocks). */

@@ -78,6 +78,8 @@ static const tinyc_htree_kernel_config more_cfgs[] = {
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 128, 0, 5},	/* 128 threads, 5 blocks */
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 1},	/* the leaves on FMA */
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 512, 0, 0},	/* tensor cores, 16 warps */
+	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 0, 1},	/* pass 1 by ht_max_fast */
+	{4, 8, 32, 4, 32, 32, TINYC_FLOAT, 13, 0, 0, 0, 0, 1},	/* ... G = 4, K = 32 */
 };
 
 Test(htree_gpu_emit, benchmark_config_compiles_for_sm80, .timeout = 300)
@@ -585,7 +587,8 @@ static void fill_normal(tinyc_tensor *t, uint64_t seed)
  * at truncation-bucket edges: the host libm's exp and the device's differ in rare
  * roundings). */
 static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64_t Hkv,
-			  int64_t K, int64_t V, int r, int top_k, int64_t mtn, int npos, int ntr)
+			  int64_t K, int64_t V, int r, int top_k, int64_t mtn, int npos, int ntr,
+			  int fast_max)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_cuda *cu = device_or_skip(ctx);
@@ -615,7 +618,10 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 	tg.positions = tc.positions = tpos;
 	tg.num_positions = tc.num_positions = ntr;
 	tinyc_tensor *o = NULL, *oref = NULL;
-	cr_assert_eq(tinyc_htree_forward_cuda(ctx, cu, &cfg, NULL, q, k, v, &o, &tg), 0);
+	tinyc_htree_gpu_opts opts;
+	memset(&opts, 0, sizeof opts);
+	opts.fast_max = fast_max;
+	cr_assert_eq(tinyc_htree_forward_cuda(ctx, cu, &cfg, &opts, q, k, v, &o, &tg), 0);
 	tinyc_htree_config cc = cfg;
 	cc.query_positions = pos;
 	cc.num_query_positions = npos;
@@ -642,9 +648,9 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 			cr_assert_eq(tg.num_candidates[gi * L + l], tc.num_candidates[gi * L + l]);
 		selbad += bad;
 	}
-	fprintf(stderr, "htree GPU vs CPU, %s T=%lld (%lld layers): max |diff| %.3g over %lld "
+	fprintf(stderr, "htree GPU vs CPU, %s T=%lld (%lld layers%s): max |diff| %.3g over %lld "
 		"groups, %lld over 1e-4 (allowed %lld); selections differ in %lld of %lld groups\n",
-		tinyc_dtype_name(dt), (long long)T, (long long)L, max_abs, (long long)groups,
+		tinyc_dtype_name(dt), (long long)T, (long long)L, fast_max ? ", fast max" : "", max_abs, (long long)groups,
 		(long long)over, (long long)allowed, (long long)selbad, (long long)tgroups);
 	cr_assert(over <= allowed, "%lld query groups over 1e-4 (max |diff| %g)", (long long)over,
 		  max_abs);
@@ -663,19 +669,26 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 
 Test(htree_device, random_T20000_default_config, .timeout = 1200)
 {
-	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 1000, 256);
+	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 1000, 256, 0);
+}
+
+/* The --fast-max experiment (pass 1 by ht_max_fast): the selections are the reference's. */
+Test(htree_device, random_fast_max, .timeout = 1200)
+{
+	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 300, 256, 1);
+	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 100, 64, 1);
 }
 
 Test(htree_device, random_T9000_gqa_three_layers, .timeout = 600)
 {
 	/* 9000 -> 563 -> 36 -> 3 with r = 16, top_k = 32, max_top_nodes = 16; B = 2, G = 4 */
-	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 400, 64);
+	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 400, 64, 0);
 }
 
 Test(htree_device, random_half_and_bf16_inputs, .timeout = 600)
 {
-	random_vs_cpu(TINYC_HALF, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64);
-	random_vs_cpu(TINYC_BFLOAT16, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64);
+	random_vs_cpu(TINYC_HALF, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64, 0);
+	random_vs_cpu(TINYC_BFLOAT16, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64, 0);
 }
 
 Test(htree_device, device_api_and_query_positions_match_the_full_run, .timeout = 300)

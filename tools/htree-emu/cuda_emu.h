@@ -87,6 +87,7 @@ static inline unsigned __ballot_sync(unsigned, bool f)
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
 static inline int atomicAdd(int *p, int v) { int o = *p; *p = o + v; return o; }
+static inline int atomicMax(int *p, int v) { int o = *p; *p = o > v ? o : v; return o; }
 // __syncthreads_or: a barrier, the flags ORed through a block-wide word (read after a
 // second barrier, reset after a third)
 extern int emu_sync_or;
@@ -101,7 +102,9 @@ static inline int __syncthreads_or(int f)
 	emu_wait(1);
 	return r;
 }
-static inline int __ffsll(long long x) { return __builtin_ffsll(x); }template <typename T> static inline T __ldg(const T *p) { return *p; }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+template <typename T> static inline T __ldg(const T *p) { return *p; }
 static inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
 static inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
 static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
@@ -130,6 +133,7 @@ inline float ht_exp_ftz(float x)
 }
 static inline float __double2float_rn(double x) { return (float)x; }
 static inline unsigned __float_as_uint(float x) { unsigned u; memcpy(&u, &x, 4); return u; }
+static inline int __float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
 static inline float __uint_as_float(unsigned x) { float f; memcpy(&f, &x, 4); return f; }
 static inline int __double2hiint(double d) { uint64_t b; memcpy(&b, &d, 8); return (int)(uint32_t)(b >> 32); }
 static inline int __double2loint(double d) { uint64_t b; memcpy(&b, &d, 8); return (int)(uint32_t)b; }
@@ -137,6 +141,7 @@ static inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f
 static inline float __int_as_float(unsigned x) { float f; memcpy(&f, &x, 4); return f; }
 using std::fmaf;
 using std::fmaxf;
+using std::fminf;
 extern "C" float tinyc_f16_to_f32(uint16_t h);
 extern "C" float tinyc_bf16_to_f32(uint16_t h);
 struct __half { uint16_t x; };

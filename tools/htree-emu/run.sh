@@ -3,7 +3,9 @@
 # under a fiber emulation of CUDA (cuda_emu.h) against the CPU reference.  A developer tool
 # (needs a C++ compiler; not part of the test suite).
 #
-#   tools/htree-emu/run.sh BUILD_DIR r top_k max_top_nodes G K V dtype threads -- EMU_ARGS
+#   tools/htree-emu/run.sh BUILD_DIR r top_k max_top_nodes G K V dtype threads [fast_max] -- EMU_ARGS
+#
+# fast_max 1: pass 1 by ht_max_fast (the --fast-max experiment).
 #
 # EMU_ARGS: GOLDEN_DIR CASE r top_k max_top_nodes
 #        or random B T H Hkv K V r top_k max_top_nodes NPOS [dtype]
@@ -22,8 +24,11 @@ LIBS="-Wl,--start-group $(ls "$BUILD"/libtinyc_*.a | tr '\n' ' ') -Wl,--end-grou
 NVRTC=$(find /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu -maxdepth 1 -name 'libnvrtc.so*' 2>/dev/null | head -1)
 NVDIR=$(dirname "${NVRTC:-/usr/local/cuda/lib64/x}")
 cc -std=c11 -D_DEFAULT_SOURCE -I"$ROOT" "$HERE/gen.c" $LIBS -L"$NVDIR" -lnvrtc -Wl,-rpath,"$NVDIR" -o "$TMP/gen"
-"$TMP/gen" "$TMP/htree.cu" "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8"
+FAST=0
+if [ $# -gt 8 ] && [ "$9" != "--" ]; then FAST=$9; fi
+"$TMP/gen" "$TMP/htree.cu" "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$FAST"
 shift 8
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then shift; fi
 [ "${1:-}" = "--" ] && shift
 sed -i '/#include <cuda_/d' "$TMP/htree.cu"
 c++ -std=c++17 -O1 -ffp-contract=off -I"$ROOT" -I"$HERE" -include "$HERE/cuda_emu.h" \
