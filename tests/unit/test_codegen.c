@@ -130,6 +130,35 @@ Test(codegen, nvrtc_compiles_attention_for_sm80_and_sm90a, .timeout = 600)
 		}
 }
 
+/* The sm_90a attention variant with S on wgmma (TINYC_ATTN_WGMMA=1) compiles with nvrtc for
+ * the 16-bit lit graphs with d = 64 (causal, GQA, the anticausal mask, T=2048 with 128-row
+ * blocks of two warpgroups), and its kernels hold wgmma. */
+Test(codegen, nvrtc_compiles_attention_wgmma_for_sm90a, .timeout = 600)
+{
+	if (tinyc_nvrtc_version() < 0)
+		cr_skip_test("nvrtc is not available");
+	setenv("TINYC_ATTN_WGMMA", "1", 1);
+	const char *files[] = {"causal-gqa-fp16.uop", "anticausal-fp16.uop", "causal-t2048-fp16.uop",
+			       "online-softmax-fp16.uop", "wgmma-fp16.uop"};
+	for (int i = 0; i < 5; i++) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/tests/lit/attention/%s", TINYC_SOURCE_DIR, files[i]);
+		tinyc_ctx *ctx = tinyc_ctx_alloc();
+		compiled c;
+		int rc = compile(ctx, path, NULL, "sm_90a", &c);
+		if (rc != 0)
+			dump_diags(ctx);
+		cr_assert_eq(rc, 0, "%s: compile failed", files[i]);
+		tinyc_buf text = {0};
+		expect_nvrtc(ctx, &c, files[i], "sm_90a", &text);
+		cr_expect(strstr(text.data, "wgmma.mma_async.sync.aligned.m64n64k16") != NULL, "%s: no wgmma", files[i]);
+		tinyc_buf_free(&text);
+		compiled_free(&c);
+		tinyc_ctx_free(ctx);
+	}
+	unsetenv("TINYC_ATTN_WGMMA");
+}
+
 /* TANH (the op added through the op table's checklist) compiles with nvrtc for sm_80 and
  * sm_90a, elementwise and in a matmul epilogue (the wgmma template on sm_90a, whose sizes
  * are bound), as a call of CUDA's tanhf. */
