@@ -132,15 +132,16 @@ Test(codegen, nvrtc_compiles_attention_for_sm80_and_sm90a, .timeout = 600)
 
 /* The sm_90a attention variant with S on wgmma (TINYC_ATTN_WGMMA=1) compiles with nvrtc for
  * the 16-bit lit graphs with d = 64 (causal, GQA, the anticausal mask, T=2048 with 128-row
- * blocks of two warpgroups), and its kernels hold wgmma. */
+ * blocks of two warpgroups), with P V on mma.sync and on wgmma, and its kernels hold wgmma. */
 Test(codegen, nvrtc_compiles_attention_wgmma_for_sm90a, .timeout = 600)
 {
 	if (tinyc_nvrtc_version() < 0)
 		cr_skip_test("nvrtc is not available");
-	setenv("TINYC_ATTN_WGMMA", "1", 1);
 	const char *files[] = {"causal-gqa-fp16.uop", "anticausal-fp16.uop", "causal-t2048-fp16.uop",
 			       "online-softmax-fp16.uop", "wgmma-fp16.uop"};
-	for (int i = 0; i < 5; i++) {
+	for (int j = 0; j < 10; j++) {	/* P V on mma.sync (1), on wgmma (2) */
+		int i = j % 5;
+		setenv("TINYC_ATTN_WGMMA", j < 5 ? "1" : "2", 1);
 		char path[1024];
 		snprintf(path, sizeof(path), "%s/tests/lit/attention/%s", TINYC_SOURCE_DIR, files[i]);
 		tinyc_ctx *ctx = tinyc_ctx_alloc();
