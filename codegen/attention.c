@@ -1270,6 +1270,28 @@ static void lead_loop(abuild *b, tinyc_gstmt *body, const mma_tiles *t, const ti
 	app(b, body, tinyc_gs_cp_wait(k, cp, 0));
 }
 
+/* The online softmax's variant of plan ap (b->lazy, b->psum); under psum the row-sum
+ * fragments lacc (4 floats for each of the warp's MB 16-row blocks, zero) and the ones
+ * fragment, declared in body.  0 or -1. */
+int tinyc_attn_softmax_variant(abuild *b, tinyc_gstmt *body, const tinyc_attn_plan *ap, int MB)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_dtype dt = b->m->in_dtype;
+	b->lazy = (ap->softmax & TINYC_ATTN_LAZY) != 0;
+	b->psum = (ap->softmax & TINYC_ATTN_PSUM) != 0;
+	if (!b->psum)
+		return 0;
+	b->lacc = tinyc_gk_reg_array(k, "lacc", TINYC_FLOAT, MB * 4);
+	b->ones = tinyc_gk_reg_array(k, "ones", dt, 4);
+	if (b->lacc < 0 || b->ones < 0) {
+		b->failed = 1;
+		return -1;
+	}
+	app(b, body, tinyc_gs_decl(k, b->lacc, fc(b, 0)));
+	app(b, body, tinyc_gs_decl(k, b->ones, tinyc_gx_cast(k, dt, fc(b, 1))));
+	return 0;
+}
+
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
@@ -1342,18 +1364,8 @@ void tinyc_attn_build_mma(abuild *b, const tinyc_schedule *s, const tinyc_skerne
 		return;
 	}
 	t.ks = ks, t.vs = vs, t.qa = qa, t.kb = kb, t.vb = vb, t.pa = pa, t.sacc = sacc, t.oacc = oacc;
-	b->lazy = (ap->softmax & TINYC_ATTN_LAZY) != 0;
-	b->psum = (ap->softmax & TINYC_ATTN_PSUM) != 0;
-	if (b->psum) {
-		b->lacc = tinyc_gk_reg_array(k, "lacc", TINYC_FLOAT, MB * 4);
-		b->ones = tinyc_gk_reg_array(k, "ones", dt, 4);
-		if (b->lacc < 0 || b->ones < 0) {
-			b->failed = 1;
-			return;
-		}
-		app(b, body, tinyc_gs_decl(k, b->lacc, fc(b, 0)));
-		app(b, body, tinyc_gs_decl(k, b->ones, tinyc_gx_cast(k, dt, fc(b, 1))));
-	}
+	if (tinyc_attn_softmax_variant(b, body, ap, MB) < 0)
+		return;
 	tinyc_attn_load_q(b, body, qs, QS, p, r0, BM, NT, pipe ? cp : -1, dt);
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
 	for (int mb = 0; mb < MB; mb++)

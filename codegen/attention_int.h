@@ -139,6 +139,7 @@ void tinyc_attn_store_output(abuild *b, tinyc_gstmt *body, const tinyc_skernel *
 void tinyc_attn_kv_copy(abuild *b, tinyc_gstmt *blk, int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *stage,
 			tinyc_gexpr *const *p, tinyc_gexpr *J, int BN, int threads);
 void tinyc_attn_pv_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *vbase, int mb0, int mb1);
+int tinyc_attn_softmax_variant(abuild *b, tinyc_gstmt *body, const tinyc_attn_plan *ap, int MB);
 void tinyc_attn_row_sums(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, int mb0, int mb1);
 void tinyc_attn_build_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 			  const tinyc_attn_plan *ap, const tinyc_attn_warps *roles);

@@ -88,18 +88,8 @@ void tinyc_attn_build_wgmma(abuild *b, const tinyc_schedule *s, const tinyc_sker
 	}
 	t.ks = ks, t.vs = vs, t.vb = vb, t.pa = pa, t.sacc = sacc, t.oacc = oacc, t.qa = t.kb = -1;
 	b->swz = 1, b->swz_sh[0] = qs, b->swz_sh[1] = ks, b->swz_sh[2] = pvwg ? vs : qs;
-	b->lazy = (ap->softmax & TINYC_ATTN_LAZY) != 0;
-	b->psum = (ap->softmax & TINYC_ATTN_PSUM) != 0;
-	if (b->psum) {
-		b->lacc = tinyc_gk_reg_array(k, "lacc", TINYC_FLOAT, 4);
-		b->ones = tinyc_gk_reg_array(k, "ones", dt, 4);
-		if (b->lacc < 0 || b->ones < 0) {
-			b->failed = 1;
-			return;
-		}
-		app(b, body, tinyc_gs_decl(k, b->lacc, fc(b, 0)));
-		app(b, body, tinyc_gs_decl(k, b->ones, tinyc_gx_cast(k, dt, fc(b, 1))));
-	}
+	if (tinyc_attn_softmax_variant(b, body, ap, 1) < 0)
+		return;
 	int mv[2], lv[2];	/* row maximum and sum of rows gq and gq + 8 */
 	tinyc_gexpr *kend = tinyc_attn_loop_setup(b, body, oacc, 1, mv, lv, r0, BM, 0);
 	if (!kend)

@@ -546,7 +546,7 @@ static int attention_tf32_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skern
  * registers, V MN-major; dv = 64) or on mma.sync; 64 keys a tile, 3-stage rings, a
  * warpgroup per 64 query rows.  By default (TINYC_ATTN_WGMMA unset) proposed, and chosen,
  * with P V on wgmma for fp16 with d = dv = 64 and Tq, Tk >= 512: H100, B=8 H=12, all six
- * rows of issue 16's table 0.84-0.95x the time of the mma.sync kernel and 0.85-0.98x
+ * rows of issue 16's table 0.87-0.95x the time of the mma.sync kernel and 0.85-0.98x
  * torch flash's (same run); bf16, dv < 64 and T < 512 are correct on the GPU but not
  * timed.  TINYC_ATTN_WGMMA=1 forces it with P V on mma.sync (slower at T >= 2048), 2 with
  * P V on wgmma, 0 never.  0 or -1. */
