@@ -2,22 +2,26 @@
  * wgmma, asynchronously, so that a warpgroup computes the next key tile's scores while it
  * takes the softmax and P V of this one (FlashAttention-3's intra-warpgroup overlap).
  *
- * Blocks of bm = 64 or 128 query rows: one warpgroup (4 warps of 16 rows) per 64 rows.
- * Q (d = 64: one 128-byte row a query) stays in shared memory in wgmma's 128-byte swizzle,
- * loaded once; K tiles (64 keys, key-major: wgmma's K-major B) go through a 3-stage
- * cp.async ring in the same swizzle, V tiles through a 3-stage ring of padded rows (row
- * stride dv + 8 halves) that ldmatrix.trans reads.  Per key tile t:
+ * Blocks of bm = 64 (or, forced, 128) query rows: one warpgroup (4 warps of 16 rows) per
+ * 64 rows.  Q (d = 64: one 128-byte row a query) stays in shared memory in wgmma's 128-byte
+ * swizzle, loaded once; K tiles (64 keys, key-major: wgmma's K-major B) go through a
+ * 3-stage cp.async ring in the same swizzle; V tiles through a 3-stage ring, swizzled too
+ * when P V runs on wgmma (plan pvwg, dv = 64), else of padded rows (dv + 8) that
+ * ldmatrix.trans reads.  Per key tile t:
  *   wait for tile t + 1's copies, fence.proxy.async (the tensor cores read what cp.async
  *   wrote), barrier; start tile t + 2's copies into the stage tile t - 1 used;
  *   wgmma m64n64k16 x 4: snx = Q K(t + 1)^T, committed, not waited;
- *   the softmax of tile t's scores (sacc) and O += P V on mma.sync, exactly as the
- *   mma.sync kernel (codegen/attention.c: the graph's scale and mask per score, key and
- *   causal bounds, lazy rescale, row sums by mma);
+ *   the softmax of tile t's scores (sacc) exactly as the mma.sync kernel
+ *   (codegen/attention.c: the graph's scale and mask per score, key and causal bounds,
+ *   lazy rescale, row sums by mma);
+ *   O += P V: pvwg, wgmma with A = P's fragments in registers and B = V MN-major, waited;
+ *   else mma.sync with V by ldmatrix.trans;
  *   wgmma.wait_group 0, sacc = snx.
  * The wgmma accumulator's fragment (row 16 (warp % 4) + lane / 4 + 8 (i / 2 % 2), column
- * 8 (i / 4) + 2 (lane % 4) + i % 2) is the mma.sync kernel's m16n8 score fragment of the
- * warp's 16 rows, so everything after S is shared with it.  Views that are not 16-byte
- * copyable fall back to the mma.sync body (same block shape). */
+ * 8 (i / 4) + 2 (lane % 4) + i % 2) is the mma.sync kernel's m16n8 score (and output)
+ * fragment of the warp's 16 rows, and that fragment in 16 bits is wgmma's register A, so
+ * everything after S is shared with it.  Views that are not 16-byte copyable fall back to
+ * the mma.sync body (same block shape). */
 #include <stdio.h>
 
 #include "codegen/attention_int.h"
