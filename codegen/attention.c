@@ -417,6 +417,10 @@ void tinyc_attn_load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr
 		return;
 	}
 	tinyc_gexpr *dst = bin(b, TINYC_GX_ADD, base, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)), c));
+	if (b->swz && (sh == b->swz_sh[0] || sh == b->swz_sh[1] || sh == b->swz_sh[2]))	/* wgmma's swizzle */
+		dst = bin(b, TINYC_GX_ADD, base, bin(b, TINYC_GX_ADD, bin(b, TINYC_GX_MUL, rr, ic(b, S)),
+			  bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_XOR, bin(b, TINYC_GX_DIV, c, ic(b, ce)),
+					       bin(b, TINYC_GX_MOD, rr, ic(b, 8))), ic(b, ce))));
 	tinyc_gstmt *cp = tinyc_gs_copy(k, sh, dst, b->em->buf_param[buf], off, ce, in, 1);
 	if (total % threads) {	/* the last step: only the threads with a copy left */
 		tinyc_gstmt *g = tinyc_gs_block(k);
@@ -429,8 +433,8 @@ void tinyc_attn_load_tile_async(abuild *b, tinyc_gstmt *blk, int sh, tinyc_gexpr
 
 /* The cp.async copies of the K and V tiles of keys [J, J + BN) into ring stage `stage`
  * of ks (row stride KS) and vs (VS), appended to blk. */
-static void kv_copy(abuild *b, tinyc_gstmt *blk, int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *stage,
-		    tinyc_gexpr *const *p, tinyc_gexpr *J, int BN, int threads)
+void tinyc_attn_kv_copy(abuild *b, tinyc_gstmt *blk, int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *stage,
+			tinyc_gexpr *const *p, tinyc_gexpr *J, int BN, int threads)
 {
 	const tinyc_attn_match *m = b->m;
 	tinyc_attn_load_tile_async(b, blk, ks, bin(b, TINYC_GX_MUL, stage, ic(b, BN * KS)), KS, m->k_side, 1, p, J,
@@ -462,7 +466,7 @@ void tinyc_attn_kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_g
 		app(b, wb, tinyc_gs_barrier(k));
 		return;
 	}
-	kv_copy(b, body, ks, KS, vs, VS, ic(b, 0), p, ic(b, 0), BN, threads);
+	tinyc_attn_kv_copy(b, body, ks, KS, vs, VS, ic(b, 0), p, ic(b, 0), BN, threads);
 	app(b, body, tinyc_gs_cp_commit(k, cp));
 	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, 2)));
 	if (st < 0)
@@ -471,7 +475,7 @@ void tinyc_attn_kv_stream(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_g
 	tinyc_gexpr *S = tinyc_gx_var(k, st), *O = bin(b, TINYC_GX_SUB, ic(b, 1), S);
 	tinyc_gstmt *next = tinyc_gs_block(k);
 	tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
-	kv_copy(b, next, ks, KS, vs, VS, O, p, J1, BN, threads);
+	tinyc_attn_kv_copy(b, next, ks, KS, vs, VS, O, p, J1, BN, threads);
 	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), next, NULL));
 	app(b, tb, tinyc_gs_cp_commit(k, cp));
 	app(b, tb, tinyc_gs_cp_wait(k, cp, 1));
@@ -496,7 +500,7 @@ static void kv_ring(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *
 	*kbase = *vbase = ic(b, 0);
 	for (int t = 0; t < ns - 1; t++) {
 		tinyc_gstmt *blk = t ? tinyc_gs_block(k) : body;
-		kv_copy(b, blk, ks, KS, vs, VS, ic(b, t), p, ic(b, t * BN), BN, threads);
+		tinyc_attn_kv_copy(b, blk, ks, KS, vs, VS, ic(b, t), p, ic(b, t * BN), BN, threads);
 		if (t)
 			app(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_LT, ic(b, t * BN), kend), blk, NULL));
 		app(b, body, tinyc_gs_cp_commit(k, cp));
@@ -511,7 +515,7 @@ static void kv_ring(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, tinyc_gstmt *
 	tinyc_gexpr *O = bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, ns - 1)), ic(b, ns));
 	tinyc_gexpr *JN = bin(b, TINYC_GX_ADD, J0, ic(b, (ns - 1) * BN));
 	tinyc_gstmt *next = tinyc_gs_block(k);
-	kv_copy(b, next, ks, KS, vs, VS, O, p, JN, BN, threads);
+	tinyc_attn_kv_copy(b, next, ks, KS, vs, VS, O, p, JN, BN, threads);
 	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, JN, kend), next, NULL));
 	app(b, tb, tinyc_gs_cp_commit(k, cp));
 	*kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * KS));
@@ -1130,17 +1134,6 @@ void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int i0, int n, int 
 	}
 }
 
-/* The shared tiles, register arrays and lane roles of the 16-bit tensor-core kernel. */
-typedef struct mma_tiles {
-	int MB, BN, NS, NO, NQ;		/* 16-row blocks a warp, keys a tile, fragment values of
-					 * a block's scores, accumulators, Q */
-	int64_t D, DV, QS, VS;		/* head sizes, K (and Q) and V row strides in shared */
-	int ks, vs;			/* shared K (Q) and V rings */
-	int qa, kb, vb, pa, sacc, oacc;	/* Q, K, V, P fragments, scores, accumulators */
-	tinyc_gexpr *kn, *kc;		/* K ldmatrix row and column of the lane */
-	tinyc_gexpr *lr, *lc;		/* A / V.trans ldmatrix row and column of the lane */
-} mma_tiles;
-
 /* acc += A B for the 16-row blocks [mb0, mb1) of the warp: for each 16-wide step x of
  * the contraction (nx of them) and 16-wide column pair y of the result (ny), B's
  * fragment by ldmatrix (trans) from shared sh at base + row * S + col, where the row is
@@ -1176,15 +1169,21 @@ static void qk_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *
 
 /* O += P V of the 16-row blocks [mb0, mb1) of the warp, V from the stage at vbase by
  * ldmatrix.trans (appended to wb); under psum also the row sums of P. */
-static void pv_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *vbase, int mb0, int mb1)
+void tinyc_attn_pv_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *vbase, int mb0, int mb1)
 {
-	tinyc_gkernel *k = b->k;
 	frag_mma(b, wb, t->oacc, t->NO, t->pa, t->NS, t->vb, t->vs, vbase, t->VS, t->BN / 16, (int)(t->DV / 16), 1,
 		 t->lr, t->lc, 1, mb0, mb1);
-	if (b->psum)	/* the row sums of P: P times a column block of ones */
+	tinyc_attn_row_sums(b, wb, t, mb0, mb1);
+}
+
+/* Under psum, the row sums of P of the 16-row blocks [mb0, mb1) of the warp: P times a
+ * column block of ones, accumulated in lacc (appended to wb). */
+void tinyc_attn_row_sums(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, int mb0, int mb1)
+{
+	if (b->psum)
 		for (int mb = mb0; mb < mb1; mb++)
 			for (int kk = 0; kk < t->BN / 16; kk++)
-				app(b, wb, tinyc_gs_mma(k, b->lacc, ic(b, mb * 4), t->pa, ic(b, mb * t->NS + kk * 8), b->ones,
+				app(b, wb, tinyc_gs_mma(b->k, b->lacc, ic(b, mb * 4), t->pa, ic(b, mb * t->NS + kk * 8), b->ones,
 							ic(b, 0), b->lacc, ic(b, mb * 4)));
 }
 
@@ -1226,10 +1225,10 @@ static void lead_loop(abuild *b, tinyc_gstmt *body, const mma_tiles *t, const ti
 	if (j0 < 0)
 		return;
 	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
-	kv_copy(b, body, t->ks, t->QS, t->vs, t->VS, ic(b, 0), p, ic(b, 0), BN, NT);
+	tinyc_attn_kv_copy(b, body, t->ks, t->QS, t->vs, t->VS, ic(b, 0), p, ic(b, 0), BN, NT);
 	app(b, body, tinyc_gs_cp_commit(k, cp));
 	tinyc_gstmt *t1 = tinyc_gs_block(k);
-	kv_copy(b, t1, t->ks, t->QS, t->vs, t->VS, ic(b, 1), p, ic(b, BN), BN, NT);
+	tinyc_attn_kv_copy(b, t1, t->ks, t->QS, t->vs, t->VS, ic(b, 1), p, ic(b, BN), BN, NT);
 	app(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_LT, ic(b, BN), kend), t1, NULL));
 	app(b, body, tinyc_gs_cp_commit(k, cp));
 	app(b, body, tinyc_gs_cp_wait(k, cp, 1));
@@ -1246,7 +1245,7 @@ static void lead_loop(abuild *b, tinyc_gstmt *body, const mma_tiles *t, const ti
 	app(b, tb, tinyc_gs_cp_wait(k, cp, 0));
 	app(b, tb, tinyc_gs_barrier(k));
 	tinyc_gexpr *J2 = bin(b, TINYC_GX_ADD, J0, ic(b, 2 * BN));
-	kv_copy(b, next, t->ks, t->QS, t->vs, t->VS, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, 2)), ic(b, 3)),
+	tinyc_attn_kv_copy(b, next, t->ks, t->QS, t->vs, t->VS, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, 2)), ic(b, 3)),
 		p, J2, BN, NT);
 	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J2, kend), next, NULL));
 	app(b, tb, tinyc_gs_cp_commit(k, cp));
@@ -1259,16 +1258,38 @@ static void lead_loop(abuild *b, tinyc_gstmt *body, const mma_tiles *t, const ti
 	app(b, tb, tinyc_gs_decl(k, t->pa, NULL));
 	block_softmax(b, tb, t, w, wrow, J0, 0, mv, lv);
 	app(b, tb, tinyc_gs_decl(k, t->vb, NULL));
-	pv_mma(b, tb, t, vbase, 0, 1);
+	tinyc_attn_pv_mma(b, tb, t, vbase, 0, 1);
 	/* block 0's scores of the next tile, beside block 1's softmax of this one */
 	tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
 	zero_scores(b, ahead, t, 0);
 	qk_mma(b, ahead, t, knext, 0, 1);
 	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), ahead, NULL));
 	block_softmax(b, tb, t, w, wrow, J0, 1, mv, lv);
-	pv_mma(b, tb, t, vbase, 1, 2);
+	tinyc_attn_pv_mma(b, tb, t, vbase, 1, 2);
 	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
 	app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+}
+
+/* The online softmax's variant of plan ap (b->lazy, b->psum); under psum the row-sum
+ * fragments lacc (4 floats for each of the warp's MB 16-row blocks, zero) and the ones
+ * fragment, declared in body.  0 or -1. */
+int tinyc_attn_softmax_variant(abuild *b, tinyc_gstmt *body, const tinyc_attn_plan *ap, int MB)
+{
+	tinyc_gkernel *k = b->k;
+	const tinyc_dtype dt = b->m->in_dtype;
+	b->lazy = (ap->softmax & TINYC_ATTN_LAZY) != 0;
+	b->psum = (ap->softmax & TINYC_ATTN_PSUM) != 0;
+	if (!b->psum)
+		return 0;
+	b->lacc = tinyc_gk_reg_array(k, "lacc", TINYC_FLOAT, MB * 4);
+	b->ones = tinyc_gk_reg_array(k, "ones", dt, 4);
+	if (b->lacc < 0 || b->ones < 0) {
+		b->failed = 1;
+		return -1;
+	}
+	app(b, body, tinyc_gs_decl(k, b->lacc, fc(b, 0)));
+	app(b, body, tinyc_gs_decl(k, b->ones, tinyc_gx_cast(k, dt, fc(b, 1))));
+	return 0;
 }
 
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
@@ -1278,8 +1299,8 @@ static void lead_loop(abuild *b, tinyc_gstmt *body, const mma_tiles *t, const ti
  * ap->lead the staggered loop of lead_loop) when the views allow 16-byte copies (the next
  * tiles' copies in flight while this one is computed), else through synchronous element
  * loads. */
-static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
-			   const tinyc_attn_plan *ap)
+void tinyc_attn_build_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
+			  const tinyc_attn_plan *ap, const tinyc_attn_warps *roles)
 {
 	tinyc_gkernel *k = b->k;
 	const tinyc_attn_match *m = b->m;
@@ -1294,7 +1315,9 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 	tinyc_gstmt *body = k->body;
 
 	tinyc_attn_warps w;
-	if (tinyc_attn_warp_roles(b, s, BM, &w) < 0)
+	if (roles)
+		w = *roles;
+	else if (tinyc_attn_warp_roles(b, s, BM, &w) < 0)
 		return;
 	tinyc_gexpr *L = w.lane, *Wp = w.warp, *r0 = w.r0, *const *p = w.p;
 	/* lane roles: A / V.trans ldmatrix rows and columns, K (non-trans) rows and columns,
@@ -1341,18 +1364,8 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 		return;
 	}
 	t.ks = ks, t.vs = vs, t.qa = qa, t.kb = kb, t.vb = vb, t.pa = pa, t.sacc = sacc, t.oacc = oacc;
-	b->lazy = (ap->softmax & TINYC_ATTN_LAZY) != 0;
-	b->psum = (ap->softmax & TINYC_ATTN_PSUM) != 0;
-	if (b->psum) {
-		b->lacc = tinyc_gk_reg_array(k, "lacc", TINYC_FLOAT, MB * 4);
-		b->ones = tinyc_gk_reg_array(k, "ones", dt, 4);
-		if (b->lacc < 0 || b->ones < 0) {
-			b->failed = 1;
-			return;
-		}
-		app(b, body, tinyc_gs_decl(k, b->lacc, fc(b, 0)));
-		app(b, body, tinyc_gs_decl(k, b->ones, tinyc_gx_cast(k, dt, fc(b, 1))));
-	}
+	if (tinyc_attn_softmax_variant(b, body, ap, MB) < 0)
+		return;
 	tinyc_attn_load_q(b, body, qs, QS, p, r0, BM, NT, pipe ? cp : -1, dt);
 	app(b, body, tinyc_gs_decl(k, qa, NULL));
 	for (int mb = 0; mb < MB; mb++)
@@ -1393,7 +1406,7 @@ static void build_body_mma(abuild *b, const tinyc_schedule *s, const tinyc_skern
 						  lv + 2 * mb, dt, 1);
 		}
 		app(b, wb, tinyc_gs_decl(k, vb, NULL));
-		pv_mma(b, wb, &t, vbase, 0, MB);
+		tinyc_attn_pv_mma(b, wb, &t, vbase, 0, MB);
 		if (NR == 2)	/* the next tile's copies overwrite this stage */
 			app(b, tb, tinyc_gs_barrier(k));
 		app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
@@ -1451,8 +1464,12 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 		k->min_blocks_per_sm = ap->min_blocks;
 	if (ap->mma == 2)
 		tinyc_attn_build_tf32(&b, s, sk, ap);
+	else if (ap->mma == 3) {
+		snprintf(gm->target, sizeof(gm->target), "sm_90a");	/* wgmma (planned on sm_90 only) */
+		tinyc_attn_build_wgmma(&b, s, sk, ap);
+	}
 	else if (ap->mma)
-		build_body_mma(&b, s, sk, ap);
+		tinyc_attn_build_mma(&b, s, sk, ap, NULL);
 	else
 		build_body(&b, s, sk, ap);
 	int failed = b.failed || em->error;
@@ -1462,10 +1479,10 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 			tinyc_error(ctx, "CodegenError", "attention %s: building the kernel failed", sk->name);
 		return -1;
 	}
-	char comment[256];
+	char comment[384];
 	snprintf(comment, sizeof(comment), "%s: flash attention (%s, fp32 statistics), %d query "
 		 "rows per block, %d keys per shared tile, %d stage%s%s%s%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
-		 sk->name, ap->mma == 2 ? "3xTF32 mma.sync m16n8k8" : ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, b.stages,
+		 sk->name, ap->mma == 2 ? "3xTF32 mma.sync m16n8k8" : ap->mma == 3 && b.swz ? (ap->pvwg ? "S on wgmma m64n64k16 a key tile ahead, P V on wgmma with P from registers" : "S on wgmma m64n64k16 a key tile ahead, P V on mma.sync m16n8k16") : ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, b.stages,
 		 b.stages > 1 ? "s (cp.async)" : "", b.lead ? ", row block 0 a key tile ahead" : "",
 		 b.lazy ? ", lazy rescale" : "", b.psum ? ", row sums by mma" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
 		 (long long)ap->m.dv);

@@ -33,6 +33,9 @@ typedef struct abuild {
 	int psum;			/* row sums of P by mma with a ones B fragment into
 					 * lacc (4 floats a 16-row block), not by adds */
 	int lacc, ones;			/* psum: the sum fragments and the ones fragment */
+	int swz;			/* swz_sh[0..2] hold 64-element rows in wgmma's 128-byte
+					 * swizzle (tinyc_attn_load_tile_async) */
+	int swz_sh[3];			/* swz: the swizzled shared arrays (Q, K, V or Q again) */
 } abuild;
 
 /* The thread roles of a tensor-core kernel (tinyc_attn_warp_roles). */
@@ -91,6 +94,17 @@ static inline int iter(abuild *b, const char *name)
 	return v;
 }
 
+/* The shared tiles, register arrays and lane roles of the 16-bit tensor-core kernel. */
+typedef struct mma_tiles {
+	int MB, BN, NS, NO, NQ;		/* 16-row blocks a warp, keys a tile, fragment values of
+					 * a block's scores, accumulators, Q */
+	int64_t D, DV, QS, VS;		/* head sizes, K (and Q) and V row strides in shared */
+	int ks, vs;			/* shared K (Q) and V rings */
+	int qa, kb, vb, pa, sacc, oacc;	/* Q, K, V, P fragments, scores, accumulators */
+	tinyc_gexpr *kn, *kc;		/* K ldmatrix row and column of the lane */
+	tinyc_gexpr *lr, *lc;		/* A / V.trans ldmatrix row and column of the lane */
+} mma_tiles;
+
 /* codegen/attention.c: see each definition. */
 tinyc_gexpr *tinyc_attn_query_tile(abuild *b, int bm);
 tinyc_gexpr *tinyc_attn_key_end(abuild *b, tinyc_gstmt *body, tinyc_gexpr *r0, int bm);
@@ -121,6 +135,18 @@ void tinyc_attn_online_softmax(abuild *b, tinyc_gstmt *wb, int sacc, int pa, int
 void tinyc_attn_store_output(abuild *b, tinyc_gstmt *body, const tinyc_skernel *sk, int oacc, int oo,
 			     int NO, const int *lv, tinyc_gexpr *r0, tinyc_gexpr *wrow, tinyc_gexpr *gq,
 			     tinyc_gexpr *tq2, tinyc_gexpr *const *p);
+
+void tinyc_attn_kv_copy(abuild *b, tinyc_gstmt *blk, int ks, int64_t KS, int vs, int64_t VS, tinyc_gexpr *stage,
+			tinyc_gexpr *const *p, tinyc_gexpr *J, int BN, int threads);
+void tinyc_attn_pv_mma(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, tinyc_gexpr *vbase, int mb0, int mb1);
+int tinyc_attn_softmax_variant(abuild *b, tinyc_gstmt *body, const tinyc_attn_plan *ap, int MB);
+void tinyc_attn_row_sums(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, int mb0, int mb1);
+void tinyc_attn_build_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
+			  const tinyc_attn_plan *ap, const tinyc_attn_warps *roles);
+
+/* codegen/attention_wgmma.c: the sm_90a body with S = Q K^T on wgmma. */
+void tinyc_attn_build_wgmma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
+			    const tinyc_attn_plan *ap);
 
 /* codegen/attention_tf32.c: the 3xTF32 tensor-core body for fp32 inputs. */
 void tinyc_attn_build_tf32(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,

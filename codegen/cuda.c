@@ -540,10 +540,16 @@ static void cwgmma(cprint *p, const tinyc_gstmt *s, int depth)
 	tinyc_dtype t = vtype(p, s->src.var);
 	const char *ty = t == TINYC_BFLOAT16 ? "bf16" : t == TINYC_FLOAT ? "tf32" : "f16";
 	int kk = t == TINYC_FLOAT ? 8 : 16;	/* tf32: k8, K-major only (no transpose) */
+	int areg = s->src.var >= 0 && p->k->vars[s->src.var].kind == TINYC_GV_REG_ARRAY;	/* A in registers */
 	tinyc_buf_puts(o, "{\n");
 	cindent(p, depth + 1);
-	tinyc_buf_puts(o, "unsigned long long tinyc_da = ");
-	cwg_desc(p, &s->src, s->wg_a);
+	if (areg) {	/* the m16k16 A fragment of each warp: 4 registers of two 16-bit values */
+		tinyc_buf_puts(o, "const unsigned *tinyc_a = (const unsigned *)");
+		caddr(p, &s->src);
+	} else {
+		tinyc_buf_puts(o, "unsigned long long tinyc_da = ");
+		cwg_desc(p, &s->src, s->wg_a);
+	}
 	tinyc_buf_puts(o, ";\n");
 	cindent(p, depth + 1);
 	tinyc_buf_puts(o, "unsigned long long tinyc_db = ");
@@ -561,10 +567,13 @@ static void cwgmma(cprint *p, const tinyc_gstmt *s, int depth)
 	tinyc_buf_puts(o, ";\n");
 	cindent(p, depth + 1);
 	tinyc_buf_printf(o, "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"
-			 "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", nreg + 2, n, kk, ty, ty);
+			 "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", nreg + (areg ? 5 : 2), n, kk, ty, ty);
 	for (int i = 0; i < nreg; i++)
 		tinyc_buf_printf(o, "%s%%%d", i ? ", " : "", i);
-	if (t == TINYC_FLOAT)
+	if (areg)
+		tinyc_buf_printf(o, "}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %d;\\n}\\n\"\n", nreg, nreg + 1,
+				 nreg + 2, nreg + 3, nreg + 4, s->wg_b.k_major ? 0 : 1);
+	else if (t == TINYC_FLOAT)
 		tinyc_buf_printf(o, "}, %%%d, %%%d, p, 1, 1;\\n}\\n\"\n", nreg, nreg + 1);
 	else
 		tinyc_buf_printf(o, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n", nreg, nreg + 1,
@@ -580,7 +589,11 @@ static void cwgmma(cprint *p, const tinyc_gstmt *s, int depth)
 	}
 	tinyc_buf_puts(o, "\n");
 	cindent(p, depth + 2);
-	tinyc_buf_puts(o, ": \"l\"(tinyc_da), \"l\"(tinyc_db), \"r\"(tinyc_sd) : \"memory\");\n");
+	if (areg)
+		tinyc_buf_puts(o, ": \"r\"(tinyc_a[0]), \"r\"(tinyc_a[1]), \"r\"(tinyc_a[2]), \"r\"(tinyc_a[3]), "
+			       "\"l\"(tinyc_db), \"r\"(tinyc_sd) : \"memory\");\n");
+	else
+		tinyc_buf_puts(o, ": \"l\"(tinyc_da), \"l\"(tinyc_db), \"r\"(tinyc_sd) : \"memory\");\n");
 	cindent(p, depth);
 	tinyc_buf_puts(o, "}\n");
 }

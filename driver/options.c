@@ -74,6 +74,7 @@ static void read_knobs(tinyc_sched_options *o)
 		memcpy(o->attn_tile, a, sizeof(a));
 	o->attn_lead = env_int("TINYC_ATTN_LEAD", -1);
 	o->attn_softmax = env_int("TINYC_ATTN_SOFTMAX", -1);
+	o->attn_wgmma = env_int("TINYC_ATTN_WGMMA", -1);
 	o->tune_off = env_zero("TINYC_TUNE");
 }
 

@@ -513,7 +513,9 @@ tinyc_gstmt *tinyc_gs_comment(tinyc_gkernel *k, const char *text);
  * 2 * (lane % 4) + i % 2).  a_index / b_index: element where the operand's descriptor
  * starts (1024-byte aligned tile plus the k offset); la / lb: their layouts.  scale_d: a
  * bool, false = D is overwritten (A*B), true or NULL = accumulated (D + A*B).
- * n: 8..256, a multiple of 8. */
+ * n: 8..256, a multiple of 8.  A may instead be a 16-bit REG_ARRAY (la unused): each warp's
+ * m16k16 fragment of its 16 rows, 8 elements from the constant a_index in mma.sync's A
+ * layout (wgmma with A from registers). */
 tinyc_gstmt *tinyc_gs_wgmma(tinyc_gkernel *k, int d, tinyc_gexpr *d_off, int a,
 			    tinyc_gexpr *a_index, tinyc_gwg_layout la, int b, tinyc_gexpr *b_index,
 			    tinyc_gwg_layout lb, int n, tinyc_gexpr *scale_d);

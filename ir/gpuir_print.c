@@ -450,10 +450,14 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		print_ref(k, &s->dst, out);
 		tinyc_buf_puts(out, s->value ? " = " : " += ");
 		print_ref(k, &s->src, out);
-		tinyc_buf_printf(out, " (%s", s->wg_a.k_major ? "k-major" : "m-major");
-		if (!s->wg_a.k_major)
-			tinyc_buf_printf(out, ", blocks %d B", s->wg_a.mn_block);
-		tinyc_buf_puts(out, ", swizzle 128 B) * ");
+		if (s->src.var >= 0 && k->vars[s->src.var].kind == TINYC_GV_REG_ARRAY) {
+			tinyc_buf_puts(out, " (registers) * ");
+		} else {
+			tinyc_buf_printf(out, " (%s", s->wg_a.k_major ? "k-major" : "m-major");
+			if (!s->wg_a.k_major)
+				tinyc_buf_printf(out, ", blocks %d B", s->wg_a.mn_block);
+			tinyc_buf_puts(out, ", swizzle 128 B) * ");
+		}
 		print_ref(k, &s->src2, out);
 		tinyc_buf_printf(out, " (%s", s->wg_b.k_major ? "k-major" : "n-major");
 		if (!s->wg_b.k_major)

@@ -262,6 +262,15 @@ static void vwarpgroup(vstate *st, const tinyc_gstmt *s, int ctl)
 		const tinyc_gvar *o = ops[i];
 		if (!o)
 			continue;
+		if (i == 0 && o->kind == TINYC_GV_REG_ARRAY) {	/* A from registers (16-bit) */
+			if (o->dtype != TINYC_HALF && o->dtype != TINYC_BFLOAT16)
+				verr(st, "wgmma A in registers must be half or bfloat16: ", o->name, NULL);
+			else if (!s->src.index || s->src.index->op != TINYC_GX_INT ||
+				 s->src.index->ival % 2 || s->src.index->ival + 8 > o->count)
+				verr(st, "wgmma A in registers needs a constant even offset and 8 elements in ",
+				     o->name, NULL);
+			continue;
+		}
 		if (o->kind != TINYC_GV_SHARED ||
 		    (o->dtype != TINYC_HALF && o->dtype != TINYC_BFLOAT16 && o->dtype != TINYC_FLOAT))
 			verr(st, "wgmma operands are half, bfloat16 or float (tf32) shared arrays: ",

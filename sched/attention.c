@@ -540,6 +540,53 @@ static int attention_tf32_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skern
 	return attn_plan_add(ctx, k, &p, ap);
 }
 
+/* The sm_90a candidate of a 16-bit attention with d = 64 and dv <= 64
+ * (codegen/attention_wgmma.c): S = Q K^T on wgmma m64n64k16 from the swizzled shared Q
+ * tile and K ring, issued a key tile ahead of the softmax, and P V on wgmma too (P from
+ * registers, V MN-major; dv = 64) or on mma.sync; 64 keys a tile, 3-stage rings, a
+ * warpgroup per 64 query rows.  By default (TINYC_ATTN_WGMMA unset) proposed, and chosen,
+ * with P V on wgmma for fp16 with d = dv = 64 and Tq, Tk >= 512: H100, B=8 H=12, all six
+ * rows of issue 16's table 0.87-0.95x the time of the mma.sync kernel and 0.85-0.98x
+ * torch flash's (same run); bf16, dv < 64 and T < 512 are correct on the GPU but not
+ * timed.  TINYC_ATTN_WGMMA=1 forces it with P V on mma.sync (slower at T >= 2048), 2 with
+ * P V on wgmma, 0 never.  0 or -1. */
+static int attention_wgmma_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k,
+				   const tinyc_attn_match *m, double batch)
+{
+	int want = s->opt.attn_wgmma;
+	if (want < 0)	/* the measured range */
+		want = m->in_dtype == TINYC_HALF && m->dv == 64 && m->tq >= 512 && m->tk >= 512 ? 2 : 0;
+	if (want < 1 || s->dev.arch.major != 9 || s->dev.arch.minor != 0 ||
+	    (m->in_dtype != TINYC_HALF && m->in_dtype != TINYC_BFLOAT16) || m->d != 64 ||
+	    m->dv % 16 || m->dv > 64)
+		return 0;
+	/* 64-row blocks, 3 a SM (167 registers): H100, B=8 H=12 d=64 fp16, T=2048 / 8192 0.82 /
+	 * 0.93x the time of 128-row blocks of two warpgroups (1 a SM; 2 a SM spill) */
+	int bm = 64, bn = 64, minb = 3;
+	const int *f = s->opt.attn_tile;	/* TINYC_ATTN_TILE (experiments): BM and blocks/SM */
+	if (f[0] == 64 || f[0] == 128)
+		bm = f[0], minb = f[2];
+	/* Q tile, K ring (128-byte rows), V ring (rows of dv + 8) */
+	if (((int64_t)bm * 64 + 3 * bn * 64 + 3 * bn * (m->dv + 8)) * 2 + 2048 > s->dev.smem_per_block_optin)
+		return 0;
+	tinyc_attn_plan *ap = calloc(1, sizeof(*ap));
+	if (!ap)
+		return tinyc_error(ctx, "OutOfMemory", "attention plan");
+	ap->m = *m, ap->bm = bm, ap->bn = bn, ap->stages = 3, ap->mma = 3, ap->mb = 1, ap->min_blocks = minb;
+	ap->pvwg = want == 2 && m->dv == 64;	/* P V on wgmma too */
+	ap->softmax = s->opt.attn_softmax >= 0 ? s->opt.attn_softmax & 3 : TINYC_ATTN_LAZY | TINYC_ATTN_PSUM;
+	tinyc_plan p = attn_mma_plan(s, m, batch, bm, 1, tinyc_dtype_size(m->in_dtype), k->flops,
+				     s->dev.peak_fp16_tflops);
+	p.est_us *= 0.9;	/* measured (or forced): ahead of the mma.sync candidates */
+	char desc[256];
+	snprintf(desc, sizeof(desc), "attention flash wgmma m64n%dk16 S + %s P V Tq=%lld Tk=%lld d=%lld "
+		 "dv=%lld rows/block %d keys/tile %d blocks/SM %d stages 3", bn, ap->pvwg ? "wgmma" : "mma.sync",
+		 (long long)m->tq, (long long)m->tk,
+		 (long long)m->d, (long long)m->dv, bm, bn, minb);
+	snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
+	return attn_plan_add(ctx, k, &p, ap);
+}
+
 /* Propose the flash-style plans for a kernel that computes an attention's output: one
  * candidate per (query rows per block, keys per tile), estimated as SIMT fp32 work
  * (2 FLOPs per multiply-add of Q K^T and P V) plus Q, K, V read once per query tile;
@@ -615,6 +662,8 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 				return -1;
 		}
 	}
+	if (attention_wgmma_propose(ctx, s, k, &m, batch) < 0)
+		return -1;
 	/* fp32 inputs: the 3xTF32 tensor-core variant (d and dv multiples of 8 up to 128,
 	 * sm_80+) unless TINYC_ATTENTION=simt; the SIMT candidates stay listed */
 	if (m.in_dtype == TINYC_FLOAT && m.d % 8 == 0 && m.dv % 8 == 0 && m.d <= 128 && m.dv <= 128 &&
@@ -670,7 +719,7 @@ static void attention_print_plan(const tinyc_schedule *s, const tinyc_skernel *k
 		tinyc_buf_printf(out, "  attention fp32: SIMT kernel (%s)\n", s->opt.attn_simt ?
 				 "TINYC_ATTENTION=simt" : s->dev.arch.major < 8 ? "no tf32 mma below sm_80" :
 				 "3xTF32 needs d and dv multiples of 8 up to 128");
-	if (ap->mma == 1 && (ap->softmax || ap->lead))
+	if ((ap->mma == 1 || ap->mma == 3) && (ap->softmax || ap->lead))
 		tinyc_buf_printf(out, "  attention softmax:%s%s%s\n", ap->softmax & TINYC_ATTN_LAZY ?
 				 " lazy rescale (O and l only where a row maximum grew by more than 8/c);" : "",
 				 ap->softmax & TINYC_ATTN_PSUM ? " row sums by mma (P times ones);" : "",

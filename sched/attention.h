@@ -50,13 +50,15 @@ typedef struct tinyc_attn_plan {
 				 * the kernel falls back to 1 where a view is not 16-byte copyable) */
 	int mma;		/* 1: tensor cores (mma.sync m16n8k16, bm / (16 mb) warps of 16 mb
 				 * rows); 2: the same on fp32 inputs in 3xTF32 (m16n8k8 .tf32,
-				 * codegen/attention_tf32.c); 0: SIMT */
+				 * codegen/attention_tf32.c); 3: S on wgmma (sm_90a, a warpgroup
+				 * per 64 rows, codegen/attention_wgmma.c); 0: SIMT */
 	int mb;			/* mma: 16-row blocks a warp owns (1, 2: the K and V fragments
 				 * serve both, half the ldmatrix traffic a score) */
 	int min_blocks;		/* mma: blocks per SM the registers are capped for (0: none) */
 	int lead;		/* mma, mb 2, 3 stages: the warp's first 16-row block one key
 				 * tile ahead of its second (codegen/attention.c, lead_loop) */
 	int softmax;		/* mma (16-bit): TINYC_ATTN_LAZY | TINYC_ATTN_PSUM */
+	int pvwg;		/* mma 3: P V on wgmma too (P from registers, V MN-major) */
 } tinyc_attn_plan;
 
 /* tinyc_attn_plan.softmax: the online softmax's variants (16-bit tensor-core kernel) */

@@ -79,7 +79,7 @@ int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sch
 	o->dev = *d;
 	o->dev_origin = target ? "--target" : "default target (no GPU found; give --target)";
 	o->wgmma_pp = o->wgmma_pack = o->wgmma_cluster = -1;
-	o->attn_lead = o->attn_softmax = -1;
+	o->attn_lead = o->attn_softmax = o->attn_wgmma = -1;
 	return 0;
 }
 
@@ -122,6 +122,8 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 		tinyc_buf_printf(out, " attn_lead %d,", o->attn_lead);
 	if (o->attn_softmax >= 0)
 		tinyc_buf_printf(out, " attn_softmax %d,", o->attn_softmax);
+	if (o->attn_wgmma >= 0)
+		tinyc_buf_printf(out, " attn_wgmma %d,", o->attn_wgmma);
 	tinyc_buf_puts(out, " tune ");
 	if (o->tune_off)
 		tinyc_buf_puts(out, "off\n");

@@ -64,7 +64,9 @@ Test(codegen, nvrtc_compiles_every_graph_for_sm80_and_sm90, .timeout = 900)
 				tinyc_buf text = {0};
 				cr_assert_eq(tinyc_cuda_print(ctx, c.gm, &text), 0);
 				tinyc_blob blob = {0};
-				int nrc = tinyc_nvrtc_compile(ctx, text.data, "graph.cu", targets[t], 1, &blob);
+				/* as the runtime: a module that needs sm_90a (wgmma) is built for it */
+				const char *arch = strcmp(c.gm->target, "sm_90a") ? targets[t] : c.gm->target;
+				int nrc = tinyc_nvrtc_compile(ctx, text.data, "graph.cu", arch, 1, &blob);
 				if (nrc < 0) {
 					dump_diags(ctx);
 					fprintf(stderr, "%s\n", text.data);
@@ -128,6 +130,36 @@ Test(codegen, nvrtc_compiles_attention_for_sm80_and_sm90a, .timeout = 600)
 			compiled_free(&c);
 			tinyc_ctx_free(ctx);
 		}
+}
+
+/* The sm_90a attention variant with S on wgmma (TINYC_ATTN_WGMMA=1) compiles with nvrtc for
+ * the 16-bit lit graphs with d = 64 (causal, GQA, the anticausal mask, T=2048 with 128-row
+ * blocks of two warpgroups), with P V on mma.sync and on wgmma, and its kernels hold wgmma. */
+Test(codegen, nvrtc_compiles_attention_wgmma_for_sm90a, .timeout = 600)
+{
+	if (tinyc_nvrtc_version() < 0)
+		cr_skip_test("nvrtc is not available");
+	const char *files[] = {"causal-gqa-fp16.uop", "anticausal-fp16.uop", "causal-t2048-fp16.uop",
+			       "online-softmax-fp16.uop", "wgmma-fp16.uop"};
+	for (int j = 0; j < 10; j++) {	/* P V on mma.sync (1), on wgmma (2) */
+		int i = j % 5;
+		setenv("TINYC_ATTN_WGMMA", j < 5 ? "1" : "2", 1);
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/tests/lit/attention/%s", TINYC_SOURCE_DIR, files[i]);
+		tinyc_ctx *ctx = tinyc_ctx_alloc();
+		compiled c;
+		int rc = compile(ctx, path, NULL, "sm_90a", &c);
+		if (rc != 0)
+			dump_diags(ctx);
+		cr_assert_eq(rc, 0, "%s: compile failed", files[i]);
+		tinyc_buf text = {0};
+		expect_nvrtc(ctx, &c, files[i], "sm_90a", &text);
+		cr_expect(strstr(text.data, "wgmma.mma_async.sync.aligned.m64n64k16") != NULL, "%s: no wgmma", files[i]);
+		tinyc_buf_free(&text);
+		compiled_free(&c);
+		tinyc_ctx_free(ctx);
+	}
+	unsetenv("TINYC_ATTN_WGMMA");
 }
 
 /* TANH (the op added through the op table's checklist) compiles with nvrtc for sm_80 and
