@@ -743,11 +743,7 @@ static void build_body(abuild *b, const tinyc_schedule *s, const tinyc_skernel *
 	}
 	app(b, wb, tinyc_gs_assign(k, mv, tinyc_gx_var(k, mt)));
 
-	if (pipe)	/* the next tile's copies overwrite this stage */
-		app(b, tb, tinyc_gs_barrier(k));
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
-	if (pipe)
-		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+	tinyc_attn_close_key_loop(b, body, tb, j0, kend, BN, pipe, pipe, cp);
 
 	/* O = acc / l through the graph's elementwise ops after the P*V reduction */
 	int linv = reg(b, body, "linv", TINYC_FLOAT, bin(b, TINYC_GX_DIV, fc(b, 1), tinyc_gx_var(k, lv)));
@@ -1094,6 +1090,20 @@ int tinyc_attn_key_loop(abuild *b, tinyc_gstmt **tb, tinyc_gstmt **wb, tinyc_gex
 	return j0;
 }
 
+/* Close the key loop: with barrier, a barrier at the end of the tile body tb (the next
+ * tile's copies overwrite this stage); the loop of j0 over [0, kend) in BN steps appended to
+ * body; with wait, a wait for every copy in flight after it. */
+void tinyc_attn_close_key_loop(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, int j0, tinyc_gexpr *kend,
+			       int BN, int barrier, int wait, int cp)
+{
+	tinyc_gkernel *k = b->k;
+	if (barrier)
+		app(b, tb, tinyc_gs_barrier(k));
+	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
+	if (wait)
+		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+}
+
 /* The set-up before the key loop of the tensor-core kernels: the row state of
  * tinyc_attn_row_state, the key end of the query tile at r0 (tinyc_attn_key_end) and, with
  * pipe (K/V tiles land where Q was), a barrier so every warp has its Q fragments first.
@@ -1266,8 +1276,7 @@ static void lead_loop(abuild *b, tinyc_gstmt *body, const mma_tiles *t, const ti
 	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), ahead, NULL));
 	block_softmax(b, tb, t, w, wrow, J0, 1, mv, lv);
 	tinyc_attn_pv_mma(b, tb, t, vbase, 1, 2);
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
-	app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+	tinyc_attn_close_key_loop(b, body, tb, j0, kend, BN, 0, 1, cp);
 }
 
 /* The online softmax's variant of plan ap (b->lazy, b->psum); under psum the row-sum
@@ -1407,11 +1416,7 @@ void tinyc_attn_build_mma(abuild *b, const tinyc_schedule *s, const tinyc_skerne
 		}
 		app(b, wb, tinyc_gs_decl(k, vb, NULL));
 		tinyc_attn_pv_mma(b, wb, &t, vbase, 0, MB);
-		if (NR == 2)	/* the next tile's copies overwrite this stage */
-			app(b, tb, tinyc_gs_barrier(k));
-		app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
-		if (pipe)
-			app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+		tinyc_attn_close_key_loop(b, body, tb, j0, kend, BN, NR == 2, pipe, cp);
 	}
 	for (int mb = 0; mb < MB; mb++)
 		tinyc_attn_store_output(b, body, sk, oacc, mb * NO, NO, lv + 2 * mb, r0, wrow[mb], gq, tq2, p);

@@ -124,6 +124,8 @@ void tinyc_attn_load_q(abuild *b, tinyc_gstmt *body, int qs, int64_t S, tinyc_ge
 		       tinyc_gexpr *r0, int BM, int threads, int cp, tinyc_dtype dt);
 int tinyc_attn_row_state(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv, int *lv);
 int tinyc_attn_key_loop(abuild *b, tinyc_gstmt **tb, tinyc_gstmt **wb, tinyc_gexpr **J0);
+void tinyc_attn_close_key_loop(abuild *b, tinyc_gstmt *body, tinyc_gstmt *tb, int j0, tinyc_gexpr *kend,
+			       int BN, int barrier, int wait, int cp);
 tinyc_gexpr *tinyc_attn_loop_setup(abuild *b, tinyc_gstmt *body, int oacc, int MB, int *mv, int *lv,
 				   tinyc_gexpr *r0, int BM, int pipe);
 void tinyc_attn_scores(abuild *b, tinyc_gstmt *wb, int sacc, int i0, int n, int NS, const tinyc_attn_warps *w,

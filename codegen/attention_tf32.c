@@ -192,11 +192,7 @@ void tinyc_attn_build_tf32(abuild *b, const tinyc_schedule *s, const tinyc_skern
 				mma3(b, wb, &r, mb, oacc, mb * NO + ep * 4);
 		}
 	}
-	if (pipe)	/* the next tile's copies overwrite this stage */
-		app(b, tb, tinyc_gs_barrier(k));
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
-	if (pipe)
-		app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+	tinyc_attn_close_key_loop(b, body, tb, j0, kend, BN, pipe, pipe, cp);
 	for (int mb = 0; mb < MB; mb++)
 		tinyc_attn_store_output(b, body, sk, oacc, mb * NO, NO, lv + 2 * mb, r0, wrow[mb], gq, tq2, p);
 }

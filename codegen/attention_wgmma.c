@@ -166,8 +166,7 @@ void tinyc_attn_build_wgmma(abuild *b, const tinyc_schedule *s, const tinyc_sker
 		app(b, land, tinyc_gs_store(k, sacc, ic(b, i), tinyc_gx_load(k, snx, ic(b, i), NULL), NULL));
 	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), land, NULL));
 	(void)wb;
-	app(b, body, tinyc_gs_for_range(k, j0, ic(b, 0), kend, ic(b, BN), 0, tb));
-	app(b, body, tinyc_gs_cp_wait(k, cp, 0));
+	tinyc_attn_close_key_loop(b, body, tb, j0, kend, BN, 0, 1, cp);
 	app(b, body, tinyc_gs_wgmma_wait(k, 0, -1));	/* none in flight past the loop */
 	tinyc_attn_store_output(b, body, sk, oacc, 0, NO, lv, r0, wrow, w.gq, w.tq2, p);
 }

@@ -316,6 +316,17 @@ static const char *const htree_common =
 #include "codegen/htree_exp.h"
 #undef HT_EXP_EMIT
 
+/* The text both rope variants of htree_common2 begin with: x's row and the table's cos and
+ * sin rows in registers, then the loop over the pairs (x1, x2). */
+#define HT_ROPE_PROLOGUE \
+	"\tfloat xv[KD], c[HALF], s[HALF];\n" \
+	"\tht_row<KD>(x, xv, vec);\n" \
+	"\tht_row<HALF>(cs, c, true);\n" \
+	"\tht_row<HALF>(sn, s, true);\n" \
+	"#pragma unroll\n" \
+	"\tfor (int i = 0; i < HALF; i++) {\n" \
+	"\t\tconst float x1 = xv[i], x2 = xv[i + HALF];\n"
+
 /* What follows ht_exp_fast in the common code. */
 static const char *const htree_common2 =
 	"// The library path, out of line: ht_exp_fast's rare undecided arguments.\n"
@@ -348,13 +359,7 @@ static const char *const htree_common2 =
 	"template <typename T>\n"
 	"__device__ __forceinline__ void ht_rope_exact(const T *x, const float *cs, const float *sn, float *y, bool vec)\n"
 	"{\n"
-	"\tfloat xv[KD], c[HALF], s[HALF];\n"
-	"\tht_row<KD>(x, xv, vec);\n"
-	"\tht_row<HALF>(cs, c, true);\n"
-	"\tht_row<HALF>(sn, s, true);\n"
-	"#pragma unroll\n"
-	"\tfor (int i = 0; i < HALF; i++) {\n"
-	"\t\tconst float x1 = xv[i], x2 = xv[i + HALF];\n"
+	HT_ROPE_PROLOGUE
 	"\t\ty[i] = __fsub_rn(__fmul_rn(x1, c[i]), __fmul_rn(x2, s[i]));\n"
 	"\t\ty[i + HALF] = __fadd_rn(__fmul_rn(x1, s[i]), __fmul_rn(x2, c[i]));\n"
 	"\t}\n"
@@ -364,13 +369,7 @@ static const char *const htree_common2 =
 	"template <typename T>\n"
 	"__device__ __forceinline__ void ht_rope_fast(const T *x, const float *cs, const float *sn, float *y, bool vec)\n"
 	"{\n"
-	"\tfloat xv[KD], c[HALF], s[HALF];\n"
-	"\tht_row<KD>(x, xv, vec);\n"
-	"\tht_row<HALF>(cs, c, true);\n"
-	"\tht_row<HALF>(sn, s, true);\n"
-	"#pragma unroll\n"
-	"\tfor (int i = 0; i < HALF; i++) {\n"
-	"\t\tconst float x1 = xv[i], x2 = xv[i + HALF];\n"
+	HT_ROPE_PROLOGUE
 	"\t\ty[i] = fmaf(x1, c[i], -x2 * s[i]);\n"
 	"\t\ty[i + HALF] = fmaf(x1, s[i], x2 * c[i]);\n"
 	"\t}\n"

@@ -276,6 +276,29 @@ static tinyc_gstmt *row_loop(rfb *b, const struct cols *cs, tinyc_gstmt *body, t
 				  body);
 }
 
+/* Open a loop over the row's columns for one phase: *lb its body, *colv its column (what
+ * row_leaf's shared loads match), the emitter's scope entered.  The loop, or NULL. */
+static tinyc_gstmt *col_loop_open(rfb *b, const struct cols *cs, tinyc_gstmt **lb, tinyc_gexpr **colv)
+{
+	*lb = tinyc_gs_block(b->k);
+	*colv = NULL;
+	tinyc_gstmt *loop = row_loop(b, cs, *lb, colv);
+	tinyc_emit_scope_enter(b->em);
+	b->curcol = *colv;
+	return loop;
+}
+
+/* Close the loop col_loop_open opened and append it to body unless its phase failed
+ * (e < 0).  0 or -1. */
+static int col_loop_close(rfb *b, tinyc_gstmt *body, tinyc_gstmt *loop, int e)
+{
+	b->curcol = NULL;
+	tinyc_emit_scope_leave(b->em);
+	if (e < 0)
+		return -1;
+	return tinyc_gs_append(b->k, body, loop);
+}
+
 int tinyc_rowfuse_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedule *s,
 			const tinyc_indexbook *ib, int kernel)
 {
@@ -382,15 +405,11 @@ int tinyc_rowfuse_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedu
 				if (reduce_at(&b, body, i, acc, colv[j], colokv[j], predv[j]) < 0)
 					goto done;
 		} else {
-			tinyc_gstmt *lb = tinyc_gs_block(k);
+			tinyc_gstmt *lb;
 			tinyc_gexpr *col;
-			tinyc_gstmt *loop = row_loop(&b, &cs, lb, &col);
-			tinyc_emit_scope_enter(em);
-			b.curcol = col;
+			tinyc_gstmt *loop = col_loop_open(&b, &cs, &lb, &col);
 			int e = reduce_at(&b, lb, i, acc, col, NULL, cs.rowok);
-			b.curcol = NULL;
-			tinyc_emit_scope_leave(em);
-			if (e < 0 || tinyc_gs_append(k, body, loop) < 0)
+			if (col_loop_close(&b, body, loop, e) < 0)
 				goto done;
 		}
 		snprintf(name, sizeof(name), "partial%s", r->id);
@@ -423,15 +442,11 @@ int tinyc_rowfuse_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_schedu
 			if (store_at(&b, sk, body, colv[j], predv[j]) < 0)
 				goto done;
 	} else {
-		tinyc_gstmt *lb = tinyc_gs_block(k);
+		tinyc_gstmt *lb;
 		tinyc_gexpr *col;
-		tinyc_gstmt *loop = row_loop(&b, &cs, lb, &col);
-		tinyc_emit_scope_enter(em);
-		b.curcol = col;
+		tinyc_gstmt *loop = col_loop_open(&b, &cs, &lb, &col);
 		int e = store_at(&b, sk, lb, col, cs.rowok);
-		b.curcol = NULL;
-		tinyc_emit_scope_leave(em);
-		if (e < 0 || tinyc_gs_append(k, body, loop) < 0)
+		if (col_loop_close(&b, body, loop, e) < 0)
 			goto done;
 	}
 	if (em->error)

@@ -743,6 +743,15 @@ static int domain_set(ibb *s, tinyc_ibval *v, const conlist *guards)
 	return rc;
 }
 
+/* Finish a value whose output is its own axes in order: out = identity, domain = the axes'
+ * bounds and `guards` (may be NULL). */
+static int val_finish(ibb *s, tinyc_ibval *v, const conlist *guards)
+{
+	if (out_identity(s, v) < 0)
+		return -1;
+	return domain_set(s, v, guards);
+}
+
 /* ---- local checks -------------------------------------------------------------------------- */
 
 /* The value's shape from its axes and `out` agrees with the node's declared shape. */
@@ -827,9 +836,7 @@ static int build_leaf(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 	for (int d = 0; d < u->rank; d++)
 		if (axis_new(s, &v->axes[d], u->shape[d]) < 0)
 			return -1;
-	if (out_identity(s, v) < 0)
-		return -1;
-	return domain_set(s, v, NULL);
+	return val_finish(s, v, NULL);
 }
 
 /* (B) RESHAPE: runs of equal element count; one identical dim keeps its axis, any other run
@@ -946,9 +953,7 @@ static int build_reshape(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 		}
 		i = i1, j = j1;
 	}
-	if (out_identity(s, v) < 0)
-		goto done;
-	rc = domain_set(s, v, &guards);
+	rc = val_finish(s, v, &guards);
 done:
 	s->ext = NULL;
 	free(ext);
@@ -985,9 +990,7 @@ static int build_permute(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 		    !(v->map[0].idx[p] = ix_axis(s, i)))
 			return -1;
 	}
-	if (out_identity(s, v) < 0)
-		return -1;
-	return domain_set(s, v, NULL);
+	return val_finish(s, v, NULL);
 }
 
 /* BroadcastMismatch between two shapes at output dim d (reported as a negative axis). */
@@ -1028,9 +1031,7 @@ static int build_expand(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 			return broadcast_mismatch(s, u, 0, xu, u, d);
 		}
 	}
-	if (out_identity(s, v) < 0)
-		return -1;
-	return domain_set(s, v, NULL);
+	return val_finish(s, v, NULL);
 }
 
 /* (E) PAD, SHRINK, FLIP: affine maps; PAD's map is guarded (outside: 0). */
@@ -1095,9 +1096,7 @@ static int build_affine(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 		if (!v->map[0].guard)
 			goto done;
 	}
-	if (out_identity(s, v) < 0)
-		goto done;
-	rc = domain_set(s, v, NULL);
+	rc = val_finish(s, v, NULL);
 done:
 	free(guards.c);
 	return rc;
@@ -1116,9 +1115,7 @@ static int build_identity(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 		if (axis_from(s, &v->axes[d], x, d, s->g->nodes[u->src[0]].shape[d]) < 0 ||
 		    !(v->map[0].idx[d] = ix_axis(s, d)))
 			return -1;
-	if (out_identity(s, v) < 0)
-		return -1;
-	return domain_set(s, v, NULL);
+	return val_finish(s, v, NULL);
 }
 
 /* (E) REDUCE: the operand's axes, the reduced ones marked reduce and dropped from out
@@ -1230,9 +1227,7 @@ static int build_elementwise(ibb *s, tinyc_ibval *v, const tinyc_uop *u)
 				return -1;
 		}
 	}
-	if (out_identity(s, v) < 0)
-		return -1;
-	return domain_set(s, v, NULL);
+	return val_finish(s, v, NULL);
 }
 
 /* Build the entry of node i (its operands are built). */

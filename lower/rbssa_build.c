@@ -68,6 +68,20 @@ static int copy_axis_names(rbb *s, int n, int count, char **names)
 	return 0;
 }
 
+/* A read's or a yield's buffer facts from node n: its name, its strides if given, the
+ * IndexBook names of its axes. */
+static int set_buffer_info(rbb *s, tinyc_rb_inst *in, int n)
+{
+	const tinyc_uop *u = &s->g->nodes[n];
+	if (!(in->name = tinyc_strdup(s->ctx, u->name ? u->name : "")))
+		return -1;
+	if (u->strides) {
+		in->has_strides = 1;
+		memcpy(in->strides, u->strides, sizeof(tinyc_dim) * (size_t)u->rank);
+	}
+	return copy_axis_names(s, n, u->rank, in->axis);
+}
+
 /* The value x broadcast to node n's shape: x itself when the shapes agree (and !force),
  * else a broadcast_in_dim whose dims are the result dims x supplies (right-aligned). */
 static int broadcast_to(rbb *s, int x, int n, int force)
@@ -156,13 +170,7 @@ static int build_node(rbb *s, int n)
 			return -1;
 		in = &s->f->inst[i];
 		in->slot = u->slot;
-		if (!(in->name = tinyc_strdup(s->ctx, u->name ? u->name : "")))
-			return -1;
-		if (u->strides) {
-			in->has_strides = 1;
-			memcpy(in->strides, u->strides, sizeof(tinyc_dim) * (size_t)u->rank);
-		}
-		if (copy_axis_names(s, n, u->rank, in->axis) < 0)
+		if (set_buffer_info(s, in, n) < 0)
 			return -1;
 		break;
 	case TINYC_OP_CONST:
@@ -229,13 +237,7 @@ static int build_node(rbb *s, int n)
 			return -1;
 		in = &s->f->inst[i];
 		in->args[0] = x;
-		if (!(in->name = tinyc_strdup(s->ctx, u->name ? u->name : "")))
-			return -1;
-		if (u->strides) {
-			in->has_strides = 1;
-			memcpy(in->strides, u->strides, sizeof(tinyc_dim) * (size_t)u->rank);
-		}
-		if (copy_axis_names(s, n, u->rank, in->axis) < 0)
+		if (set_buffer_info(s, in, n) < 0)
 			return -1;
 		break;
 	default: {

@@ -827,13 +827,7 @@ static int cmd_run_body(tinyc_ctx *ctx, cli *c, tinyc_module *m)
 	}
 	rc = failed ? EXIT_DIAG : EXIT_OK;
 done:
-	tinyc_io_clear_outputs(&io);
-	tinyc_io_clear_outputs(&ref);
-	for (int i = 0; owned && i < io.nin; i++)
-		tinyc_tensor_free(owned[i]);
-	free(owned);
-	free(io.in);
-	free(ref.in);
+	tinyc_cli_io_free(&io, &ref, owned);
 	return rc;
 }
 

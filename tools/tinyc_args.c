@@ -1,4 +1,5 @@
-/* The table-driven command-line parser of every tinyc subcommand (tinyc_args.h). */
+/* The table-driven command-line parser of every tinyc subcommand, and what the subcommands
+ * share (tinyc_args.h). */
 #include "tinyc_args.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "ir/ctx.h"
+#include "ir/tensor.h"
 
 #ifndef TINYC_VERSION
 #define TINYC_VERSION "0.0.0"
@@ -268,4 +270,16 @@ struct tinyc_ctx *tinyc_cli_ctx_alloc(void)
 	if (ctx)
 		tinyc_ctx_set_no_color(ctx, nc && *nc);
 	return ctx;
+}
+
+/* Free a run's inputs and outputs (tinyc_args.h). */
+void tinyc_cli_io_free(struct tinyc_io *io, struct tinyc_io *ref, struct tinyc_tensor **owned)
+{
+	tinyc_io_clear_outputs(io);
+	tinyc_io_clear_outputs(ref);
+	for (int i = 0; owned && i < io->nin; i++)
+		tinyc_tensor_free(owned[i]);
+	free(owned);
+	free(io->in);
+	free(ref->in);
 }

@@ -88,4 +88,12 @@ int tinyc_args_error(const tinyc_command *cmd, const char *fmt, ...)
  * (https://no-color.org).  NULL when out of memory. */
 struct tinyc_ctx *tinyc_cli_ctx_alloc(void);
 
+struct tinyc_io;
+struct tinyc_tensor;
+
+/* Free what a command's run holds: the outputs of io and ref, the input tensors it owns
+ * (owned[], io->nin entries, NULL allowed), owned itself and both input arrays (whose
+ * entries are borrowed). */
+void tinyc_cli_io_free(struct tinyc_io *io, struct tinyc_io *ref, struct tinyc_tensor **owned);
+
 #endif

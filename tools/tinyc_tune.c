@@ -357,12 +357,7 @@ static int tune_run(tinyc_ctx *ctx, const tune_cli *c)
 	free(path);
 	rc = 0;
 done:
-	tinyc_io_clear_outputs(&io);
-	tinyc_io_clear_outputs(&ref);
-	for (int i = 0; owned && i < io.nin; i++)
-		tinyc_tensor_free(owned[i]);
-	free(owned);
-	free(io.in);
+	tinyc_cli_io_free(&io, &ref, owned);	/* ref.in is NULL: ref holds outputs only */
 	if (cu)
 		tinyc_cuda_close(cu);
 	tinyc_module_free(m);

@@ -1,10 +1,12 @@
 /* Shared by the test programs that compile every graph of the checkout through the library
  * API (tests/unit/test_codegen.c, tests/gpu/gpu_graphs.c): one graph compiled down to GPU
- * IR, and the list of graph files.  Header-only: each program is one translation unit. */
+ * IR, its seeded random inputs, and the list of graph files.  Header-only: each program is
+ * one translation unit. */
 #ifndef TINYC_TESTS_GRAPH_HARNESS_H
 #define TINYC_TESTS_GRAPH_HARNESS_H
 
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "codegen/gpu.h"
 #include "driver/options.h"
 #include "ir/gpuir.h"
+#include "ir/tensor.h"
 #include "lower/lower.h"
 #include "sched/rowfuse.h"
 #include "sched/schedule.h"
@@ -66,6 +69,42 @@ static inline int compile(tinyc_ctx *ctx, const char *path, const char *bind, co
 	    tinyc_gpu_verify(ctx, c->gm, c->s->dev.smem_per_block_optin) < 0)
 		return -1;
 	return 0;
+}
+
+/* Seeded random inputs for the BUFFERs of g under bindings rb: one tensor per slot (a
+ * strided BUFFER gets flat storage over the span its strides reach), filled from
+ * seed * 1000003 + slot.  The array (*nin entries and a NULL, NULL where no BUFFER), or NULL
+ * when out of memory; free each entry and the array. */
+static inline tinyc_tensor **graph_inputs(tinyc_ctx *ctx, const tinyc_graph *g,
+					  const tinyc_bindings *rb, uint64_t seed, int *nin)
+{
+	int n = 0;
+	for (int i = 0; i < g->n; i++)
+		if (g->nodes[i].op == TINYC_OP_BUFFER && g->nodes[i].slot + 1 > n)
+			n = (int)g->nodes[i].slot + 1;
+	tinyc_tensor **in = calloc((size_t)n + 1, sizeof(*in));
+	for (int i = 0; in && i < g->n; i++) {
+		const tinyc_uop *u = &g->nodes[i];
+		if (u->op != TINYC_OP_BUFFER)
+			continue;
+		int64_t shape[TINYC_MAX_RANK], span = 1;
+		for (int d = 0; d < u->rank; d++) {
+			shape[d] = tinyc_dim_value(&u->shape[d], rb);
+			if (u->strides)
+				span += (shape[d] - 1) * tinyc_dim_value(&u->strides[d], rb);
+		}
+		in[u->slot] = u->strides ? tinyc_tensor_alloc(ctx, u->dtype, 1, &span)
+					 : tinyc_tensor_alloc(ctx, u->dtype, u->rank, shape);
+		if (!in[u->slot]) {
+			for (int s = 0; s < n; s++)
+				tinyc_tensor_free(in[s]);
+			free(in);
+			return NULL;
+		}
+		tinyc_tensor_fill_random(in[u->slot], seed * 1000003u + (uint64_t)u->slot);
+	}
+	*nin = n;
+	return in;
 }
 
 /* Append the .uop files of dir (and of its sub-folders when depth > 0; not Inputs/, Output/

@@ -97,26 +97,8 @@ static void run_one(tinyc_cuda *cu, const char *target, const char *path, const 
 		goto out;
 	}
 	int nin = 0;
-	for (int i = 0; i < c.g->n; i++)
-		if (c.g->nodes[i].op == TINYC_OP_BUFFER && c.g->nodes[i].slot + 1 > nin)
-			nin = (int)c.g->nodes[i].slot + 1;
-	in = calloc((size_t)nin + 1, sizeof(*in));
-	for (int i = 0; in && i < c.g->n; i++) {
-		const tinyc_uop *u = &c.g->nodes[i];
-		if (u->op != TINYC_OP_BUFFER)
-			continue;
-		int64_t shape[TINYC_MAX_RANK], span = 1;
-		for (int d = 0; d < u->rank; d++) {
-			shape[d] = tinyc_dim_value(&u->shape[d], rb);
-			if (u->strides)
-				span += (shape[d] - 1) * tinyc_dim_value(&u->strides[d], rb);
-		}
-		in[u->slot] = u->strides ? tinyc_tensor_alloc(ctx, u->dtype, 1, &span)
-					 : tinyc_tensor_alloc(ctx, u->dtype, u->rank, shape);
-		if (!in[u->slot])
-			goto out;
-		tinyc_tensor_fill_random(in[u->slot], seed * 1000003u + (uint64_t)u->slot);
-	}
+	if (!(in = graph_inputs(ctx, c.g, rb, seed, &nin)))
+		goto out;
 	ref.nin = got.nin = nin;
 	ref.in = got.in = in;
 	if (tinyc_eval(ctx, c.g, rb, &ref) < 0) {

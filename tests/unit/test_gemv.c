@@ -44,6 +44,34 @@ static int compile(tinyc_ctx *ctx, tinyc_source **src, tinyc_module **m, const c
 	return tinyc_module_run_until(*m, tinyc_pass_find(stage), 0, NULL);
 }
 
+/* Free a module of compile, its source and its context. */
+static void module_free(tinyc_ctx *ctx, tinyc_source *src, tinyc_module *m)
+{
+	tinyc_module_free(m);
+	tinyc_source_free(src);
+	tinyc_ctx_free(ctx);
+}
+
+/* Compile m's CUDA text (m run up to "cuda") with nvrtc for target as file `name`; asserts
+ * that it compiles (bind in the message).  The size of the binary. */
+static size_t nvrtc_compile(tinyc_ctx *ctx, tinyc_module *m, const char *name, const char *target,
+			    const char *bind)
+{
+	int n;
+	tinyc_buf cu = {0};
+	cr_assert_eq(tinyc_pipeline(&n)[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
+	tinyc_blob blob;
+	memset(&blob, 0, sizeof(blob));
+	int rc = tinyc_nvrtc_compile(ctx, cu.data, name, target, 1, &blob);
+	if (rc < 0)
+		tinyc_ctx_print_diags(ctx, stderr);
+	cr_assert_eq(rc, 0, "%s for %s", bind, target);
+	size_t size = blob.size;
+	tinyc_blob_clear(&blob);
+	tinyc_buf_free(&cu);
+	return size;
+}
+
 /* The variant of the chosen plan of the first kernel, or -1 when it is not a matmul. */
 static int chosen_variant(const char *target, const char *bind)
 {
@@ -54,9 +82,7 @@ static int chosen_variant(const char *target, const char *bind)
 	const tinyc_schedule *s = tinyc_module_schedule(m);
 	const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[0]);
 	int v = p && p->kind == TINYC_PLAN_MATMUL ? (int)((const tinyc_mm_plan *)p->ext)->t.variant : -1;
-	tinyc_module_free(m);
-	tinyc_source_free(src);
-	tinyc_ctx_free(ctx);
+	module_free(ctx, src, m);
 	return v;
 }
 
@@ -84,22 +110,8 @@ static tinyc_mm_tiles compiled_tiles(const char *target, const char *bind)
 	tinyc_module *m;
 	cr_assert_eq(compile(ctx, &src, &m, target, bind, "cuda"), 0, "%s %s", bind, target);
 	tinyc_mm_tiles t = ((const tinyc_mm_plan *)tinyc_skernel_plan(&tinyc_module_schedule(m)->kerns[0])->ext)->t;
-	int n;
-	const tinyc_pass *p = tinyc_pipeline(&n);
-	tinyc_buf cu = {0};
-	cr_assert_eq(p[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
-	tinyc_blob blob;
-	memset(&blob, 0, sizeof(blob));
-	int rc = tinyc_nvrtc_compile(ctx, cu.data, "matmul.cu", target, 1, &blob);
-	if (rc < 0)
-		tinyc_ctx_print_diags(ctx, stderr);
-	cr_assert_eq(rc, 0, "%s for %s", bind, target);
-	cr_assert(blob.size > 0);
-	tinyc_blob_clear(&blob);
-	tinyc_buf_free(&cu);
-	tinyc_module_free(m);
-	tinyc_source_free(src);
-	tinyc_ctx_free(ctx);
+	cr_assert(nvrtc_compile(ctx, m, "matmul.cu", target, bind) > 0);
+	module_free(ctx, src, m);
 	return t;
 }
 
@@ -136,9 +148,7 @@ static int skinny_candidates(const char *target, const char *bind)
 	for (int i = 0; i < k->ncand; i++)
 		n += k->cands[i].kind == TINYC_PLAN_MATMUL &&
 		     ((const tinyc_mm_plan *)k->cands[i].ext)->t.warps_k > 1;
-	tinyc_module_free(m);
-	tinyc_source_free(src);
-	tinyc_ctx_free(ctx);
+	module_free(ctx, src, m);
 	return n;
 }
 
@@ -195,21 +205,9 @@ static int chosen_split(const char *target, const char *bind, int *kernels, int 
 	for (const char *q = ir.data; (q = strstr(q, "\nkernel ")); q++)
 		(*kernels)++;
 	tinyc_buf_free(&ir);
-	if (nvrtc) {
-		tinyc_buf cu = {0};
-		cr_assert_eq(pipe[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
-		tinyc_blob blob;
-		memset(&blob, 0, sizeof(blob));
-		int rc = tinyc_nvrtc_compile(ctx, cu.data, "splitk.cu", target, 1, &blob);
-		if (rc < 0)
-			tinyc_ctx_print_diags(ctx, stderr);
-		cr_assert_eq(rc, 0, "%s for %s", bind, target);
-		tinyc_blob_clear(&blob);
-		tinyc_buf_free(&cu);
-	}
-	tinyc_module_free(m);
-	tinyc_source_free(src);
-	tinyc_ctx_free(ctx);
+	if (nvrtc)
+		nvrtc_compile(ctx, m, "splitk.cu", target, bind);
+	module_free(ctx, src, m);
 	return split;
 }
 
@@ -241,17 +239,8 @@ Test(splitk, chosen_for_few_tiles, .timeout = 600)
 	const tinyc_plan *bp = tinyc_skernel_plan(&tinyc_module_schedule(m)->kerns[0]);
 	cr_assert(bp && bp->kind == TINYC_PLAN_MATMUL &&
 		  ((const tinyc_mm_plan *)bp->ext)->t.variant == TINYC_MM_WGMMA);
-	int n;
-	tinyc_buf cu = {0};
-	cr_assert_eq(tinyc_pipeline(&n)[tinyc_pass_find("cuda")].print(m, TINYC_FMT_TEXT, &cu), 0);
-	tinyc_blob blob;
-	memset(&blob, 0, sizeof(blob));
-	cr_assert_eq(tinyc_nvrtc_compile(ctx, cu.data, "b1.cu", "sm_90a", 1, &blob), 0);
-	tinyc_blob_clear(&blob);
-	tinyc_buf_free(&cu);
-	tinyc_module_free(m);
-	tinyc_source_free(src);
-	tinyc_ctx_free(ctx);
+	nvrtc_compile(ctx, m, "b1.cu", "sm_90a", opt.bind);
+	module_free(ctx, src, m);
 	setenv("TINYC_MATMUL", "mma", 1);
 	setenv("TINYC_MATMUL_TILE", "64x64x32x3x4", 1);
 	cr_assert_eq(chosen_split("sm_80", "M=37,N=72,K=1024", &kernels, 1), 4);
