@@ -68,9 +68,9 @@ typedef struct tinyc_sched_options {
 	int attn_softmax;		/* TINYC_ATTN_SOFTMAX: the 16-bit online softmax's
 					 * variants (bits: 1 lazy rescale, 2 row sums by
 					 * mma); -1: the model's */
-	int attn_wgmma;			/* TINYC_ATTN_WGMMA: 16-bit attention with S on wgmma
-					 * (sm_90a, d = 64) proposed and chosen (1), not (0);
-					 * -1: the model's */
+	int attn_wgmma;			/* TINYC_ATTN_WGMMA: 16-bit attention on wgmma (sm_90a,
+					 * d = 64) proposed and chosen with S on wgmma (1), S
+					 * and P V on wgmma (2), never (0); -1: the model's */
 } tinyc_sched_options;
 
 /* Whether o forces a matmul tile (TINYC_MATMUL_TILE). */
