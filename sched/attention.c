@@ -8,6 +8,14 @@
 
 #include "sched/attention.h"
 
+/* Fractions of the tensor cores' peak the flash kernels keep busy: the mma.sync kernels
+ * (synchronous-ish loads, the scores through the emitter), and the sm_90a wgmma kernel,
+ * whose S = Q K^T is issued a key tile ahead of the softmax and overlaps it: H100, B=8
+ * H=12 d=64 fp16, 0.85-0.95x the mma.sync kernel's time on issue 16's six rows, about
+ * 0.2 / 0.9 (docs/attention-results.md). */
+#define ATTN_MMA_EFF 0.2
+#define ATTN_WGMMA_EFF (0.2 / 0.9)
+
 /* The node under any CASTs from n. */
 static int strip_casts(const tinyc_graph *g, int n)
 {
@@ -488,11 +496,10 @@ static int attn_plan_add(tinyc_ctx *ctx, tinyc_skernel *k, tinyc_plan *p, tinyc_
 }
 
 /* A tensor-core attention plan of bm-row blocks (mb 16-row blocks a warp) for kernel k:
- * its tensor-core work (mma_flops, at a fifth of peak_tflops: synchronous-ish loads, the
- * scores through the emitter) or its traffic (elements of esz bytes, K and V read once per
- * query tile), whichever is longer. */
+ * its tensor-core work (mma_flops at the fraction eff of peak_tflops) or its traffic
+ * (elements of esz bytes, K and V read once per query tile), whichever is longer. */
 static tinyc_plan attn_mma_plan(const tinyc_schedule *s, const tinyc_attn_match *m, double batch,
-				int bm, int mb, double esz, double mma_flops, double peak_tflops)
+				int bm, int mb, double esz, double mma_flops, double peak_tflops, double eff)
 {
 	double qtiles = ceil((double)m->tq / bm);
 	double bytes = batch * esz * ((double)m->tq * (m->d + m->dv) + qtiles * (double)m->tk * (m->d + m->dv));
@@ -501,7 +508,7 @@ static tinyc_plan attn_mma_plan(const tinyc_schedule *s, const tinyc_attn_match 
 	p.ntile = 1;
 	p.block[0] = 2 * bm / mb, p.block[1] = p.block[2] = 1;
 	p.index_dtype = TINYC_INT;
-	p.eff = 0.2;
+	p.eff = eff;
 	double t_mma = mma_flops / (peak_tflops * 1e12 * p.eff) * 1e6;
 	double t_mem = tinyc_plan_estimate_us(s, 0, bytes, 1.0);
 	p.est_us = t_mma > t_mem ? t_mma : t_mem;
@@ -531,13 +538,28 @@ static int attention_tf32_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skern
 	ap->m = *m, ap->bm = bm, ap->bn = bn, ap->stages = 2, ap->mma = 2;
 	ap->min_blocks = minb, ap->mb = mb;
 	/* three tf32 mma a product; the tf32 rate is half the fp16 one */
-	tinyc_plan p = attn_mma_plan(s, m, batch, bm, mb, 4.0, 3 * k->flops, s->dev.peak_fp16_tflops / 2);
+	tinyc_plan p = attn_mma_plan(s, m, batch, bm, mb, 4.0, 3 * k->flops, s->dev.peak_fp16_tflops / 2,
+				     ATTN_MMA_EFF);
 	char desc[256];
 	snprintf(desc, sizeof(desc), "attention flash 3xTF32 mma.sync m16n8k8 Tq=%lld Tk=%lld d=%lld "
 		 "dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d", (long long)m->tq,
 		 (long long)m->tk, (long long)m->d, (long long)m->dv, bm, bn, minb, 16 * mb);
 	snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
 	return attn_plan_add(ctx, k, &p, ap);
+}
+
+/* Whether the sm_90a wgmma kernel is proposed for m: 0 no, 1 with P V on mma.sync, 2 with P
+ * V on wgmma (TINYC_ATTN_WGMMA, else 2 in the measured range below). */
+static int attention_wgmma_wanted(const tinyc_schedule *s, const tinyc_attn_match *m)
+{
+	int want = s->opt.attn_wgmma;
+	if (want < 0)	/* the measured range */
+		want = m->in_dtype == TINYC_HALF && m->dv == 64 && m->tq >= 512 && m->tk >= 512 ? 2 : 0;
+	if (want < 1 || s->dev.arch.major != 9 || s->dev.arch.minor != 0 ||
+	    (m->in_dtype != TINYC_HALF && m->in_dtype != TINYC_BFLOAT16) || m->d != 64 ||
+	    m->dv % 16 || m->dv > 64)
+		return 0;
+	return want;
 }
 
 /* The sm_90a candidate of a 16-bit attention with d = 64 and dv <= 64
@@ -549,16 +571,12 @@ static int attention_tf32_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skern
  * rows of issue 16's table 0.87-0.95x the time of the mma.sync kernel and 0.85-0.98x
  * torch flash's (same run); bf16, dv < 64 and T < 512 are correct on the GPU but not
  * timed.  TINYC_ATTN_WGMMA=1 forces it with P V on mma.sync (slower at T >= 2048), 2 with
- * P V on wgmma, 0 never.  0 or -1. */
+ * P V on wgmma (the mma.sync candidates are then not proposed), 0 never.  0 or -1. */
 static int attention_wgmma_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k,
 				   const tinyc_attn_match *m, double batch)
 {
-	int want = s->opt.attn_wgmma;
-	if (want < 0)	/* the measured range */
-		want = m->in_dtype == TINYC_HALF && m->dv == 64 && m->tq >= 512 && m->tk >= 512 ? 2 : 0;
-	if (want < 1 || s->dev.arch.major != 9 || s->dev.arch.minor != 0 ||
-	    (m->in_dtype != TINYC_HALF && m->in_dtype != TINYC_BFLOAT16) || m->d != 64 ||
-	    m->dv % 16 || m->dv > 64)
+	int want = attention_wgmma_wanted(s, m);
+	if (!want)
 		return 0;
 	/* 64-row blocks, 3 a SM (167 registers): H100, B=8 H=12 d=64 fp16, T=2048 / 8192 0.82 /
 	 * 0.93x the time of 128-row blocks of two warpgroups (1 a SM; 2 a SM spill) */
@@ -576,8 +594,7 @@ static int attention_wgmma_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_sker
 	ap->pvwg = want == 2 && m->dv == 64;	/* P V on wgmma too */
 	ap->softmax = s->opt.attn_softmax >= 0 ? s->opt.attn_softmax & 3 : TINYC_ATTN_LAZY | TINYC_ATTN_PSUM;
 	tinyc_plan p = attn_mma_plan(s, m, batch, bm, 1, tinyc_dtype_size(m->in_dtype), k->flops,
-				     s->dev.peak_fp16_tflops);
-	p.est_us *= 0.9;	/* measured (or forced): ahead of the mma.sync candidates */
+				     s->dev.peak_fp16_tflops, ATTN_WGMMA_EFF);
 	char desc[256];
 	snprintf(desc, sizeof(desc), "attention flash wgmma m64n%dk16 S + %s P V Tq=%lld Tk=%lld d=%lld "
 		 "dv=%lld rows/block %d keys/tile %d blocks/SM %d stages 3", bn, ap->pvwg ? "wgmma" : "mma.sync",
@@ -614,8 +631,10 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 	k->flops = 2.0 * batch * (double)m.tq * (double)m.tk * (double)(m.d + m.dv);
 	k->bytes = batch * esz * ((double)m.tq * (m.d + m.dv) + (double)m.tk * (m.d + m.dv));
 	/* the tensor-core variant: 16-bit inputs, d and dv multiples of 16 up to 128, sm_80+ */
+	/* (not when TINYC_ATTN_WGMMA forces the wgmma kernel and it applies) */
+	int wgmma_forced = s->opt.attn_wgmma >= 1 && attention_wgmma_wanted(s, &m);
 	if ((m.in_dtype == TINYC_HALF || m.in_dtype == TINYC_BFLOAT16) && m.d % 16 == 0 &&
-	    m.dv % 16 == 0 && m.d <= 128 && m.dv <= 128 && s->dev.arch.major >= 8) {
+	    m.dv % 16 == 0 && m.d <= 128 && m.dv <= 128 && s->dev.arch.major >= 8 && !wgmma_forced) {
 		/* 8 warps of 16 rows where the tiles fit, K and V through 2-stage cp.async
 		 * rings (the Q tile passes through the K ring) */
 		int small = m.d <= 64 && m.dv <= 64;
@@ -651,7 +670,8 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 			 * rescale alone was slower under the causal mask, T=2048 242 vs 227 us) */
 			ap->softmax = s->opt.attn_softmax >= 0 ? s->opt.attn_softmax & 3 :
 				      TINYC_ATTN_LAZY | TINYC_ATTN_PSUM;
-			tinyc_plan p = attn_mma_plan(s, &m, batch, bm, mb, esz, k->flops, s->dev.peak_fp16_tflops);
+			tinyc_plan p = attn_mma_plan(s, &m, batch, bm, mb, esz, k->flops, s->dev.peak_fp16_tflops,
+						     ATTN_MMA_EFF);
 			char desc[256];
 			snprintf(desc, sizeof(desc), "attention flash mma.sync m16n8k16 Tq=%lld Tk=%lld "
 				 "d=%lld dv=%lld rows/block %d keys/tile %d blocks/SM %d rows/warp %d stages %d",
