@@ -484,6 +484,16 @@ static void csmem_addr(cprint *p, const tinyc_gref *r)
 	tinyc_buf_putc(p->out, ')');
 }
 
+/* The last operands of an asm statement whose operand list is open at "r"(: the shared
+ * address of r, then value as an unsigned; closes the statement. */
+static void csmem_value_tail(cprint *p, const tinyc_gref *r, const tinyc_gexpr *value)
+{
+	csmem_addr(p, r);
+	tinyc_buf_puts(p->out, "), \"r\"((unsigned)(");
+	cexpr(p, value);
+	tinyc_buf_puts(p->out, ")) : \"memory\");\n");
+}
+
 /* The dtype of a kernel variable. */
 static tinyc_dtype vtype(cprint *p, int v)
 {
@@ -755,6 +765,23 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 	case TINYC_GS_COPY: {
 		tinyc_dtype t = vtype(p, s->dst.var);
 		int bytes = s->n * tinyc_dtype_size(t);
+		if (s->value) {	/* a peer CTA's shared memory: mapa, then one vector load */
+			const char *c = t == TINYC_FLOAT ? "f" : "r";
+			tinyc_buf_printf(o, "asm volatile(\"{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %%%d, %%%d; "
+					 "ld.shared::cluster%s.%s32 {", s->n, s->n + 1,
+					 s->n > 1 ? (s->n == 2 ? ".v2" : ".v4") : "", t == TINYC_FLOAT ? "f" : "b");
+			for (int i = 0; i < s->n; i++)
+				tinyc_buf_printf(o, "%s%%%d", i ? ", " : "", i);
+			tinyc_buf_puts(o, "}, [ra]; }\\n\" : ");
+			for (int i = 0; i < s->n; i++) {
+				tinyc_buf_printf(o, "%s\"=%s\"(%s[(", i ? ", " : "", c, cvar(p, s->dst.var));
+				cexpr(p, s->dst.index);
+				tinyc_buf_printf(o, ") + %d])", i);
+			}
+			tinyc_buf_puts(o, " : \"r\"(");
+			csmem_value_tail(p, &s->src, s->value);
+			return;
+		}
 		if (s->async) {
 			tinyc_buf_printf(o, "asm volatile(\"cp.async.%s.shared.global [%%0], [%%1], %d, %%2;\\n\" :: \"r\"(",
 					 bytes == 16 && s->async == 1 ? "cg" : "ca", bytes);
@@ -882,10 +909,7 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 			tinyc_buf_puts(o, "asm volatile(\"mbarrier.expect_tx.shared::cta.b64 [%0], %1;\\n\" :: \"r\"(");
 		else
 			tinyc_buf_puts(o, "asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n\" :: \"r\"(");
-		csmem_addr(p, &s->dst);
-		tinyc_buf_puts(o, "), \"r\"((unsigned)(");
-		cexpr(p, s->value);
-		tinyc_buf_puts(o, ")) : \"memory\");\n");
+		csmem_value_tail(p, &s->dst, s->value);
 		return;
 	case TINYC_GS_MBAR_ARRIVE:
 		/* the barrier at the same offset in the CTA of rank value, with the default
@@ -896,10 +920,7 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		if (s->value) {
 			tinyc_buf_puts(o, "asm volatile(\"{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1; "
 					  "mbarrier.arrive.shared::cluster.b64 _, [ra]; }\\n\" :: \"r\"(");
-			csmem_addr(p, &s->dst);
-			tinyc_buf_puts(o, "), \"r\"((unsigned)(");
-			cexpr(p, s->value);
-			tinyc_buf_puts(o, ")) : \"memory\");\n");
+			csmem_value_tail(p, &s->dst, s->value);
 			return;
 		}
 		tinyc_buf_puts(o, "asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\\n\" :: \"r\"(");

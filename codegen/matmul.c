@@ -684,7 +684,12 @@ static void wgmma_tile_coords(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *tile,
 	char nm[24];
 	int64_t G = t->raster, span = G * tiles_n;
 	tinyc_gexpr *r = tile;
-	if (batched) {
+	if (batched && b->fix && b->fix->dsmem) {	/* a cluster's CTAs: the k ranges of a tile */
+		snprintf(nm, sizeof(nm), "l%s", sfx);
+		b->l = let(b, blk, nm, bin(b, TINYC_GX_MOD, tile, I(b, b->fix->split)));
+		snprintf(nm, sizeof(nm), "r%s", sfx);
+		r = let(b, blk, nm, bin(b, TINYC_GX_DIV, tile, I(b, b->fix->split)));
+	} else if (batched) {
 		snprintf(nm, sizeof(nm), "l%s", sfx);
 		b->l = let(b, blk, nm, bin(b, TINYC_GX_DIV, tile, I(b, tiles_m * tiles_n)));
 		snprintf(nm, sizeof(nm), "r%s", sfx);
@@ -1018,6 +1023,8 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 							       "loads of the ring"));
 		tinyc_mmk_append(b, prod, tinyc_gs_if(k, is0, issuer, NULL));
 	}
+	if (b->fix && b->fix->dsmem)
+		tinyc_splitk_dsmem_barriers(b, prod);
 	return prod;
 }
 
@@ -1135,6 +1142,8 @@ static int wgmma_epilogue(wgmma_ring *w, tinyc_gstmt *ctile)
 	f.stage_stride = 64;
 	f.stage_warp = bin(b, TINYC_GX_SUB, b->warp, I(b, 4));
 	f.stage_warps = 4 * C;
+	if (b->fix && b->fix->dsmem)	/* split-K summed over the cluster */
+		return tinyc_splitk_dsmem(b, &f, ctile);
 	if (tinyc_evt_emit_epilogue(b, &f, ctile) < 0)
 		return -1;
 	/* split-K summed here: a tile's warps are 4 per consumer that works on it */
@@ -1238,6 +1247,13 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 		grid = CL;
 	grid -= grid % CL;
 	k->cluster_x = CL > 1 ? CL : 0;
+	if (b->fix && b->fix->dsmem) {	/* one tile a CTA, a tile's k ranges a cluster */
+		if (CL > 1 || t->pingpong || C != 1 || w.ntiles % b->fix->split)
+			return tinyc_error(b->ctx, "CodegenError", "matmul %s: split-K over a cluster "
+					   "needs one consumer warpgroup and no pairs", name);
+		grid = w.ntiles;
+		k->cluster_x = b->fix->split;
+	}
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, grid);
 	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
 	tinyc_gstmt *body = k->body;

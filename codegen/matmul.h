@@ -114,6 +114,9 @@ typedef struct tinyc_sk_fix {
 					 * between launches (the last warp resets its counter) */
 	int split;			/* partials per element */
 	int64_t M, N;			/* bound sizes */
+	int dsmem;			/* 1: no workspace, no counters: the split CTAs of a tile
+					 * form a cluster and sum through distributed shared
+					 * memory (codegen/splitk_dsmem.c) */
 } tinyc_sk_fix;
 
 /* Start a matmul kernel (grid over n, m, l tiles; block (16, 16) for SIMT, else
@@ -185,6 +188,20 @@ int tinyc_splitk_tile_warps(const tinyc_mm_tiles *t);
  * last, the sum of the partials and b->fix->whole's epilogue.  0 or -1. */
 int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
 		       tinyc_gexpr *warp_in_tile);
+/* codegen/splitk_dsmem.c: split-K over a cluster (b->fix->dsmem; the wgmma template, one
+ * consumer warpgroup, one tile per CTA, the CTA of cluster rank r the k range r): after
+ * the main loop (fragment f, appended to body) the accumulators go to shared memory; after
+ * a cluster barrier each CTA sums its 1 / split of the tile's columns over the cluster's
+ * CTAs in rank order (distributed shared memory) and runs b->fix->whole's epilogue on
+ * them; a second cluster barrier keeps every CTA's shared memory until its peers read
+ * it.  0 or -1. */
+int tinyc_splitk_dsmem(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body);
+/* The cluster barrier statement of the other threads of such a kernel (the producer's), as
+ * many as tinyc_splitk_dsmem's: appended to body. */
+void tinyc_splitk_dsmem_barriers(tinyc_mmk *b, tinyc_gstmt *body);
+/* b->fix->whole's epilogue graph (no batch: l = 0) on fragment f, appended to body.  0 or
+ * -1. */
+int tinyc_splitk_whole_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body);
 /* tinyc_matmul_emit of a split problem whose kernel sums its partials (fix). */
 int tinyc_matmul_emit_fixed(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 			    const tinyc_mm_tiles *t, const char *name, const tinyc_sk_fix *fix);

@@ -94,6 +94,18 @@ static int build_reduce(tinyc_mmk *b, const char *name, int ws, int split, int64
 	return tinyc_evt_emit_epilogue(b, &f, body);
 }
 
+int tinyc_splitk_whole_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body)
+{
+	const tinyc_mm_problem *split_prob = b->prob;
+	tinyc_gexpr *split_l = b->l;
+	int *split_ws = b->ws;
+	b->prob = b->fix->whole, b->l = I(b, 0), b->ws = NULL;
+	int r = tinyc_evt_emit_epilogue(b, f, body);
+	free(b->ws);
+	b->prob = split_prob, b->l = split_l, b->ws = split_ws;
+	return r < 0 || b->error ? -1 : 0;
+}
+
 int tinyc_splitk_tile_warps(const tinyc_mm_tiles *t)
 {
 	if (t->variant == TINYC_MM_WGMMA)	/* pingpong: one consumer's 4 warps per tile */
@@ -162,15 +174,7 @@ int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
 								tinyc_gx_cast(k, fx->whole->acc, sum), NULL));
 		}
 	}
-	/* the whole problem's epilogue (no batch: l = 0) */
-	const tinyc_mm_problem *split_prob = b->prob;
-	tinyc_gexpr *split_l = b->l;
-	int *split_ws = b->ws;
-	b->prob = fx->whole, b->l = I(b, 0), b->ws = NULL;
-	int r = tinyc_evt_emit_epilogue(b, f, fin);
-	free(b->ws);
-	b->prob = split_prob, b->l = split_l, b->ws = split_ws;
-	if (r < 0 || b->error)
+	if (tinyc_splitk_whole_epilogue(b, f, fin) < 0)
 		return -1;
 	tinyc_mmk_append(b, body, tinyc_gs_if(k, last, fin, NULL));
 	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));	/* sk_seen read before it is reused */
@@ -183,11 +187,15 @@ int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	int64_t M = dim_value(gm, &prob->m), N = dim_value(gm, &prob->n);
 	if (M < 1 || N < 1)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: split-K needs bound sizes", name);
+	int dsmem = t->split_fused == 2;	/* summed over a cluster: no workspace, no counters */
+	if (dsmem && t->variant != TINYC_MM_WGMMA)
+		return tinyc_error(ctx, "CodegenError", "matmul %s: split-K over a cluster needs the "
+				   "wgmma template", name);
 	/* the workspace of the partials: fp32 [split, M, N] */
 	char wname[160];
 	snprintf(wname, sizeof(wname), "sk_%s", name);
-	int ws = tinyc_mm_add_temp(gm, wname, TINYC_FLOAT, (int64_t)t->split * M * N);
-	if (ws < 0)
+	int ws = dsmem ? -1 : tinyc_mm_add_temp(gm, wname, TINYC_FLOAT, (int64_t)t->split * M * N);
+	if (ws < 0 && !dsmem)
 		return -1;
 	/* the partials: the plan's template on the split problem */
 	tinyc_mm_problem sp;
@@ -197,6 +205,12 @@ int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 					     name, t->split) : -1;
 	tinyc_mm_tiles pt = *t;
 	pt.split = 0;
+	if (dsmem) {
+		tinyc_sk_fix fix = {prob, -1, -1, t->split, M, N, 1};
+		r = tinyc_matmul_emit_fixed(ctx, gm, &sp, &pt, name, &fix);
+		tinyc_mm_problem_clear(&sp);
+		return r < 0 ? -1 : 0;
+	}
 	if (tinyc_splitk_fused(t)) {	/* summed by the kernel's last warps: counters */
 		int64_t cells = (M + t->bm - 1) / t->bm * ((N + t->bn - 1) / t->bn) *
 				tinyc_splitk_tile_warps(t);

@@ -179,11 +179,16 @@ typedef enum tinyc_gs_op {
 	TINYC_GS_STORE,		/* if (pred) dst.var[dst.index] = value (global/shared/reg array) */
 	TINYC_GS_ATOMIC,	/* if (pred) atomic `atomic_op` of value into dst.var[dst.index] */
 	TINYC_GS_BARRIER,	/* __syncthreads(); flag 1: the cluster's barrier
-				 * (barrier.cluster.arrive.release + wait.acquire) */
+				 * (barrier.cluster.arrive.release + wait.acquire; may
+				 * sit under warp-uniform branches: every warp reaches
+				 * it equally often) */
 	TINYC_GS_SHFL,		/* dst.var = shuffle `shfl`(value, lane, width = n) over the full warp */
 	TINYC_GS_COPY,		/* n elements: dst.var[dst.index + i] = pred ? src.var[src.index + i] : 0;
 				 * one vector access of n * size bytes (4, 8 or 16 when n > 1, aligned);
-				 * async: cp.async (global -> shared, n*size in {4, 8, 16}) */
+				 * async: cp.async (global -> shared, n*size in {4, 8, 16});
+				 * value (optional): the rank of the cluster's CTA whose shared
+				 * memory src is (mapa + ld.shared::cluster into a REG_ARRAY dst
+				 * of 4-byte elements, no predicate) */
 	TINYC_GS_CP_COMMIT,	/* cp.async.commit_group (pipeline `pipe`) */
 	TINYC_GS_CP_WAIT,	/* cp.async.wait_group n: at most n groups still pending */
 	TINYC_GS_LDMATRIX,	/* ldmatrix.sync.aligned.m8n8.x{n}[.trans].shared.b16:
@@ -470,6 +475,10 @@ tinyc_gstmt *tinyc_gs_shfl(tinyc_gkernel *k, tinyc_gshfl kind, int dst, tinyc_ge
 /* Copy n elements; async selects cp.async (dst shared, src global). */
 tinyc_gstmt *tinyc_gs_copy(tinyc_gkernel *k, int dst, tinyc_gexpr *dst_index, int src,
 			   tinyc_gexpr *src_index, int n, tinyc_gexpr *pred, int async);
+/* n 4-byte elements of SHARED src at src_index in the cluster CTA of rank `rank` into
+ * REG_ARRAY dst at dst_index (distributed shared memory; n = 1, 2 or 4). */
+tinyc_gstmt *tinyc_gs_copy_remote(tinyc_gkernel *k, int dst, tinyc_gexpr *dst_index, int src,
+				  tinyc_gexpr *src_index, int n, tinyc_gexpr *rank);
 tinyc_gstmt *tinyc_gs_cp_commit(tinyc_gkernel *k, int pipe);
 tinyc_gstmt *tinyc_gs_cp_wait(tinyc_gkernel *k, int pipe, int pending);
 /* ldmatrix: `num` (1, 2, 4) 8x8 b16 matrices; dst is a REG_ARRAY of uint (one register per

@@ -1009,6 +1009,17 @@ tinyc_gstmt *tinyc_gs_copy(tinyc_gkernel *k, int dst, tinyc_gexpr *dst_index, in
 	return s;
 }
 
+tinyc_gstmt *tinyc_gs_copy_remote(tinyc_gkernel *k, int dst, tinyc_gexpr *dst_index, int src,
+				  tinyc_gexpr *src_index, int n, tinyc_gexpr *rank)
+{
+	if (!rank)
+		return NULL;
+	tinyc_gstmt *s = tinyc_gs_copy(k, dst, dst_index, src, src_index, n, NULL, 0);
+	if (s)
+		s->value = rank;
+	return s;
+}
+
 tinyc_gstmt *tinyc_gs_cp_commit(tinyc_gkernel *k, int pipe)
 {
 	tinyc_gstmt *s = gs_new(k, TINYC_GS_CP_COMMIT);

@@ -545,6 +545,10 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 		return;
 	}
 	case TINYC_GS_COPY: {
+		if (s->value) {
+			ierr(in, t, "remote shared-memory copies (clusters) are not interpreted");
+			return;
+		}
 		int64_t di = eval_index(in, t, s->dst.index), si = eval_index(in, t, s->src.index);
 		int on = !s->pred || eval(in, t, s->pred).u;
 		for (int i = 0; i < s->n; i++) {

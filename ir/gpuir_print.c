@@ -360,6 +360,10 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		print_ref(k, &s->dst, out);
 		tinyc_buf_puts(out, " <- ");
 		print_ref(k, &s->src, out);
+		if (s->value) {
+			tinyc_buf_puts(out, " of cta ");
+			tinyc_gpu_print_expr(k, s->value, out);
+		}
 		if (s->pred) {
 			tinyc_buf_puts(out, " if ");
 			tinyc_gpu_print_expr(k, s->pred, out);

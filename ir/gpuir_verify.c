@@ -400,8 +400,12 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 		}
 		break;
 	case TINYC_GS_BARRIER:
-		if (ctl > 0)
-			verr(st, "barrier under a thread-dependent branch or loop", NULL, NULL);
+		/* a cluster barrier (barrier.cluster without .aligned) counts threads: warps may
+		 * reach it at different statements (the roles of a warp-specialised kernel), each
+		 * as often as the others; its lanes together */
+		if (ctl > (s->flag ? 1 : 0))
+			verr(st, s->flag ? "cluster barrier under a lane-dependent branch or loop"
+					 : "barrier under a thread-dependent branch or loop", NULL, NULL);
 		if (s->flag && (st->m->arch_major < 9 || st->k->cluster_x < 2))
 			verr(st, "a cluster barrier needs sm_90 and a kernel of clusters", NULL, NULL);
 		break;
@@ -441,6 +445,16 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 			verr(st, "cp.async copies 4, 8 or 16 bytes from global to shared", NULL, NULL);
 		if (s->async && (st->m->arch_major < 8))
 			verr(st, "cp.async needs sm_80", NULL, NULL);
+		if (s->value) {	/* distributed shared memory: a peer CTA's src */
+			if (vexpr(st, s->value) >= 0 && !tinyc_dtype_is_int(s->value->dtype))
+				verr(st, "remote copy: the CTA rank must be an integer", NULL, NULL);
+			if (st->m->arch_major < 9 || st->k->cluster_x < 2)
+				verr(st, "remote copy needs sm_90 and a cluster", NULL, NULL);
+			if (sv->kind != TINYC_GV_SHARED || d->kind != TINYC_GV_REG_ARRAY || s->pred ||
+			    s->async || tinyc_dtype_size(d->dtype) != 4 || (s->n != 1 && s->n != 2 && s->n != 4))
+				verr(st, "remote copy: 1, 2 or 4 4-byte elements from shared memory into "
+				     "a register array, unpredicated", NULL, NULL);
+		}
 		break;
 	}
 	case TINYC_GS_CP_COMMIT:

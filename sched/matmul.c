@@ -454,7 +454,7 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
 	size_t n = strlen(buf);
 	if (t->split > 1 && n < size)
-		snprintf(buf + n, size - n, " sk%d", t->split);
+		snprintf(buf + n, size - n, " sk%d%s", t->split, t->split_fused == 2 ? " dsmem" : "");
 }
 
 /* Whether prob has fp32 operands, products and accumulators (the 3xTF32 tile: its loads
@@ -932,7 +932,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 int st, int pp, int split, int have_ft, const int *ft, tinyc_dtype idx)
 {
 	const int64_t *sym = s->bind ? s->bind->val : NULL;
-	int cl = pp >> 3;	/* wgmma: pp bit 3, clusters of 2 CTAs */
+	int cl = pp >> 3 & 1;	/* wgmma: pp bit 3, clusters of 2 CTAs */
+	int dsk = pp >> 4 & 1;	/* bit 4: split-K over a cluster (sched/splitk.c) */
 	pp &= 7;
 	if (have_ft && (ft[4] ? split != ft[4] : split > 1))
 		return 0;
@@ -958,7 +959,9 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	tinyc_mm_tiles t;
 	if (v == TINYC_MM_WGMMA ? wgmma_tiles(tp, &s->dev, sym, bm, bn, bk, st, pp % 2,
 					      pp >= 4 ? 2 : pp / 2, &t) < 0 ||
-					  (cl && wgmma_cluster(tp, &s->dev, sym, &t) < 0)
+					  (cl && wgmma_cluster(tp, &s->dev, sym, &t) < 0) ||
+					  (dsk && tinyc_splitk_dsmem_tiles(&s->dev, optin_limit(&s->dev),
+									    split, &t) < 0)
 				: v == TINYC_MM_MMA && pp == 1	/* the skinny tile (sched/skinny.c) */
 				? split > 1 || tinyc_skinny_tiles(tp, &s->dev, sym, bm, bn, bk, st, &t) < 0
 				: tinyc_matmul_tiles(tp, &s->dev, sym, v, bm, bn, bk, st, &t) < 0) {
@@ -992,8 +995,9 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	 * default: on an H100 the last warps' sums made the kernel 2.9 us slower at 8 x 4096 x
 	 * 4096 (12.86 us graph replay) than the partials' kernel plus the reduction kernel
 	 * (9.92 + 1.19 us); 1.2-1.8 us slower in all on the five split-K decode shapes */
-	t.split_fused = split > 1 && (v == TINYC_MM_MMA || v == TINYC_MM_WGMMA) &&
-			o->splitk_sum == 1;
+	if (!dsk)
+		t.split_fused = split > 1 && (v == TINYC_MM_MMA || v == TINYC_MM_WGMMA) &&
+				o->splitk_sum == 1;
 	tinyc_plan p;
 	tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, &t, &p);
 	if (!mp) {
@@ -1048,7 +1052,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 			 t.smem, t.grid, t.cluster > 1 ? ", cluster 2x1" : "");
 	if (split > 1) {
 		size_t n = strlen(p.desc);
-		snprintf(p.desc + n, sizeof(p.desc) - n, ", split-K %d", split);
+		snprintf(p.desc + n, sizeof(p.desc) - n, ", split-K %d%s", split,
+			 dsk ? " over a cluster (DSMEM sum)" : "");
 	}
 	if (tinyc_plan_add(ctx, k, &p) < 0) {
 		tinyc_mm_plan_free(mp);
@@ -1184,6 +1189,27 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			if ((r = add_candidate(ctx, s, k, &prob, (tinyc_mm_variant)sk[j][0], sk[j][1], sk[j][2],
 					       sk[j][3], sk[j][4], sk[j][0] == TINYC_MM_WGMMA && sk[j][1] == 64,
 					       splits[i], have_ft, ft, idx)) < 0)
+				return -1;
+			added += r;
+		}
+	/* split-K over a cluster: cooperative 64-row tiles, one a CTA, the k ranges of a tile
+	 * summed through distributed shared memory (sched/splitk.c).  By default only where
+	 * it measured faster than the reduction kernel's plan (H100, graph replay): 64 x 64
+	 * tiles in 2-CTA clusters with every row in M (64 x 4096 x 4096 11.41 -> 9.91 us,
+	 * 64 x 4096 x 11008 35.54 -> 33.84); 4-CTA clusters (64 x 128, split 4) measured
+	 * 1.4-1.7x slower and M = 8 / 16 (rows past M) 1.6x slower at K = 4096, so those only
+	 * with TINYC_SPLITK_SUM=3 */
+	static const int dk[][2] = {{64, 64}, {64, 128}};
+	int dsk_all = s->opt.splitk_sum == 3;
+	int64_t dm = tinyc_sched_dim(s, &prob0->m);
+	for (int i = 0; i < 2 && (dsk_all || s->opt.splitk_sum == 0) &&
+			(force < 0 || force == TINYC_MM_WGMMA) && !prob0->unit_axis &&
+			tinyc_splitk_wanted(s, prob0); i++)
+		for (int j = 0; j < 2; j++) {
+			if (!dsk_all && (splits[i] != 2 || dk[j][1] != 64 || dm != 64))
+				continue;
+			if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, dk[j][0], dk[j][1], 64, 6,
+					       16, splits[i], have_ft, ft, idx)) < 0)
 				return -1;
 			added += r;
 		}
@@ -1573,7 +1599,13 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	else
 		tinyc_buf_puts(out, "  loads: cooperative, coalesced along each operand's contiguous "
 				    "axis, zero-filling predicates\n");
-	if (t->split > 1 && tinyc_splitk_fused(t))
+	if (t->split > 1 && t->split_fused == 2)
+		tinyc_buf_printf(out, "  split-K %d over a cluster: the k ranges of K / %d are the %d CTAs of a "
+				 "cluster (one tile a CTA); each stores its fp32 partials in its shared memory, "
+				 "then sums 1/%d of the tile's columns over the cluster's CTAs in rank order "
+				 "(distributed shared memory) and runs the epilogue: deterministic, one kernel\n",
+				 t->split, t->split, t->split, t->split);
+	else if (t->split > 1 && tinyc_splitk_fused(t))
 		tinyc_buf_printf(out, "  split-K %d: the k ranges of K / %d are the template's batch l; fp32 "
 				 "partials into a workspace [%d, M, N]; per warp an arrival counter, and the "
 				 "tile's last warp sums them in l order and runs the epilogue: deterministic, "

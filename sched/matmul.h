@@ -171,8 +171,11 @@ typedef struct tinyc_mm_tiles {
 	int split;			/* split-K (> 1): the tiles are those of the split problem
 					 * (sched/splitk.c), whose fp32 partials a reduction kernel
 					 * sums in order and then runs the epilogue; 0: none */
-	int split_fused;		/* split-K: the matmul kernel's last warp of each tile sums
-					 * the partials (codegen/splitk.c); 0 a reduction kernel */
+	int split_fused;		/* split-K: 1 the matmul kernel's last warp of each tile
+					 * sums the partials (codegen/splitk.c); 2 a tile's k
+					 * ranges are the CTAs of a cluster, summed through
+					 * distributed shared memory (codegen/splitk_dsmem.c);
+					 * 0 a reduction kernel */
 } tinyc_mm_tiles;
 
 /* sched/tf32wg.c: whether the wgmma 3xTF32 form rejects the tile (prob has fp32
@@ -303,6 +306,13 @@ double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *p
  * templates: per-warp arrival counters, the last warp of a tile sums in l order) rather
  * than in a reduction kernel. */
 int tinyc_splitk_fused(const tinyc_mm_tiles *t);
+/* Split-K over a cluster (tiles.split_fused = 2, codegen/splitk_dsmem.c): t (wgmma tiles
+ * of the split problem of `split`) made so when they allow it (one 64-row consumer
+ * warpgroup, TMA operands, one tile a CTA: the split problem's tiles at most the SMs, a
+ * cluster of `split` <= 8 CTAs), with the partials' buffer in shared memory.  0, or -1
+ * where they do not. */
+int tinyc_splitk_dsmem_tiles(const tinyc_device_info *dev, double smem_limit, int split,
+			     tinyc_mm_tiles *t);
 /* Whether split-K candidates are worth proposing for prob: every size bound, L = 1, no
  * epilogue reduction, at most half the SMs' count of 64 x 128 tiles, K a multiple of 128
  * and at least 1024. */

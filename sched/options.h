@@ -51,8 +51,11 @@ typedef struct tinyc_sched_options {
 					 * <= 64 (sched/skinny.c; measured slower than split-K
 					 * wgmma on an H100), for measurements */
 	int splitk_sum;			/* TINYC_SPLITK_SUM: split-K partials summed 1 in the
-					 * matmul kernel (mma, wgmma), 2 or 0 (the default) by a
-					 * reduction kernel */
+					 * matmul kernel (mma, wgmma), 2 by a reduction kernel
+					 * only, 3 over a cluster wherever it applies (every
+					 * candidate of sched/splitk.c's cluster sum); 0 (the
+					 * default): a reduction kernel, or the cluster sum where
+					 * it measured faster */
 	int no_rowfuse;			/* TINYC_ROWFUSE=0: no row groups */
 	int rowfuse_threads;		/* TINYC_ROWFUSE_THREADS: the only row width (0: any) */
 	int no_attention;		/* TINYC_ATTENTION=0: attention left to the generic path */

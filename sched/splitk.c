@@ -29,6 +29,11 @@
 				 * loads, the epilogue (H100, 8 x 4096 x 4096, split-K 4: the
 				 * kernel 12.86 us against 9.92 for the partials alone) */
 
+#define SPLITK_DSMEM_US 0.3	/* split-K over a cluster: the partials to shared memory,
+				 * two cluster barriers, the peers' slices (H100: the kernel
+				 * 0.1-0.3 us over the reduction plan's partials kernel at
+				 * 64 x 4096 x 4096 / 11008, 64 x 64 tiles, split 2) */
+
 /* The value of dim d under sym, or -1. */
 static int64_t dim_value(const tinyc_dim *d, const int64_t *sym)
 {
@@ -78,6 +83,21 @@ int tinyc_splitk_problem(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const int
 	return 0;
 }
 
+int tinyc_splitk_dsmem_tiles(const tinyc_device_info *dev, double smem_limit, int split,
+			     tinyc_mm_tiles *t)
+{
+	int64_t red = (int64_t)t->bm * t->bn * 4;	/* the fp32 partials of the tile */
+	int tiles = t->grid;	/* the split problem's tiles, when below the SMs */
+	if (t->variant != TINYC_MM_WGMMA || t->consumers != 1 || t->pingpong || t->cluster > 1 ||
+	    !t->a_tma || !t->b_tma || t->pack_a || t->pack_b || t->a_nhwc || t->tf32x3 ||
+	    split < 2 || split > 8 || (t->bn / 8) % split || tiles % split ||
+	    tiles >= dev->sm_count || (double)(t->smem + red) > smem_limit - 1024)
+		return -1;
+	t->split_fused = 2;
+	t->smem += red;
+	return 0;
+}
+
 int tinyc_splitk_fused(const tinyc_mm_tiles *t)
 {
 	return t->split > 1 && t->split_fused;
@@ -98,6 +118,9 @@ double tinyc_splitk_reduce_us(const tinyc_schedule *s, const tinyc_mm_problem *p
 	/* in the kernel: the last warps read the partials (L2-resident, at DRAM speed here)
 	 * after their tile's other CTAs; the tail is one counter round trip, the partials'
 	 * loads and the epilogue's stores, one after another */
+	if (t->split_fused == 2)	/* the cluster's sum: shared memory, two barriers */
+		return (bytes - (double)split * M * N * 4) / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6 +
+		       SPLITK_DSMEM_US;
 	if (tinyc_splitk_fused(t))
 		return bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6 + SPLITK_TAIL_US;
 	/* 256 threads per 16 x 64 tile, one 4-byte load in flight per partial */

@@ -621,6 +621,65 @@ Test(gpuir, verifier_rejects_divergent_barrier_and_bad_types)
 	tinyc_ctx_free(ctx);
 }
 
+/* Clusters (sm_90): a cluster barrier may sit under a warp-uniform branch, not under a
+ * lane-dependent one; a copy from a peer CTA's shared memory (mapa + ld.shared::cluster)
+ * goes into a register array, unpredicated, and needs a kernel of clusters. */
+Test(gpuir, cluster_barrier_and_remote_copy)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_gpu_module *m = tinyc_gpu_module_alloc(ctx);
+	m->arch_major = 9;
+	tinyc_gkernel *k = tinyc_gk_alloc(m, "k");
+	k->block[0] = 64;
+	k->cluster_x = 2;
+	int red = tinyc_gk_shared(k, "red", TINYC_FLOAT, 256, 16, 0);
+	int part = tinyc_gk_reg_array(k, "part", TINYC_FLOAT, 4);
+	tinyc_gexpr *tid = tinyc_gx_special(k, TINYC_GSP_TID_X);
+	tinyc_gexpr *warp0 = tinyc_gx_binary(k, TINYC_GX_EQ, tinyc_gx_special(k, TINYC_GSP_WARP),
+					     tinyc_gx_int(k, TINYC_INT, 0));
+	tinyc_gstmt *w0 = tinyc_gs_block(k), *w1 = tinyc_gs_block(k);
+	tinyc_gs_append(k, w0, tinyc_gs_cluster_barrier(k));
+	tinyc_gs_append(k, w1, tinyc_gs_cluster_barrier(k));
+	tinyc_gs_append(k, k->body, tinyc_gs_decl(k, part, NULL));
+	tinyc_gs_append(k, k->body, tinyc_gs_if(k, warp0, w0, w1));
+	tinyc_gs_append(k, k->body, tinyc_gs_copy_remote(k, part, tinyc_gx_int(k, TINYC_INT, 0), red,
+							 tinyc_gx_binary(k, TINYC_GX_MUL, tid,
+									 tinyc_gx_int(k, TINYC_INT, 4)),
+							 4, tinyc_gx_int(k, TINYC_INT, 1)));
+	cr_expect_eq(tinyc_gpu_verify(ctx, m, 0), 0);
+	tinyc_buf text = {0};
+	cr_assert_eq(tinyc_cuda_print(ctx, m, &text), 0);
+	cr_expect(strstr(text.data, "mapa.shared::cluster.u32 ra, %4, %5; ld.shared::cluster.v4.f32 "
+			 "{%0, %1, %2, %3}, [ra];") != NULL, "%s", text.data);
+	tinyc_buf_free(&text);
+	/* lane-dependent: refused; a remote copy without clusters: refused */
+	tinyc_gpu_module *m2 = tinyc_gpu_module_alloc(ctx);
+	m2->arch_major = 9;
+	tinyc_gkernel *k2 = tinyc_gk_alloc(m2, "k2");
+	k2->block[0] = 64;
+	int red2 = tinyc_gk_shared(k2, "red", TINYC_FLOAT, 256, 16, 0);
+	int part2 = tinyc_gk_reg_array(k2, "part", TINYC_FLOAT, 4);
+	tinyc_gstmt *lane = tinyc_gs_block(k2);
+	tinyc_gs_append(k2, lane, tinyc_gs_cluster_barrier(k2));
+	tinyc_gs_append(k2, k2->body, tinyc_gs_decl(k2, part2, NULL));
+	tinyc_gs_append(k2, k2->body, tinyc_gs_if(k2, tinyc_gx_binary(k2, TINYC_GX_LT,
+		tinyc_gx_special(k2, TINYC_GSP_LANE), tinyc_gx_int(k2, TINYC_INT, 3)), lane, NULL));
+	tinyc_gs_append(k2, k2->body, tinyc_gs_copy_remote(k2, part2, tinyc_gx_int(k2, TINYC_INT, 0), red2,
+							   tinyc_gx_int(k2, TINYC_INT, 0), 4,
+							   tinyc_gx_int(k2, TINYC_INT, 1)));
+	cr_expect_eq(tinyc_gpu_verify(ctx, m2, 0), -1);
+	int lanes = 0, nocl = 0;
+	for (int i = 0; i < tinyc_ctx_error_count(ctx); i++) {
+		const char *msg = tinyc_ctx_diag(ctx, i)->msg;
+		lanes |= strstr(msg, "cluster barrier under a lane-dependent branch") != NULL;
+		nocl |= strstr(msg, "remote copy needs sm_90 and a cluster") != NULL;
+	}
+	cr_expect(lanes && nocl, "lane-dependent %d, no cluster %d", lanes, nocl);
+	tinyc_gpu_module_free(m);
+	tinyc_gpu_module_free(m2);
+	tinyc_ctx_free(ctx);
+}
+
 /* Shuffles: a warp-wide xor butterfly sums 0..31 in every lane; up/down/idx move values. */
 Test(gpuir, interpreter_shuffles)
 {

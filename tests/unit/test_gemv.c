@@ -13,7 +13,11 @@
  *    (every row tile, odd sizes) compiles for sm_80 and sm_90a;
  *  - splitk: chosen for 16 x 4096 x 4096 on sm_90a (4 ways, two kernels), not for 16 x 11008
  *    x 4096 (86 tiles) nor 4096^3; the wgmma split plan compiles for sm_90a and the mma
- *    one for sm_80; a batched graph bound to B = 1 gets a wgmma plan that compiles.
+ *    one for sm_80; a batched graph bound to B = 1 gets a wgmma plan that compiles;
+ *  - splitk_dsmem: the split-K plan of 64 x 4096 x 4096 sums over a 2-CTA cluster (one
+ *    kernel, codegen/splitk_dsmem.c) by default, that of 16 x 4096 x 4096 does not, nor
+ *    either with TINYC_SPLITK_SUM=2; with TINYC_SPLITK_SUM=3 odd sizes (rows past M, 4-CTA
+ *    clusters) do too, and every such plan compiles for sm_90a.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -186,8 +190,10 @@ Test(skinny, off_by_default_and_compiles, .timeout = 600)
 	unsetenv("TINYC_MATMUL_TILE");
 }
 
-/* The split of the chosen plan of the first kernel (0: none) and the module's kernels. */
-static int chosen_split(const char *target, const char *bind, int *kernels, int nvrtc)
+/* The split of the chosen plan of the first kernel (0: none) and the module's kernels;
+ * *fused (when not NULL) its tiles' split_fused. */
+static int chosen_split_fused(const char *target, const char *bind, int *kernels, int nvrtc,
+			      int *fused)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_source *src;
@@ -197,6 +203,8 @@ static int chosen_split(const char *target, const char *bind, int *kernels, int 
 	const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[0]);
 	cr_assert(p && p->kind == TINYC_PLAN_MATMUL);
 	int split = ((const tinyc_mm_plan *)p->ext)->t.split;
+	if (fused)
+		*fused = ((const tinyc_mm_plan *)p->ext)->t.split_fused;
 	int n;
 	const tinyc_pass *pipe = tinyc_pipeline(&n);
 	tinyc_buf ir = {0};
@@ -209,6 +217,40 @@ static int chosen_split(const char *target, const char *bind, int *kernels, int 
 		nvrtc_compile(ctx, m, "splitk.cu", target, bind);
 	module_free(ctx, src, m);
 	return split;
+}
+
+/* chosen_split_fused without the fused form. */
+static int chosen_split(const char *target, const char *bind, int *kernels, int nvrtc)
+{
+	return chosen_split_fused(target, bind, kernels, nvrtc, NULL);
+}
+
+Test(splitk, dsmem_cluster, .timeout = 600)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	int kernels, fused;
+	int nv = tinyc_nvrtc_version() >= 0;
+	cr_assert_eq(chosen_split_fused("sm_90a", "M=64,N=4096,K=4096", &kernels, nv, &fused), 2);
+	cr_expect_eq(fused, 2, "64 x 4096 x 4096: split-K over a cluster by default");
+	cr_expect_eq(kernels, 1);
+	cr_assert_eq(chosen_split_fused("sm_90a", "M=16,N=4096,K=4096", &kernels, 0, &fused), 4);
+	cr_expect_eq(fused, 0, "16 x 4096 x 4096: the reduction kernel by default");
+	cr_expect_eq(kernels, 2);
+	setenv("TINYC_SPLITK_SUM", "2", 1);
+	cr_assert_eq(chosen_split_fused("sm_90a", "M=64,N=4096,K=4096", &kernels, 0, &fused), 2);
+	cr_expect_eq(fused, 0, "TINYC_SPLITK_SUM=2: the reduction kernel");
+	setenv("TINYC_SPLITK_SUM", "3", 1);
+	static const char *binds[] = {"M=16,N=4096,K=4096", "M=64,N=4096,K=4096", "M=5,N=136,K=1024",
+				      "M=37,N=200,K=2048"};
+	for (int i = 0; i < 4; i++) {
+		cr_assert_gt(chosen_split_fused("sm_90a", binds[i], &kernels, nv, &fused), 1, "%s", binds[i]);
+		cr_expect_eq(fused, 2, "%s", binds[i]);
+		cr_expect_eq(kernels, 1, "%s", binds[i]);
+	}
+	unsetenv("TINYC_SPLITK_SUM");
+	if (!nv)
+		cr_skip_test("nvrtc is not available");
 }
 
 Test(splitk, chosen_for_few_tiles, .timeout = 600)
