@@ -786,10 +786,11 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gkernel *k = b->k;
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, C = t->consumers, PP = t->pingpong;
+	int BNS = tinyc_wgmma_stage_n(t);	/* a fitted width's stage: whole boxes */
 	int generic = w->generic, batched = w->batched;
 	/* shared memory: the ring (1024-byte aligned stages) and its barriers */
 	int As = tinyc_gk_shared(k, "As", pr->a.dtype, (int64_t)S * BM * BK, 1024, 1);
-	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BN * BK, 1024, 1);
+	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BNS * BK, 1024, 1);
 	int full = tinyc_gk_shared(k, "full", TINYC_ULONG, S, 8, 0);
 	int empty = tinyc_gk_shared(k, "empty", TINYC_ULONG, S, 8, 0);
 	/* pingpong: turn[c] completes when the other consumer has passed the ring waits of its
@@ -808,7 +809,7 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 				       t->b_kmajor ? BN : 64, batched) : -2;
 	if (pipe < 0 || ta == -1 || tb == -1)
 		return -1;
-	int64_t tma_bytes = (int64_t)((t->a_tma ? BM : 0) + (t->b_tma ? BN : 0)) * BK *
+	int64_t tma_bytes = (int64_t)((t->a_tma ? BM : 0) + (t->b_tma ? BNS : 0)) * BK *
 			    tinyc_dtype_size(pr->a.dtype);
 	/* barriers */
 	tinyc_gstmt *init = tinyc_gs_block(k);
@@ -902,7 +903,7 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gkernel *k = b->k;
-	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages;
+	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, BNS = tinyc_wgmma_stage_n(t);
 	int generic = w->generic, batched = w->batched;
 	int64_t tiles_m = w->tiles_m, tiles_n = w->tiles_n, ntiles = w->ntiles, ktiles = w->ktiles;
 	int64_t tma_bytes = w->tma_bytes;
@@ -923,7 +924,7 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	tinyc_gexpr *pph = let(b, pk, "pph", bin(b, TINYC_GX_AND, bin(b, TINYC_GX_DIV, IT, I(b, S)), I(b, 1)));
 	tinyc_mmk_append(b, pk, tinyc_gs_mbar_wait(k, pipe, empty, ps, bin(b, TINYC_GX_XOR, pph, I(b, 1))));
 	tinyc_gexpr *k0 = mul(b, tinyc_gx_var(k, ktv), I(b, BK));
-	tinyc_gexpr *abase = mul(b, ps, I(b, (int64_t)BM * BK)), *bbase = mul(b, ps, I(b, (int64_t)BN * BK));
+	tinyc_gexpr *abase = mul(b, ps, I(b, (int64_t)BM * BK)), *bbase = mul(b, ps, I(b, (int64_t)BNS * BK));
 	tinyc_gstmt *tma = tinyc_gs_block(k);	/* thread 0: the expected bytes and the TMA loads */
 	if (tma_bytes) {
 		tinyc_gstmt *ex = tinyc_gs_mbar_expect_tx(k, pipe, full, ps, I(b, tma_bytes));
@@ -948,7 +949,8 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 		crd[0] = tinyc_gx_cast(k, TINYC_INT, k0), crd[1] = tinyc_gx_cast(k, TINYC_INT, pn0);
 		tinyc_mmk_append(b, tma, tinyc_gs_tma_load(k, pipe, Bs, bbase, tb, batched ? 3 : 2, crd, full, ps));
 	} else if (t->b_tma) {
-		for (int j = 0; j < BN / 64; j++) {
+		for (int j = 0; j < BNS / 64; j++) {	/* a fitted width's last box runs past
+							 * the tile: columns of the next, unused */
 			crd[0] = tinyc_gx_cast(k, TINYC_INT, add(b, pn0, I(b, 64 * j)));
 			crd[1] = tinyc_gx_cast(k, TINYC_INT, k0);
 			tinyc_gstmt *ld = tinyc_gs_tma_load(k, pipe, Bs, add(b, bbase, I(b, 64 * 64 * j)), tb,
@@ -1061,7 +1063,8 @@ static void wgmma_kloop(wgmma_ring *w, tinyc_gstmt *ctile, tinyc_gexpr *NT)
 	tinyc_mmk_append(b, ck, tinyc_gs_mbar_wait(k, pipe, full, cs, cph));
 	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_fence(k));
 	tinyc_gwg_layout la = {t->a_kmajor, 64 * 64 * 2}, lb = {t->b_kmajor, 64 * 64 * 2};
-	tinyc_gexpr *cab = mul(b, cs, I(b, (int64_t)BM * BK)), *cbb = mul(b, cs, I(b, (int64_t)BN * BK));
+	tinyc_gexpr *cab = mul(b, cs, I(b, (int64_t)BM * BK));
+	tinyc_gexpr *cbb = mul(b, cs, I(b, (int64_t)tinyc_wgmma_stage_n(t) * BK));
 	for (int ks = 0; ks < BK / 16; ks++)
 		for (int mi = 0; mi < MI; mi++) {
 			/* the instruction's 64 rows of A: K-major rows of 64 k elements, or an m block

@@ -989,6 +989,68 @@ Test(wgmma_nvrtc, tf32x3_wgmma_odd_shapes, .timeout = 600)
 	compiled_free(&c);
 }
 
+/* Fitted widths (sched/matmul.c fitted_bn): where 128 x 256 tiles leave the last round
+ * partly idle, a width that is a multiple of 8 fills whole rounds (2048 x 11008 x 4096: 688
+ * tiles of 128 x 256 on 132 SMs, 768 of 128 x 232, 6 rounds each; 3000 x 5000 x 2000 in
+ * clusters: 264 pairs of 128 x 232, 4 rounds); the B stage is whole 64-column boxes, the
+ * last chunk of the staged epilogue partial.  TINYC_WGMMA_FIT=0 drops them; a forced tile
+ * of such a width is honoured at any size (odd sizes below, cluster and single). */
+Test(wgmma_nvrtc, fitted_width_tiles, .timeout = 300)
+{
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=2048,N=11008,K=4096", "schedule"), 0);
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert(mp->t.variant == TINYC_MM_WGMMA && mp->t.bm == 128 && mp->t.bn == 232 &&
+		  mp->t.wgn == 232 && !mp->t.cluster && mp->t.smem == 215104,
+		  "[%d,%d] n%d cluster %d smem %lld", mp->t.bm, mp->t.bn, mp->t.wgn, mp->t.cluster,
+		  (long long)mp->t.smem);
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=3000,N=5000,K=2000", "schedule"), 0);
+	mp = chosen(&c);
+	cr_assert(mp->t.bn == 232 && mp->t.cluster == 2 && mp->t.grid == 132, "[%d,%d] cluster %d grid %d",
+		  mp->t.bm, mp->t.bn, mp->t.cluster, mp->t.grid);
+	compiled_free(&c);
+	/* aligned large shapes whose rounds 128 x 256 fills keep it */
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "schedule"), 0);
+	cr_assert_eq(chosen(&c)->t.bn, 256);
+	compiled_free(&c);
+	setenv("TINYC_WGMMA_FIT", "0", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=2048,N=11008,K=4096", "schedule"), 0);
+	cr_assert_eq(chosen(&c)->t.bn % 64, 0);
+	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_FIT");
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=3000,N=5000,K=2000", "cuda"), 0);
+	char *cu = dump(&c, "cuda");
+	cr_assert(strstr(cu, "m64n232k16") && strstr(cu, "columns 192..231"), "n232, a partial chunk");
+	free(cu);
+	nvrtc_ok(&c, "sm_90a", "bias_relu 3000x5000x2000 128x232 cluster");
+	compiled_free(&c);
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	setenv("TINYC_MATMUL_TILE", "128x232x64x4", 1);
+	static const char *const graphs[] = {"bias_relu", "gelu_tanh", "aux_twice"};
+	for (int cl = 1; cl <= 2; cl++) {
+		setenv("TINYC_WGMMA_CLUSTER", cl == 2 ? "2" : "1", 1);
+		for (size_t i = 0; i < sizeof(graphs) / sizeof(*graphs); i++) {
+			char path[512];
+			snprintf(path, sizeof(path), "%s/%s.uop", EPI_DIR, graphs[i]);
+			cr_assert_eq(compile_to(&c, path, NULL, "sm_90a", "M=333,N=600,K=200", "cuda"), 0,
+				     "%s: %s", graphs[i], first_kind(c.ctx));
+			mp = chosen(&c);
+			cr_assert(mp->t.bn == 232 && (mp->t.cluster == 2) == (cl == 2), "%s: [%d,%d] cluster %d",
+				  graphs[i], mp->t.bm, mp->t.bn, mp->t.cluster);
+			nvrtc_ok(&c, "sm_90a", graphs[i]);
+			compiled_free(&c);
+		}
+	}
+	unsetenv("TINYC_WGMMA_CLUSTER");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_MATMUL");
+}
+
 /* Clusters of 2 CTAs with B multicast (sched/matmul.c wgmma_cluster): the plan's pairs
  * and grid, the kernel's cluster attribute, multicast loads split by rank, arrivals on
  * both CTAs' empty barriers and the producer's tail; compiled for sm_90a at odd
