@@ -760,8 +760,9 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 
 /* The Hopper kernel (sched/matmul.h, variant wgmma):
  *
- *   init: thread 0 sets up full[s] (the producer's arrivals + the stage's TMA bytes) and
- *         empty[s] (one arrival per thread of the consumers that read the stage); barrier
+ *   init: thread 0 prefetches the tensor maps, sets up full[s] (the producer's arrivals +
+ *         the stage's TMA bytes) and empty[s] (one arrival per thread of the consumers that
+ *         read the stage); barrier
  *   warpgroup 0 (producer, registers given back with setmaxnreg.dec): walks the CTA's tiles;
  *         per k tile: wait empty[s] (parity of the ring's round ^ 1); thread 0 expects the
  *         TMA bytes on full[s] and issues the TMA loads; operands TMA cannot load are copied
@@ -777,8 +778,9 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
  *   other's): stage = it % S, round parity = it / S & 1.
  */
 
-/* The ring: its shared stages, barriers (initialised by thread 0, then a CTA barrier), the
- * tensor maps, the loop registers of both roles and the CTA coordinates.  0 or -1. */
+/* The ring: its shared stages, barriers (initialised by thread 0 after it prefetched the
+ * tensor maps, then a CTA barrier), the tensor maps, the loop registers of both roles and
+ * the CTA coordinates.  0 or -1. */
 static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 {
 	tinyc_mmk *b = w->b;
@@ -811,8 +813,12 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 		return -1;
 	int64_t tma_bytes = (int64_t)((t->a_tma ? BM : 0) + (t->b_tma ? BNS : 0)) * BK *
 			    tinyc_dtype_size(pr->a.dtype);
-	/* barriers */
+	/* the tensor maps fetched ahead of the first loads (under the barriers' set-up), then
+	 * the barriers */
 	tinyc_gstmt *init = tinyc_gs_block(k);
+	for (int i = 0; i < 2; i++)
+		if ((i ? tb : ta) >= 0)
+			tinyc_mmk_append(b, init, tinyc_gs_tmap_prefetch(k, i ? tb : ta));
 	for (int st = 0; st < S; st++) {
 		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, full, I(b, st), generic ? 128 : 1));
 		/* clusters: one arrival per consumer warp of both CTAs (lane 0, local and remote) */

@@ -1073,10 +1073,14 @@ Test(wgmma_nvrtc, cluster_2x1_b_multicast, .timeout = 300)
 	cr_assert(strstr(cu, "mapa.shared::cluster"));
 	cr_assert(strstr(cu, "barrier.cluster.arrive"));
 	cr_assert(strstr(cu, "the producer's tail"));
+	/* thread 0 prefetches both tensor maps before it sets up the barriers */
+	const char *pf = strstr(cu, "asm volatile(\"prefetch.tensormap [%0];\\n\" :: \"l\"(&tmB)");
+	cr_assert(pf && strstr(cu, "prefetch.tensormap") < pf && pf < strstr(cu, "mbarrier.init"));
 	free(cu);
 	char *gi = dump(&c, "gpuir");
 	cr_assert(strstr(gi, "cluster (2, 1, 1)"));
 	cr_assert(strstr(gi, "multicast 0x3"));
+	cr_assert(strstr(gi, "tma.prefetch tmA") && strstr(gi, "tma.prefetch tmB"));
 	free(gi);
 	int nv = tinyc_nvrtc_version() >= 0;
 	if (nv)
