@@ -1064,7 +1064,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
  * where 256-column tiles leave the last round of persistent tiles partly idle, the
  * narrowest bn (a multiple of 8, 128 < bn < 256, not one of 64) whose tiles fill the same
  * number of rounds (cuBLASLt runs 128 x 232 tiles at 3000 x 5000 x 2000: 4 full rounds on
- * 132 SMs, where 128 x 256 takes 3.6 and 128 x 192 4.9).  0 when none. */
+ * 132 SMs, where 128 x 256 takes 3.6 and 128 x 192 4.9).  0 when none.  (The caller
+ * proposes it only where B's rows straddle L2 lines.) */
 static int fitted_bn(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 		     const int64_t *sym, int bm, int cluster)
 {
@@ -1138,9 +1139,16 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 								return -1;
 							added += r;
 						}
-			/* fitted widths: 128-row cooperative tiles, single CTAs and clusters (a
-			 * forced tile's width, when not one of 64, is taken as it is) */
-			for (int cl = 0; cl < 2 && s->opt.wgmma_fit != 0; cl++) {
+			/* fitted widths: 128-row cooperative tiles, single CTAs and clusters, only
+			 * where B's rows straddle L2 lines anyway: elsewhere the tiles' B boxes
+			 * (n0 = j x BN, not 128-byte aligned) would make them straddle (H100, graph
+			 * replay: 2048 x 11008 x 4096 447 us with 128 x 232 against 293 with
+			 * 128 x 256, 768 x 3072 x 768 10.2 with 128 x 144 against 8.7 with 128 x 192;
+			 * 3000 x 5000 x 2000, a 10000-byte pitch, 108.2 with 128 x 232 clusters
+			 * against 111.7 with 128 x 192).  A forced tile's width, when not one of
+			 * 64, is taken as it is. */
+			int fit = s->opt.wgmma_fit != 0 && b_rows_straddle(s, &prob);
+			for (int cl = 0; cl < 2 && (fit || (have_ft && ft[1] % 64)); cl++) {
 				int fbn = have_ft && ft[1] % 64 ? ft[1]
 					  : fitted_bn(&prob, &s->dev, s->bind ? s->bind->val : NULL, 128, cl);
 				for (int q = 0; fbn && q < nst; q++) {
