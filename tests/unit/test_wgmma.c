@@ -702,6 +702,17 @@ static void nvrtc_ok(compiled *c, const char *arch, const char *what)
 	free(cuda);
 }
 
+/* The CUDA of c holds texts t1 and t2 (`why` says what they show), and nvrtc compiles it
+ * for sm_90a. */
+static void cuda_has_and_compiles(compiled *c, const char *t1, const char *t2, const char *why,
+				  const char *what)
+{
+	char *cu = dump(c, "cuda");
+	cr_assert(strstr(cu, t1) && strstr(cu, t2), "%s: %s", what, why);
+	free(cu);
+	nvrtc_ok(c, "sm_90a", what);
+}
+
 Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 {
 	if (tinyc_nvrtc_version() < 0) {
@@ -743,10 +754,8 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	/* rows of Y 1012 bytes apart (N = 506): staged, written out a word per lane; N = 4097
 	 * above: a half per lane */
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=509,N=506,K=121", "cuda"), 0);
-	char *cu = dump(&c, "cuda");
-	cr_assert(strstr(cu, "Y_x2[") && strstr(cu, "= stage["), "the staged rows as words");
-	free(cu);
-	nvrtc_ok(&c, "sm_90a", "bias_relu 509x506x121 staged words");
+	cuda_has_and_compiles(&c, "Y_x2[", "= stage[", "the staged rows as words",
+			      "bias_relu 509x506x121 staged words");
 	compiled_free(&c);
 	/* convolutions: the fp16 BasicBlock (A from the NHWC copy by cp.async; forced: A packed
 	 * m-major by the im2col kernel), an odd strided conv with 16 channels on the NHWC path,
@@ -1025,10 +1034,8 @@ Test(wgmma_nvrtc, fitted_width_tiles, .timeout = 300)
 		return;
 	}
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=3000,N=5000,K=2000", "cuda"), 0);
-	char *cu = dump(&c, "cuda");
-	cr_assert(strstr(cu, "m64n232k16") && strstr(cu, "columns 192..231"), "n232, a partial chunk");
-	free(cu);
-	nvrtc_ok(&c, "sm_90a", "bias_relu 3000x5000x2000 128x232 cluster");
+	cuda_has_and_compiles(&c, "m64n232k16", "columns 192..231", "n232, a partial chunk",
+			      "bias_relu 3000x5000x2000 128x232 cluster");
 	compiled_free(&c);
 	setenv("TINYC_MATMUL", "wgmma", 1);
 	setenv("TINYC_MATMUL_TILE", "128x232x64x4", 1);
