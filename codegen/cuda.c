@@ -991,6 +991,10 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 	case TINYC_GS_SYNCWARP:
 		tinyc_buf_puts(o, "__syncwarp();\n");
 		return;
+	case TINYC_GS_TMAP_PREFETCH:
+		tinyc_buf_printf(o, "asm volatile(\"prefetch.tensormap [%%0];\\n\" :: \"l\"(&%s) : \"memory\");\n",
+				 cvar(p, s->src.var));
+		return;
 	case TINYC_GS_SETMAXNREG:
 		tinyc_buf_printf(o, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %d;\\n\" ::: \"memory\");\n",
 				 s->flag ? "inc" : "dec", s->n);

@@ -263,10 +263,11 @@ static int pairable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt_
 
 /* Whether the pairable node nd can also go through the staging buffer: 16-byte aligned
  * runs of 8 columns (offset, row and batch strides multiples of 8; N too with a tail) and
- * whole 64-column chunks per thread. */
+ * whole 8-column runs per thread (64-column chunks, the last one of a fitted wgmma width
+ * partial). */
 static int stageable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt_node *nd)
 {
-	if (!f->stage || f->tc % 16 || f->tr % 2)
+	if (!f->stage || f->tc % 2 || f->tr % 2)
 		return 0;
 	int64_t off = bound_poly(b, &nd->t.lay.offset), rs = bound_poly(b, &nd->t.lay.stride[0]);
 	int64_t ls = b->prob->evt->batched ? bound_poly(b, &nd->t.lay.stride[2]) : 0;
@@ -594,12 +595,12 @@ static void value_block(epi *E, tinyc_gstmt *body, const int *order, int nord, i
 	tinyc_mmk_append(b, body, blk);
 }
 
-/* The copy-out of slab s, chunk q of the staging buffer row by row where the output's rows
- * are not 16-byte aligned: unit 4, lane l writes columns 2l, 2l + 1 of a row as one word
- * (128 contiguous bytes per instruction); unit 2, lanes write columns l and l + 32 one
- * half each (64 contiguous bytes per instruction), instead of the fragment's scattered
- * 2-byte stores. */
-static void staged_rows(epi *E, tinyc_gstmt *body, int s, int q, tinyc_gexpr *lane)
+/* The copy-out of slab s, chunk q (its first `cols` columns) of the staging buffer row by
+ * row where the output's rows are not 16-byte aligned: unit 4, lane l writes columns 2l,
+ * 2l + 1 of a row as one word (128 contiguous bytes per instruction); unit 2, lanes write
+ * columns l and l + 32 one half each (64 contiguous bytes per instruction), instead of the
+ * fragment's scattered 2-byte stores. */
+static void staged_rows(epi *E, tinyc_gstmt *body, int s, int q, int cols, tinyc_gexpr *lane)
 {
 	tinyc_mmk *b = E->b;
 	tinyc_gkernel *k = b->k;
@@ -625,6 +626,8 @@ static void staged_rows(epi *E, tinyc_gstmt *body, int s, int q, tinyc_gexpr *la
 				tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_int(k, it, 64 * q), col));
 			tinyc_gexpr *in = both(k, b->t->pred_m ? tinyc_gx_binary(k, TINYC_GX_LT, gm, b->M) : NULL,
 					       b->t->pred_n ? tinyc_gx_binary(k, TINYC_GX_LT, gn, b->N) : NULL);
+			if (cols < 64)	/* a partial chunk: the lanes past its columns */
+				in = both(k, in, tinyc_gx_binary(k, TINYC_GX_LT, col, tinyc_gx_int(k, it, cols)));
 			tinyc_gexpr *w = tinyc_gx_load(k, E->stg, stage_index(E, tinyc_gx_int(k, it, r), word),
 						       NULL);
 			tinyc_gexpr *addr = address(b, &nd->t.lay, gm, gn);
@@ -649,7 +652,8 @@ static void staged_rows(epi *E, tinyc_gstmt *body, int s, int q, tinyc_gexpr *la
 /* The values slab by slab and 64 columns at a time: the staged output's pairs go to the
  * warp's buffer (16 rows x 64 columns), then each lane writes 16 bytes of a row: four rows
  * per instruction, whole 128-byte lines, predicated by the tails (a run of 8 columns is
- * wholly inside or outside). */
+ * wholly inside or outside).  A fitted width's last chunk has fewer columns: the lanes
+ * past them write nothing. */
 static void staged_values(epi *E, tinyc_gstmt *body, const int *order, int nord)
 {
 	tinyc_mmk *b = E->b;
@@ -658,19 +662,21 @@ static void staged_values(epi *E, tinyc_gstmt *body, const int *order, int nord)
 	const tinyc_evt_node *nd = &E->g->nodes[E->stage_node];
 	tinyc_dtype it = b->it;
 	for (int s = 0; s < f->tr / 2 && !b->error; s++)
-		for (int q = 0; q < f->tc / 16 && !b->error; q++) {
+		for (int q = 0; 16 * q < f->tc && !b->error; q++) {
 			E->cur_q = q;
+			int cend = 16 * q + 16 < f->tc ? 16 * q + 16 : f->tc;
+			int cols = (cend - 16 * q) / 2 * 8;	/* the chunk's columns */
 			for (int a = 2 * s; a < 2 * s + 2; a++)
-				for (int c = 16 * q; c < 16 * q + 16; c++)
+				for (int c = 16 * q; c < cend; c++)
 					value_block(E, body, order, nord, a, c);
 			char text[80];
 			snprintf(text, sizeof(text), "%s: slab %d, columns %d..%d from the staging buffer",
-				 nd->t.name ? nd->t.name : "store", s, 64 * q, 64 * q + 63);
+				 nd->t.name ? nd->t.name : "store", s, 64 * q, 64 * q + cols - 1);
 			tinyc_mmk_append(b, body, tinyc_gs_comment(k, text));
 			tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
 			tinyc_gexpr *lane = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_LANE));
 			if (E->stage_unit != 16) {
-				staged_rows(E, body, s, q, lane);
+				staged_rows(E, body, s, q, cols, lane);
 				tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
 				continue;
 			}
@@ -687,6 +693,8 @@ static void staged_values(epi *E, tinyc_gstmt *body, const int *order, int nord)
 							tinyc_gx_binary(k, TINYC_GX_MUL, ch, tinyc_gx_int(k, it, 8))));
 				tinyc_gexpr *in = both(k, b->t->pred_m ? tinyc_gx_binary(k, TINYC_GX_LT, gm, b->M) : NULL,
 						       b->t->pred_n ? tinyc_gx_binary(k, TINYC_GX_LT, gn, b->N) : NULL);
+				if (cols < 64)	/* a partial chunk: its runs of 8 columns */
+					in = both(k, in, tinyc_gx_binary(k, TINYC_GX_LT, ch, tinyc_gx_int(k, it, cols / 8)));
 				tinyc_gexpr *src = stage_index(E, row, tinyc_gx_binary(k, TINYC_GX_MUL, ch,
 										tinyc_gx_int(k, it, 4)));
 				tinyc_gexpr *dst = tinyc_gx_binary(k, TINYC_GX_DIV, address(b, &nd->t.lay, gm, gn),
@@ -802,7 +810,7 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 	/* rows not 16-byte aligned (odd N, N = 2 mod 8...): staged all the same, written out
 	 * row by row in words or halves */
 	for (int i = 0; i < g->n && E.stage_node < 0; i++)
-		if (f->stage && f->tc % 16 == 0 && f->tr % 2 == 0 && f->pair_stores &&
+		if (f->stage && f->tc % 2 == 0 && f->tr % 2 == 0 && f->pair_stores &&
 		    !b->t->no_pair && pair_layout(f, &g->nodes[i])) {
 			E.stage_node = i;
 			E.stage_unit = E.pair[i] ? 4 : 2;

@@ -765,8 +765,9 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
 
 /* The Hopper kernel (sched/matmul.h, variant wgmma):
  *
- *   init: thread 0 sets up full[s] (the producer's arrivals + the stage's TMA bytes) and
- *         empty[s] (one arrival per thread of the consumers that read the stage); barrier
+ *   init: thread 0 prefetches the tensor maps, sets up full[s] (the producer's arrivals +
+ *         the stage's TMA bytes) and empty[s] (one arrival per thread of the consumers that
+ *         read the stage); barrier
  *   warpgroup 0 (producer, registers given back with setmaxnreg.dec): walks the CTA's tiles;
  *         per k tile: wait empty[s] (parity of the ring's round ^ 1); thread 0 expects the
  *         TMA bytes on full[s] and issues the TMA loads; operands TMA cannot load are copied
@@ -782,8 +783,9 @@ static void wgmma_copy_operand(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_mm_op
  *   other's): stage = it % S, round parity = it / S & 1.
  */
 
-/* The ring: its shared stages, barriers (initialised by thread 0, then a CTA barrier), the
- * tensor maps, the loop registers of both roles and the CTA coordinates.  0 or -1. */
+/* The ring: its shared stages, barriers (initialised by thread 0 after it prefetched the
+ * tensor maps, then a CTA barrier), the tensor maps, the loop registers of both roles and
+ * the CTA coordinates.  0 or -1. */
 static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 {
 	tinyc_mmk *b = w->b;
@@ -791,10 +793,11 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gkernel *k = b->k;
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, C = t->consumers, PP = t->pingpong;
+	int BNS = tinyc_wgmma_stage_n(t);	/* a fitted width's stage: whole boxes */
 	int generic = w->generic, batched = w->batched;
 	/* shared memory: the ring (1024-byte aligned stages) and its barriers */
 	int As = tinyc_gk_shared(k, "As", pr->a.dtype, (int64_t)S * BM * BK, 1024, 1);
-	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BN * BK, 1024, 1);
+	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BNS * BK, 1024, 1);
 	int full = tinyc_gk_shared(k, "full", TINYC_ULONG, S, 8, 0);
 	int empty = tinyc_gk_shared(k, "empty", TINYC_ULONG, S, 8, 0);
 	/* pingpong: turn[c] completes when the other consumer has passed the ring waits of its
@@ -813,10 +816,14 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 				       t->b_kmajor ? BN : 64, batched) : -2;
 	if (pipe < 0 || ta == -1 || tb == -1)
 		return -1;
-	int64_t tma_bytes = (int64_t)((t->a_tma ? BM : 0) + (t->b_tma ? BN : 0)) * BK *
+	int64_t tma_bytes = (int64_t)((t->a_tma ? BM : 0) + (t->b_tma ? BNS : 0)) * BK *
 			    tinyc_dtype_size(pr->a.dtype);
-	/* barriers */
+	/* the tensor maps fetched ahead of the first loads (under the barriers' set-up), then
+	 * the barriers */
 	tinyc_gstmt *init = tinyc_gs_block(k);
+	for (int i = 0; i < 2; i++)
+		if ((i ? tb : ta) >= 0)
+			tinyc_mmk_append(b, init, tinyc_gs_tmap_prefetch(k, i ? tb : ta));
 	for (int st = 0; st < S; st++) {
 		tinyc_mmk_append(b, init, tinyc_gs_mbar_init(k, pipe, full, I(b, st), generic ? 128 : 1));
 		/* clusters: one arrival per consumer warp of both CTAs (lane 0, local and remote) */
@@ -907,7 +914,7 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gkernel *k = b->k;
-	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages;
+	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, BNS = tinyc_wgmma_stage_n(t);
 	int generic = w->generic, batched = w->batched;
 	int64_t tiles_m = w->tiles_m, tiles_n = w->tiles_n, ntiles = w->ntiles, ktiles = w->ktiles;
 	int64_t tma_bytes = w->tma_bytes;
@@ -928,7 +935,7 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	tinyc_gexpr *pph = let(b, pk, "pph", bin(b, TINYC_GX_AND, bin(b, TINYC_GX_DIV, IT, I(b, S)), I(b, 1)));
 	tinyc_mmk_append(b, pk, tinyc_gs_mbar_wait(k, pipe, empty, ps, bin(b, TINYC_GX_XOR, pph, I(b, 1))));
 	tinyc_gexpr *k0 = mul(b, tinyc_gx_var(k, ktv), I(b, BK));
-	tinyc_gexpr *abase = mul(b, ps, I(b, (int64_t)BM * BK)), *bbase = mul(b, ps, I(b, (int64_t)BN * BK));
+	tinyc_gexpr *abase = mul(b, ps, I(b, (int64_t)BM * BK)), *bbase = mul(b, ps, I(b, (int64_t)BNS * BK));
 	tinyc_gstmt *tma = tinyc_gs_block(k);	/* thread 0: the expected bytes and the TMA loads */
 	if (tma_bytes) {
 		tinyc_gstmt *ex = tinyc_gs_mbar_expect_tx(k, pipe, full, ps, I(b, tma_bytes));
@@ -953,7 +960,8 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 		crd[0] = tinyc_gx_cast(k, TINYC_INT, k0), crd[1] = tinyc_gx_cast(k, TINYC_INT, pn0);
 		tinyc_mmk_append(b, tma, tinyc_gs_tma_load(k, pipe, Bs, bbase, tb, batched ? 3 : 2, crd, full, ps));
 	} else if (t->b_tma) {
-		for (int j = 0; j < BN / 64; j++) {
+		for (int j = 0; j < BNS / 64; j++) {	/* a fitted width's last box runs past
+							 * the tile: columns of the next, unused */
 			crd[0] = tinyc_gx_cast(k, TINYC_INT, add(b, pn0, I(b, 64 * j)));
 			crd[1] = tinyc_gx_cast(k, TINYC_INT, k0);
 			tinyc_gstmt *ld = tinyc_gs_tma_load(k, pipe, Bs, add(b, bbase, I(b, 64 * 64 * j)), tb,
@@ -1068,7 +1076,8 @@ static void wgmma_kloop(wgmma_ring *w, tinyc_gstmt *ctile, tinyc_gexpr *NT)
 	tinyc_mmk_append(b, ck, tinyc_gs_mbar_wait(k, pipe, full, cs, cph));
 	tinyc_mmk_append(b, ck, tinyc_gs_wgmma_fence(k));
 	tinyc_gwg_layout la = {t->a_kmajor, 64 * 64 * 2}, lb = {t->b_kmajor, 64 * 64 * 2};
-	tinyc_gexpr *cab = mul(b, cs, I(b, (int64_t)BM * BK)), *cbb = mul(b, cs, I(b, (int64_t)BN * BK));
+	tinyc_gexpr *cab = mul(b, cs, I(b, (int64_t)BM * BK));
+	tinyc_gexpr *cbb = mul(b, cs, I(b, (int64_t)tinyc_wgmma_stage_n(t) * BK));
 	for (int ks = 0; ks < BK / 16; ks++)
 		for (int mi = 0; mi < MI; mi++) {
 			/* the instruction's 64 rows of A: K-major rows of 64 k elements, or an m block

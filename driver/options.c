@@ -55,6 +55,7 @@ static void read_knobs(tinyc_sched_options *o)
 	o->wgmma_pp = env_int("TINYC_WGMMA_PP", -1);
 	o->wgmma_pack = env_int("TINYC_WGMMA_PACK", -1);
 	o->wgmma_cluster = env_int("TINYC_WGMMA_CLUSTER", -1);
+	o->wgmma_fit = env_int("TINYC_WGMMA_FIT", -1);
 	o->gemv_max_m = env_int("TINYC_GEMV_MAX_M", 0);
 	if (o->gemv_max_m < 0 || o->gemv_max_m > 16)
 		o->gemv_max_m = 0;

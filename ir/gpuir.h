@@ -220,6 +220,8 @@ typedef enum tinyc_gs_op {
 	TINYC_GS_SETMAXNREG,	/* setmaxnreg.{inc,dec}.sync.aligned.u32 n (flag 1: inc) */
 	TINYC_GS_SYNCWARP,	/* __syncwarp(): the warp's shared-memory accesses before it
 				 * are visible to its lanes after it */
+	TINYC_GS_TMAP_PREFETCH,	/* prefetch.tensormap: fetch tensor map src.var (a kernel
+				 * parameter) into the TMA unit's cache ahead of its loads */
 	TINYC_GS_OP_COUNT,
 } tinyc_gs_op;
 
@@ -537,6 +539,8 @@ tinyc_gstmt *tinyc_gs_wgmma_wait(tinyc_gkernel *k, int pending, int acc);
 tinyc_gstmt *tinyc_gs_setmaxnreg(tinyc_gkernel *k, int inc, int regs);
 /* __syncwarp() (warp-uniform control only). */
 tinyc_gstmt *tinyc_gs_syncwarp(tinyc_gkernel *k);
+/* prefetch.tensormap of tensor map parameter `tmap` (sm_90). */
+tinyc_gstmt *tinyc_gs_tmap_prefetch(tinyc_gkernel *k, int tmap);
 
 /* ------------------------------------------------------- verify, print, names ---- */
 

@@ -1200,6 +1200,14 @@ tinyc_gstmt *tinyc_gs_syncwarp(tinyc_gkernel *k)
 	return gs_new(k, TINYC_GS_SYNCWARP);
 }
 
+tinyc_gstmt *tinyc_gs_tmap_prefetch(tinyc_gkernel *k, int tmap)
+{
+	tinyc_gstmt *s = gs_new(k, TINYC_GS_TMAP_PREFETCH);
+	if (s)
+		s->src.var = tmap;
+	return s;
+}
+
 tinyc_gstmt *tinyc_gs_setmaxnreg(tinyc_gkernel *k, int inc, int regs)
 {
 	tinyc_gstmt *s = gs_new(k, TINYC_GS_SETMAXNREG);

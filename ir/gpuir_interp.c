@@ -567,6 +567,7 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 	case TINYC_GS_MBAR_WAIT:
 	case TINYC_GS_FENCE:
 	case TINYC_GS_COMMENT:
+	case TINYC_GS_TMAP_PREFETCH:	/* a cache hint */
 		return;	/* copies complete at once: nothing to wait for */
 	case TINYC_GS_TMA_LOAD:
 		ierr(in, t, "TMA loads are not interpreted");

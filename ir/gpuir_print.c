@@ -54,6 +54,7 @@ static const char *const gs_names[TINYC_GS_OP_COUNT] = {
 	"cp.async.commit", "cp.async.wait", "ldmatrix", "mma", "mbarrier.init",
 	"mbarrier.expect_tx", "mbarrier.arrive", "mbarrier.wait", "tma.load", "fence", "comment",
 	"wgmma.fence", "wgmma", "wgmma.commit", "wgmma.wait", "setmaxnreg", "syncwarp",
+	"tma.prefetch",
 };
 
 static const char *const special_names[TINYC_GSP_COUNT] = {
@@ -432,6 +433,9 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		break;
 	case TINYC_GS_FENCE:
 		tinyc_buf_printf(out, "fence.%s", fence_name(s->fence));
+		break;
+	case TINYC_GS_TMAP_PREFETCH:
+		tinyc_buf_printf(out, "tma.prefetch %s", vname(k, s->src.var));
 		break;
 	case TINYC_GS_COMMENT:
 		tinyc_buf_printf(out, "// %s", s->text ? s->text : "");

@@ -534,6 +534,14 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 	case TINYC_GS_FENCE:
 	case TINYC_GS_COMMENT:
 		break;
+	case TINYC_GS_TMAP_PREFETCH: {
+		const tinyc_gvar *t = vvar(st, s->src.var, "tma.prefetch");
+		if (t && t->kind != TINYC_GV_PARAM_TMAP)
+			verr(st, "tma.prefetch needs a tensor map: ", t->name, NULL);
+		if (st->m->arch_major < 9)
+			verr(st, "TMA needs sm_90", NULL, NULL);
+		break;
+	}
 	case TINYC_GS_SYNCWARP:
 		if (ctl > 1)
 			verr(st, "syncwarp under a lane-dependent branch or loop", NULL, NULL);

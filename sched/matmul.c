@@ -298,9 +298,9 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	int64_t mrows = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
 	if (bm == 128 && mrows >= 1 && mrows <= 64)
 		return -1;	/* a 64-row tile holds M: the second consumer's rows would be padding */
+	/* bn: 64, 128, 192, 256, or a fitted width (a multiple of 8: checked below) */
 	if ((bk != 64 && !t->tf32x3) || (bm != 64 && bm != 128) ||
-	    (bn != 64 && bn != 128 && bn != 192 && bn != 256) ||
-	    stages < 2 || stages > 8)
+	    bn % 8 || bn < 64 || bn > 256 || stages < 2 || stages > 8)
 		return -1;
 	for (int i = 0; prob->evt && i < prob->evt->n; i++)
 		if (tinyc_evt_is_reduction(prob->evt->nodes[i].kind))
@@ -334,6 +334,9 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		t->pack_a = !t->a_tma, t->pack_b = !t->b_tma;
 		t->a_tma = t->b_tma = 1;
 	}
+	/* a fitted width: whole 64-column boxes of an n-major B by TMA, cooperative */
+	if (bn % 64 && (t->tf32x3 || pack || !t->a_tma || !t->b_tma || t->b_kmajor || pingpong))
+		return -1;
 	t->pingpong = pingpong;
 	/* cooperative: a consumer per 64 rows; pingpong: two consumers, each a whole tile
 	 * of at most 128 accumulators per thread */
@@ -344,7 +347,7 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	t->threads = 128 * (1 + t->consumers);
 	/* the ring, its barriers, the epilogue's staging buffers (16 rows of 64 halves + 16
 	 * bytes per consumer warp) */
-	t->smem = (int64_t)stages * (bm + bn) * bk * 2 + 2 * 8 * stages +
+	t->smem = (int64_t)stages * (bm + tinyc_wgmma_stage_n(t)) * bk * 2 + 2 * 8 * stages +
 		  (int64_t)4 * t->consumers * 16 * 144;
 	if (t->tf32x3)	/* fp32 hi and lo stages, the ready barriers */
 		t->smem += (int64_t)stages * (bm + bn) * bk * 6 + 8 * stages;
@@ -1062,6 +1065,32 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	return 1;
 }
 
+/* The fitted width of bm-row wgmma tiles (clusters: pairs of m tiles) on prob, M >= 128:
+ * where 256-column tiles leave the last round of persistent tiles partly idle, the
+ * narrowest bn (a multiple of 8, 128 < bn < 256, not one of 64) whose tiles fill the same
+ * number of rounds (cuBLASLt runs 128 x 232 tiles at 3000 x 5000 x 2000: 4 full rounds on
+ * 132 SMs, where 128 x 256 takes 3.6 and 128 x 192 4.9).  0 when none.  (The caller
+ * proposes it only where B's rows straddle L2 lines.) */
+static int fitted_bn(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
+		     const int64_t *sym, int bm, int cluster)
+{
+	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
+	int64_t nv = prob->n.sym < 0 ? prob->n.val : sym ? sym[prob->n.sym] : -1;
+	int64_t lv = prob->l.sym < 0 ? prob->l.val : sym ? sym[prob->l.sym] : -1;
+	int64_t slots = cluster ? dev->sm_count / 2 * 2 : dev->sm_count;
+	if (mv < 128 || nv < 1 || lv < 1 || slots < 1)	/* M < 128: the small-M plans */
+		return 0;
+	int64_t tm = (mv + bm - 1) / bm * lv;
+	if (cluster)	/* whole pairs */
+		tm = (tm + 1) / 2 * 2;
+	int64_t rounds = (tm * ((nv + 255) / 256) + slots - 1) / slots;
+	int64_t nt = rounds * slots / tm;	/* the most n tiles those rounds hold */
+	if (nt < 1)
+		return 0;
+	int64_t bn = ((nv + nt - 1) / nt + 7) / 8 * 8;
+	return bn > 128 && bn < 256 && bn % 64 ? (int)bn : 0;
+}
+
 /* The candidates of prob (see tinyc_matmul_candidates); use_tile: honour the forced tile. */
 static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		      const tinyc_mm_problem *prob0, int force, int use_tile)
@@ -1115,6 +1144,25 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 								return -1;
 							added += r;
 						}
+			/* fitted widths: 128-row cooperative tiles, single CTAs and clusters, only
+			 * where B's rows straddle L2 lines anyway: elsewhere the tiles' B boxes
+			 * (n0 = j x BN, not 128-byte aligned) would make them straddle (H100, graph
+			 * replay: 2048 x 11008 x 4096 447 us with 128 x 232 against 293 with
+			 * 128 x 256, 768 x 3072 x 768 10.2 with 128 x 144 against 8.7 with 128 x 192;
+			 * 3000 x 5000 x 2000, a 10000-byte pitch, 108.2 with 128 x 232 clusters
+			 * against 111.7 with 128 x 192).  A forced tile's width, when not one of
+			 * 64, is taken as it is. */
+			int fit = s->opt.wgmma_fit != 0 && b_rows_straddle(s, &prob);
+			for (int cl = 0; cl < 2 && (fit || (have_ft && ft[1] % 64)); cl++) {
+				int fbn = have_ft && ft[1] % 64 ? ft[1]
+					  : fitted_bn(&prob, &s->dev, s->bind ? s->bind->val : NULL, 128, cl);
+				for (int q = 0; fbn && q < nst; q++) {
+					if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, 128, fbn, 64,
+							       wst[q], cl ? 8 : 0, 0, have_ft, ft, idx)) < 0)
+						return -1;
+					added += r;
+				}
+			}
 			continue;
 		}
 		for (int i = 0; i < 2; i++)

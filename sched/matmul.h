@@ -178,6 +178,14 @@ typedef struct tinyc_mm_tiles {
 					 * 0 a reduction kernel */
 } tinyc_mm_tiles;
 
+/* The width of the wgmma template's B stage: a fitted tile's bn (a multiple of 8 that is
+ * not one of 64: sched/matmul.c fitted_bn) rounded up to whole 64-column TMA boxes of an
+ * n-major B; else bn. */
+static inline int tinyc_wgmma_stage_n(const tinyc_mm_tiles *t)
+{
+	return t->b_kmajor ? t->bn : (t->bn + 63) / 64 * 64;
+}
+
 /* sched/tf32wg.c: whether the wgmma 3xTF32 form rejects the tile (prob has fp32
  * operands): it takes 128 x {128, 64} x 32 tiles of 3 or 4 stages, cooperative, both
  * operands K-major and loaded by TMA as they are (no packing, no gather). */

@@ -43,6 +43,9 @@ typedef struct tinyc_sched_options {
 					 * copying (0) or NHWC conv (2) operands; -1: any */
 	int wgmma_cluster;		/* TINYC_WGMMA_CLUSTER: only plans without clusters (1) or
 					 * of 2-CTA clusters (2); -1: both */
+	int wgmma_fit;			/* TINYC_WGMMA_FIT=0: no fitted-width wgmma tiles (bn a
+					 * multiple of 8 that fills the last round of tiles;
+					 * sched/matmul.c fitted_bn); 1 or -1 (default): proposed */
 	int gemv_max_m;			/* TINYC_GEMV_MAX_M: the gemv plan for bound M up to
 					 * this (5 .. 16; 0: the default 4), for measurements */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */

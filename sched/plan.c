@@ -78,7 +78,7 @@ int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sch
 	memset(o, 0, sizeof(*o));
 	o->dev = *d;
 	o->dev_origin = target ? "--target" : "default target (no GPU found; give --target)";
-	o->wgmma_pp = o->wgmma_pack = o->wgmma_cluster = -1;
+	o->wgmma_pp = o->wgmma_pack = o->wgmma_cluster = o->wgmma_fit = -1;
 	o->attn_lead = o->attn_softmax = o->attn_wgmma = -1;
 	return 0;
 }
@@ -108,6 +108,8 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 	print_knob(out, "wgmma_pack", o->wgmma_pack, -1);
 	if (o->wgmma_cluster >= 0)	/* printed only when forced */
 		tinyc_buf_printf(out, " wgmma_cluster %d,", o->wgmma_cluster);
+	if (o->wgmma_fit == 0)	/* printed only when off */
+		tinyc_buf_puts(out, " wgmma_fit off,");
 	if (o->skinny)	/* printed only when set */
 		tinyc_buf_puts(out, " skinny on,");
 	tinyc_buf_printf(out, " stage %s, pair %s\n", o->no_stage ? "off" : "on",

@@ -702,6 +702,17 @@ static void nvrtc_ok(compiled *c, const char *arch, const char *what)
 	free(cuda);
 }
 
+/* The CUDA of c holds texts t1 and t2 (`why` says what they show), and nvrtc compiles it
+ * for sm_90a. */
+static void cuda_has_and_compiles(compiled *c, const char *t1, const char *t2, const char *why,
+				  const char *what)
+{
+	char *cu = dump(c, "cuda");
+	cr_assert(strstr(cu, t1) && strstr(cu, t2), "%s: %s", what, why);
+	free(cu);
+	nvrtc_ok(c, "sm_90a", what);
+}
+
 Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 {
 	if (tinyc_nvrtc_version() < 0) {
@@ -743,10 +754,8 @@ Test(wgmma_nvrtc, every_epilogue_graph_compiles_for_sm90a, .timeout = 600)
 	/* rows of Y 1012 bytes apart (N = 506): staged, written out a word per lane; N = 4097
 	 * above: a half per lane */
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=509,N=506,K=121", "cuda"), 0);
-	char *cu = dump(&c, "cuda");
-	cr_assert(strstr(cu, "Y_x2[") && strstr(cu, "= stage["), "the staged rows as words");
-	free(cu);
-	nvrtc_ok(&c, "sm_90a", "bias_relu 509x506x121 staged words");
+	cuda_has_and_compiles(&c, "Y_x2[", "= stage[", "the staged rows as words",
+			      "bias_relu 509x506x121 staged words");
 	compiled_free(&c);
 	/* convolutions: the fp16 BasicBlock (A from the NHWC copy by cp.async; forced: A packed
 	 * m-major by the im2col kernel), an odd strided conv with 16 channels on the NHWC path,
@@ -989,6 +998,67 @@ Test(wgmma_nvrtc, tf32x3_wgmma_odd_shapes, .timeout = 600)
 	compiled_free(&c);
 }
 
+/* Fitted widths (sched/matmul.c fitted_bn): where 128 x 256 tiles leave the last round
+ * partly idle and B's rows straddle L2 lines anyway, a width that is a multiple of 8 fills
+ * whole rounds (3000 x 5000 x 2000, a 10000-byte pitch, in clusters: 264 pairs of
+ * 128 x 232, 4 rounds); the B stage is whole 64-column boxes, the last chunk of the staged
+ * epilogue partial.  Not where B's rows are aligned (2048 x 11008 x 4096: the fitted tiles'
+ * boxes would straddle; measured 1.5x slower on an H100).  TINYC_WGMMA_FIT=0 drops them;
+ * a forced tile of such a width is honoured at any size (odd sizes below, cluster and
+ * single). */
+Test(wgmma_nvrtc, fitted_width_tiles, .timeout = 300)
+{
+	compiled c;
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=3000,N=5000,K=2000", "schedule"), 0);
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert(mp->t.variant == TINYC_MM_WGMMA && mp->t.bm == 128 && mp->t.bn == 232 &&
+		  mp->t.wgn == 232 && mp->t.cluster == 2 && mp->t.grid == 132 && mp->t.smem == 215104,
+		  "[%d,%d] n%d cluster %d grid %d smem %lld", mp->t.bm, mp->t.bn, mp->t.wgn,
+		  mp->t.cluster, mp->t.grid, (long long)mp->t.smem);
+	compiled_free(&c);
+	/* B's rows aligned: 2048 x 11008 x 4096 (688 tiles of 128 x 256, 5.2 rounds) and
+	 * 4096^3 keep 128 x 256 */
+	static const char *const aligned[] = {"M=2048,N=11008,K=4096", "M=4096,N=4096,K=4096"};
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", aligned[i], "schedule"), 0);
+		cr_assert_eq(chosen(&c)->t.bn, 256, "%s", aligned[i]);
+		compiled_free(&c);
+	}
+	setenv("TINYC_WGMMA_FIT", "0", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=3000,N=5000,K=2000", "schedule"), 0);
+	cr_assert(chosen(&c)->t.bn == 192 && chosen(&c)->t.cluster == 2);
+	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_FIT");
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=3000,N=5000,K=2000", "cuda"), 0);
+	cuda_has_and_compiles(&c, "m64n232k16", "columns 192..231", "n232, a partial chunk",
+			      "bias_relu 3000x5000x2000 128x232 cluster");
+	compiled_free(&c);
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	setenv("TINYC_MATMUL_TILE", "128x232x64x4", 1);
+	static const char *const graphs[] = {"bias_relu", "gelu_tanh", "aux_twice"};
+	for (int cl = 1; cl <= 2; cl++) {
+		setenv("TINYC_WGMMA_CLUSTER", cl == 2 ? "2" : "1", 1);
+		for (size_t i = 0; i < sizeof(graphs) / sizeof(*graphs); i++) {
+			char path[512];
+			snprintf(path, sizeof(path), "%s/%s.uop", EPI_DIR, graphs[i]);
+			cr_assert_eq(compile_to(&c, path, NULL, "sm_90a", "M=333,N=600,K=200", "cuda"), 0,
+				     "%s: %s", graphs[i], first_kind(c.ctx));
+			mp = chosen(&c);
+			cr_assert(mp->t.bn == 232 && (mp->t.cluster == 2) == (cl == 2), "%s: [%d,%d] cluster %d",
+				  graphs[i], mp->t.bm, mp->t.bn, mp->t.cluster);
+			nvrtc_ok(&c, "sm_90a", graphs[i]);
+			compiled_free(&c);
+		}
+	}
+	unsetenv("TINYC_WGMMA_CLUSTER");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_MATMUL");
+}
+
 /* Clusters of 2 CTAs with B multicast (sched/matmul.c wgmma_cluster): the plan's pairs
  * and grid, the kernel's cluster attribute, multicast loads split by rank, arrivals on
  * both CTAs' empty barriers and the producer's tail; compiled for sm_90a at odd
@@ -1011,10 +1081,14 @@ Test(wgmma_nvrtc, cluster_2x1_b_multicast, .timeout = 300)
 	cr_assert(strstr(cu, "mapa.shared::cluster"));
 	cr_assert(strstr(cu, "barrier.cluster.arrive"));
 	cr_assert(strstr(cu, "the producer's tail"));
+	/* thread 0 prefetches both tensor maps before it sets up the barriers */
+	const char *pf = strstr(cu, "asm volatile(\"prefetch.tensormap [%0];\\n\" :: \"l\"(&tmB)");
+	cr_assert(pf && strstr(cu, "prefetch.tensormap") < pf && pf < strstr(cu, "mbarrier.init"));
 	free(cu);
 	char *gi = dump(&c, "gpuir");
 	cr_assert(strstr(gi, "cluster (2, 1, 1)"));
 	cr_assert(strstr(gi, "multicast 0x3"));
+	cr_assert(strstr(gi, "tma.prefetch tmA") && strstr(gi, "tma.prefetch tmB"));
 	free(gi);
 	int nv = tinyc_nvrtc_version() >= 0;
 	if (nv)
