@@ -150,8 +150,10 @@ static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout 
 	lo->mma = !c->simt_leaves && c->G == 16 && c->K == 16 && c->V == 16 &&
 		  c->dtype == TINYC_FLOAT;
 	if (lo->mma) {
+		/* three blocks an SM (min_blocks 3 or more) keep the rings within 64 KB */
+		int64_t ring = c->min_blocks >= 3 ? HT_MMA_RING_FLOATS * 2 / 3 : HT_MMA_RING_FLOATS;
 		lo->mst = HT_MMA_STAGES_MAX;
-		while (lo->mst > 2 && lo->nw * lo->mst * HT_MMA_STAGE_FLOATS > HT_MMA_RING_FLOATS)
+		while (lo->mst > 2 && lo->nw * lo->mst * HT_MMA_STAGE_FLOATS > ring)
 			lo->mst -= 2;
 		int64_t wm = (int64_t)lo->nw * lo->mst * HT_MMA_STAGE_FLOATS;	/* rings */
 		int64_t wf = (int64_t)lo->nw * (2 * 16 + 16 * 16);		/* final merge */
