@@ -692,26 +692,40 @@ Test(htree_device, random_half_and_bf16_inputs, .timeout = 600)
 	random_vs_cpu(TINYC_BFLOAT16, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64, 0);
 }
 
+/* The device-API tests' set-up: a context (*ctx) and the device (NULL, the context freed:
+ * none, skip), random float q [1,T,H,16], k and v [1,T,1,16] (seeds seed, seed + 1, seed +
+ * 2), the default configuration with top_k 32 and max_top_nodes 512. */
+static tinyc_cuda *small_case(tinyc_ctx **ctx, int64_t T, int64_t H, uint64_t seed, tinyc_tensor **q,
+			      tinyc_tensor **k, tinyc_tensor **v, tinyc_htree_config *cfg)
+{
+	*ctx = tinyc_ctx_alloc();
+	tinyc_cuda *cu = device_or_skip(*ctx);
+	if (!cu) {
+		tinyc_ctx_free(*ctx);
+		return NULL;
+	}
+	int64_t sq[4] = {1, T, H, 16}, sk[4] = {1, T, 1, 16};
+	*q = tinyc_tensor_alloc(*ctx, TINYC_FLOAT, 4, sq);
+	*k = tinyc_tensor_alloc(*ctx, TINYC_FLOAT, 4, sk);
+	*v = tinyc_tensor_alloc(*ctx, TINYC_FLOAT, 4, sk);
+	fill_normal(*q, seed);
+	fill_normal(*k, seed + 1);
+	fill_normal(*v, seed + 2);
+	tinyc_htree_config_default(cfg);
+	cfg->top_k = 32;
+	cfg->max_top_nodes = 512;
+	return cu;
+}
+
 Test(htree_device, device_api_and_query_positions_match_the_full_run, .timeout = 300)
 {
-	tinyc_ctx *ctx = tinyc_ctx_alloc();
-	tinyc_cuda *cu = device_or_skip(ctx);
-	if (!cu) {
-		tinyc_ctx_free(ctx);
-		return;
-	}
 	int64_t B = 1, T = 5000, H = 8, Hkv = 1, D = 16;
-	int64_t sq[4] = {B, T, H, D}, sk[4] = {B, T, Hkv, D};
-	tinyc_tensor *q = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, sq);
-	tinyc_tensor *k = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, sk);
-	tinyc_tensor *v = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, sk);
-	fill_normal(q, 1);
-	fill_normal(k, 2);
-	fill_normal(v, 3);
+	tinyc_ctx *ctx;
+	tinyc_tensor *q, *k, *v;
 	tinyc_htree_config cfg;
-	tinyc_htree_config_default(&cfg);
-	cfg.top_k = 32;
-	cfg.max_top_nodes = 512;
+	tinyc_cuda *cu = small_case(&ctx, T, H, 1, &q, &k, &v, &cfg);
+	if (!cu)
+		return;
 	tinyc_tensor *o = NULL, *op = NULL;
 	cr_assert_eq(tinyc_htree_forward_cuda(ctx, cu, &cfg, NULL, q, k, v, &o, NULL), 0);
 	/* the device-tensor API: the same kernels, the same bits */
@@ -756,24 +770,13 @@ Test(htree_device, device_api_and_query_positions_match_the_full_run, .timeout =
  * every position, and the same bits as the aligned run. */
 Test(htree_device, unaligned_k_v_match_the_cpu_reference, .timeout = 300)
 {
-	tinyc_ctx *ctx = tinyc_ctx_alloc();
-	tinyc_cuda *cu = device_or_skip(ctx);
-	if (!cu) {
-		tinyc_ctx_free(ctx);
-		return;
-	}
 	int64_t B = 1, T = 3001, H = 16, Hkv = 1, D = 16;
-	int64_t sq[4] = {B, T, H, D}, sk[4] = {B, T, Hkv, D};
-	tinyc_tensor *q = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, sq);
-	tinyc_tensor *k = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, sk);
-	tinyc_tensor *v = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, sk);
-	fill_normal(q, 11);
-	fill_normal(k, 12);
-	fill_normal(v, 13);
+	tinyc_ctx *ctx;
+	tinyc_tensor *q, *k, *v;
 	tinyc_htree_config cfg;
-	tinyc_htree_config_default(&cfg);
-	cfg.top_k = 32;
-	cfg.max_top_nodes = 512;
+	tinyc_cuda *cu = small_case(&ctx, T, H, 11, &q, &k, &v, &cfg);
+	if (!cu)
+		return;
 	tinyc_htree_gpu_opts opts;
 	memset(&opts, 0, sizeof opts);
 	opts.tree_kernels = 1;	/* element loads: any alignment */
