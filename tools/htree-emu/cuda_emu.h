@@ -74,6 +74,16 @@ template <typename T> static inline T __shfl_up_sync(unsigned, T v, int o)
 	emu_wait(2);
 	return r;
 }
+template <typename T> static inline T __shfl_sync(unsigned, T v, int src)
+{
+	emu_cur->wval = emu_bits(v);
+	emu_wait(2);
+	T r = emu_from<T>(emu_exchange_get(src & 31));
+	emu_wait(2);
+	return r;
+}
+static inline unsigned __ballot_sync(unsigned, bool f);
+static inline int __all_sync(unsigned m, bool f) { return __ballot_sync(m, f) == 0xffffffffu; }
 static inline unsigned __ballot_sync(unsigned, bool f)
 {
 	emu_cur->wval = f ? 1 : 0;
@@ -86,14 +96,6 @@ static inline unsigned __ballot_sync(unsigned, bool f)
 	return r;
 }
 static inline int __any_sync(unsigned m, bool f) { return __ballot_sync(m, f) != 0u; }
-template <typename T> static inline T __shfl_sync(unsigned, T v, int src)
-{
-	emu_cur->wval = emu_bits(v);
-	emu_wait(2);
-	T r = emu_from<T>(emu_exchange_get(src & 31));
-	emu_wait(2);
-	return r;
-}
 static inline void __syncwarp() { emu_wait(2); }
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
