@@ -1,12 +1,14 @@
 #!/bin/sh
 # run.sh: check the generated htree CUDA kernels on the CPU, without a GPU, by running them
 # under a fiber emulation of CUDA (cuda_emu.h) against the CPU reference.  A developer tool
-# (needs a C++ compiler; not part of the test suite).
+# (needs a C++ compiler; the ctest htree/emu_mma runs one case of the tensor-core leaves).
 #
-#   tools/htree-emu/run.sh BUILD_DIR r top_k max_top_nodes G K V dtype threads [fast_max [mma]] -- EMU_ARGS
+#   tools/htree-emu/run.sh BUILD_DIR r top_k max_top_nodes G K V dtype threads [fast_max] -- EMU_ARGS
 #
-# fast_max 1: pass 1 by ht_max_fast (the --fast-max experiment).  mma 1: the tensor-core
-# leaves (G = K = V = 16, float) on an emulated mma.sync (slow: keep the cases small).
+# fast_max 1: pass 1 by ht_max_fast (the --fast-max experiment).
+#
+# After fast_max an optional mma flag: 1 runs the tensor-core leaves (G = K = V = 16, float)
+# on an emulated mma.sync (slow: keep the cases small).
 #
 # EMU_ARGS: GOLDEN_DIR CASE r top_k max_top_nodes
 #        or random B T H Hkv K V r top_k max_top_nodes NPOS [dtype]
