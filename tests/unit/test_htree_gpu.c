@@ -11,7 +11,8 @@
  *  - every golden case through the GPU path (both tree builds): outputs by the manifest's
  *    rule, selections exactly;
  *  - random inputs at T = 20000 (default configuration) against the CPU reference;
- *  - half and bfloat16 inputs, query-position subsets, the device-tensor API.
+ *  - half and bfloat16 inputs, query-position subsets, the device-tensor API (with k and v
+ *    off 16-byte alignment: the tensor-core leaves' other staging).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -691,26 +692,40 @@ Test(htree_device, random_half_and_bf16_inputs, .timeout = 600)
 	random_vs_cpu(TINYC_BFLOAT16, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64, 0);
 }
 
+/* The device-API tests' set-up: a context (*ctx) and the device (NULL, the context freed:
+ * none, skip), random float q [1,T,H,16], k and v [1,T,1,16] (seeds seed, seed + 1, seed +
+ * 2), the default configuration with top_k 32 and max_top_nodes 512. */
+static tinyc_cuda *small_case(tinyc_ctx **ctx, int64_t T, int64_t H, uint64_t seed, tinyc_tensor **q,
+			      tinyc_tensor **k, tinyc_tensor **v, tinyc_htree_config *cfg)
+{
+	*ctx = tinyc_ctx_alloc();
+	tinyc_cuda *cu = device_or_skip(*ctx);
+	if (!cu) {
+		tinyc_ctx_free(*ctx);
+		return NULL;
+	}
+	int64_t sq[4] = {1, T, H, 16}, sk[4] = {1, T, 1, 16};
+	*q = tinyc_tensor_alloc(*ctx, TINYC_FLOAT, 4, sq);
+	*k = tinyc_tensor_alloc(*ctx, TINYC_FLOAT, 4, sk);
+	*v = tinyc_tensor_alloc(*ctx, TINYC_FLOAT, 4, sk);
+	fill_normal(*q, seed);
+	fill_normal(*k, seed + 1);
+	fill_normal(*v, seed + 2);
+	tinyc_htree_config_default(cfg);
+	cfg->top_k = 32;
+	cfg->max_top_nodes = 512;
+	return cu;
+}
+
 Test(htree_device, device_api_and_query_positions_match_the_full_run, .timeout = 300)
 {
-	tinyc_ctx *ctx = tinyc_ctx_alloc();
-	tinyc_cuda *cu = device_or_skip(ctx);
-	if (!cu) {
-		tinyc_ctx_free(ctx);
-		return;
-	}
 	int64_t B = 1, T = 5000, H = 8, Hkv = 1, D = 16;
-	int64_t sq[4] = {B, T, H, D}, sk[4] = {B, T, Hkv, D};
-	tinyc_tensor *q = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, sq);
-	tinyc_tensor *k = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, sk);
-	tinyc_tensor *v = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, sk);
-	fill_normal(q, 1);
-	fill_normal(k, 2);
-	fill_normal(v, 3);
+	tinyc_ctx *ctx;
+	tinyc_tensor *q, *k, *v;
 	tinyc_htree_config cfg;
-	tinyc_htree_config_default(&cfg);
-	cfg.top_k = 32;
-	cfg.max_top_nodes = 512;
+	tinyc_cuda *cu = small_case(&ctx, T, H, 1, &q, &k, &v, &cfg);
+	if (!cu)
+		return;
 	tinyc_tensor *o = NULL, *op = NULL;
 	cr_assert_eq(tinyc_htree_forward_cuda(ctx, cu, &cfg, NULL, q, k, v, &o, NULL), 0);
 	/* the device-tensor API: the same kernels, the same bits */
@@ -744,6 +759,56 @@ Test(htree_device, device_api_and_query_positions_match_the_full_run, .timeout =
 	tinyc_cuda_free(cu, dout);
 	free(od);
 	tinyc_tensor *ts[] = {q, k, v, o, op};
+	for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+		tinyc_tensor_free(ts[i]);
+	tinyc_cuda_close(cu);
+	tinyc_ctx_free(ctx);
+}
+
+/* k and v 4 bytes past 16-byte alignment (device API): layer 0's tensor-core leaves stage
+ * their rows by loads and shared stores instead of cp.async.  Against the CPU reference at
+ * every position, and the same bits as the aligned run. */
+Test(htree_device, unaligned_k_v_match_the_cpu_reference, .timeout = 300)
+{
+	int64_t B = 1, T = 3001, H = 16, Hkv = 1, D = 16;
+	tinyc_ctx *ctx;
+	tinyc_tensor *q, *k, *v;
+	tinyc_htree_config cfg;
+	tinyc_cuda *cu = small_case(&ctx, T, H, 11, &q, &k, &v, &cfg);
+	if (!cu)
+		return;
+	tinyc_htree_gpu_opts opts;
+	memset(&opts, 0, sizeof opts);
+	opts.tree_kernels = 1;	/* element loads: any alignment */
+	tinyc_tensor *o = NULL, *oref = NULL;
+	cr_assert_eq(tinyc_htree_forward_cuda(ctx, cu, &cfg, &opts, q, k, v, &o, NULL), 0);
+	cr_assert_eq(tinyc_htree_forward_cpu(ctx, &cfg, q, k, v, &oref, NULL), 0);
+	tinyc_devptr d[3], dout;
+	const tinyc_tensor *in[3] = {q, k, v};
+	for (int i = 0; i < 3; i++) {
+		size_t bytes = (size_t)tinyc_tensor_numel(in[i]) * sizeof(float);
+		cr_assert_eq(tinyc_cuda_alloc(cu, bytes + 16, &d[i]), 0);
+		cr_assert_eq(tinyc_cuda_upload(cu, d[i] + (i ? 4 : 0), in[i]->data, bytes), 0);
+	}
+	size_t obytes = (size_t)tinyc_tensor_numel(o) * sizeof(float);
+	cr_assert_eq(tinyc_cuda_alloc(cu, obytes, &dout), 0);
+	tinyc_htree_dev_tensor dq = {d[0], TINYC_FLOAT, {B, T, H, D}};
+	tinyc_htree_dev_tensor dk = {d[1] + 4, TINYC_FLOAT, {B, T, Hkv, D}};
+	tinyc_htree_dev_tensor dv = {d[2] + 4, TINYC_FLOAT, {B, T, Hkv, D}};
+	cr_assert_eq(tinyc_htree_forward_cuda_dev(ctx, cu, &cfg, &opts, &dq, &dk, &dv, dout, NULL), 0);
+	int64_t so[4] = {B, T, H, D};
+	tinyc_tensor *ou = tinyc_tensor_alloc(ctx, TINYC_FLOAT, 4, so);
+	cr_assert_eq(tinyc_cuda_download(cu, ou->data, dout, obytes), 0);
+	double max_abs;
+	int64_t over = groups_over(ou, oref, Hkv, 1e-4, &max_abs);
+	fprintf(stderr, "htree GPU unaligned k, v T=%lld: max |diff| %.3g, %lld groups over 1e-4\n",
+		(long long)T, max_abs, (long long)over);
+	cr_assert_eq(over, 0, "%lld query groups over 1e-4 (max |diff| %g)", (long long)over, max_abs);
+	cr_assert(memcmp(ou->data, o->data, obytes) == 0, "unaligned k, v: not the aligned run's bits");
+	for (int i = 0; i < 3; i++)
+		tinyc_cuda_free(cu, d[i]);
+	tinyc_cuda_free(cu, dout);
+	tinyc_tensor *ts[] = {q, k, v, o, oref, ou};
 	for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
 		tinyc_tensor_free(ts[i]);
 	tinyc_cuda_close(cu);

@@ -1,6 +1,7 @@
 // Minimal CUDA emulation on the CPU, enough for the htree kernels (a developer tool, not a
 // CUDA implementation): each CUDA thread of a block is a ucontext fiber; __syncthreads and
-// the warp primitives (__shfl_xor_sync, __shfl_up_sync, __ballot_sync) are barriers of the
+// the warp primitives (__shfl_xor_sync, __shfl_up_sync, __shfl_sync, __ballot_sync,
+// __any_sync, __syncwarp and the tensor-core leaves' mma) are barriers of the
 // block or the warp; between barriers the fibers run in an order that alternates (forward,
 // reverse, shuffled) so that a missing barrier shows as a wrong result.  Float intrinsics
 // map to the host's IEEE operations (compile with -ffp-contract=off).
@@ -73,6 +74,16 @@ template <typename T> static inline T __shfl_up_sync(unsigned, T v, int o)
 	emu_wait(2);
 	return r;
 }
+template <typename T> static inline T __shfl_sync(unsigned, T v, int src)
+{
+	emu_cur->wval = emu_bits(v);
+	emu_wait(2);
+	T r = emu_from<T>(emu_exchange_get(src & 31));
+	emu_wait(2);
+	return r;
+}
+static inline unsigned __ballot_sync(unsigned, bool f);
+static inline int __all_sync(unsigned m, bool f) { return __ballot_sync(m, f) == 0xffffffffu; }
 static inline unsigned __ballot_sync(unsigned, bool f)
 {
 	emu_cur->wval = f ? 1 : 0;
@@ -84,6 +95,8 @@ static inline unsigned __ballot_sync(unsigned, bool f)
 	emu_wait(2);
 	return r;
 }
+static inline int __any_sync(unsigned m, bool f) { return __ballot_sync(m, f) != 0u; }
+static inline void __syncwarp() { emu_wait(2); }
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
 static inline int atomicAdd(int *p, int v) { int o = *p; *p = o + v; return o; }
@@ -139,6 +152,58 @@ static inline int __double2hiint(double d) { uint64_t b; memcpy(&b, &d, 8); retu
 static inline int __double2loint(double d) { uint64_t b; memcpy(&b, &d, 8); return (int)(uint32_t)b; }
 static inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
 static inline float __int_as_float(unsigned x) { float f; memcpy(&f, &x, 4); return f; }
+struct float2 { float x, y; };
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+static inline int min(int a, int b) { return a < b ? a : b; }
+
+// The tensor-core leaves (HT_MMA): shared addresses are offsets into the block's shared
+// memory (emu_main.cpp's ht_smem); cp.async copies at once (the kernel waits before it
+// reads); mma.sync m16n8k8 tf32 as the warp's collective: every lane posts its fragments,
+// then computes its accumulators from the operands truncated to tf32 (the tensor cores read
+// a register's top 19 bits), the products summed in double onto the accumulator.
+extern unsigned char ht_smem[];
+static inline unsigned long long __cvta_generic_to_shared(const void *p)
+{
+	return (unsigned long long)((const unsigned char *)p - ht_smem);
+}
+static inline float *ht_emu_shared(unsigned a) { return (float *)(ht_smem + a); }
+static inline void ht_emu_copy(float *dst, const float *src, bool ok)
+{
+	for (int i = 0; i < 4; i++)
+		dst[i] = ok ? src[i] : 0.0f;
+}
+// 2^x as ex2.approx.ftz: 0 below 2^-126 (its 2 ulp error is not modelled)
+static inline float ht_emu_ex2(float x)
+{
+	const float y = exp2f(x);
+	return y < 0x1p-126f ? 0.0f : y;
+}
+struct emu_mma_frag { unsigned a[4], b[2]; };
+extern emu_mma_frag emu_mma_post[1024];
+static inline double emu_tf32(unsigned x) { return (double)__uint_as_float(x & 0xffffe000u); }
+static inline void ht_emu_mma(float &d0, float &d1, float &d2, float &d3, const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+	const int t = (int)threadIdx.x, base = t & ~31, gr = (t & 31) >> 2, q = t & 3;
+	emu_mma_post[t] = emu_mma_frag{{a[0], a[1], a[2], a[3]}, {b0, b1}};
+	emu_wait(2);
+	double A[16][8], B[8][8];
+	for (int l = 0; l < 32; l++) {
+		const emu_mma_frag &f = emu_mma_post[base + l];
+		const int lg = l >> 2, lq = l & 3;
+		A[lg][lq] = emu_tf32(f.a[0]), A[lg + 8][lq] = emu_tf32(f.a[1]);
+		A[lg][lq + 4] = emu_tf32(f.a[2]), A[lg + 8][lq + 4] = emu_tf32(f.a[3]);
+		B[lq][lg] = emu_tf32(f.b[0]), B[lq + 4][lg] = emu_tf32(f.b[1]);
+	}
+	emu_wait(2);
+	float *d[4] = {&d0, &d1, &d2, &d3};
+	for (int i = 0; i < 4; i++) {
+		const int row = gr + (i >= 2 ? 8 : 0), col = 2 * q + (i & 1);
+		double s = *d[i];
+		for (int k = 0; k < 8; k++)
+			s += A[row][k] * B[k][col];
+		*d[i] = (float)s;
+	}
+}
 using std::fmaf;
 using std::fmaxf;
 using std::fminf;

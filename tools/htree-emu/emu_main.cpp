@@ -2,7 +2,9 @@
 // and compare with the CPU reference (tinyc_htree_forward_cpu): outputs, selections and
 // candidate counts of every query group.  See run.sh.
 //   emu GOLDEN_DIR CASE r top_k max_top_nodes
-//   emu random B T H Hkv K V r top_k max_top_nodes NPOS [float|half|bfloat16]
+//   emu random B T H Hkv K V r top_k max_top_nodes NPOS [float|half|bfloat16 [unaligned]]
+// unaligned: k and v 4 bytes past 16-byte alignment (the leaves' staging without 16-byte
+// copies).
 // The kernels' thread count and configuration are those HTREE_CU was generated for.
 #include "cuda_emu.h"
 #include HTREE_CU
@@ -20,6 +22,7 @@ int emu_sync_or;
 ucontext_t emu_sched;
 static int emu_nt;
 __attribute__((aligned(16))) unsigned char ht_smem[1 << 20];
+emu_mma_frag emu_mma_post[1024];
 static const ht_params *emu_P;
 static unsigned long long emu_round;
 
@@ -140,8 +143,9 @@ int main(int argc, char **argv)
 	tinyc_tensor *q, *k, *v;
 	tinyc_htree_config cfg;
 	tinyc_htree_config_default(&cfg);
-	int npos = 0;
+	int npos = 0, unaligned = 0;
 	if (!strcmp(argv[1], "random")) {
+		unaligned = argc > 13 && !strcmp(argv[13], "unaligned");
 		int64_t B = atoll(argv[2]), T = atoll(argv[3]), H = atoll(argv[4]), Hkv = atoll(argv[5]);
 		int64_t K = atoll(argv[6]), V = atoll(argv[7]);
 		cfg.compression_rate = atoi(argv[8]);
@@ -204,10 +208,18 @@ int main(int argc, char **argv)
 	P.q = (const in_t *)q->data;
 	P.k0 = (const in_t *)k->data;
 	P.v0 = (const in_t *)v->data;
+	if (unaligned) {
+		const size_t kb = tinyc_tensor_numel(k) * sizeof(in_t), vb = tinyc_tensor_numel(v) * sizeof(in_t);
+		unsigned char *ku = (unsigned char *)aligned_alloc(16, (kb + 47) & ~(size_t)15), *vu = (unsigned char *)aligned_alloc(16, (vb + 47) & ~(size_t)15);
+		memcpy(ku + 4, k->data, kb);
+		memcpy(vu + 4, v->data, vb);
+		P.k0 = (const in_t *)(ku + 4);
+		P.v0 = (const in_t *)(vu + 4);
+	}
 	for (int l = 1; l < L; l++) {
 		float *kl = (float *)malloc(B * N[l] * Hkv * K * 4), *vl = (float *)malloc(B * N[l] * Hkv * V * 4);
 		if (l == 1) {
-			const in_t *k0 = (const in_t *)k->data, *v0 = (const in_t *)v->data;
+			const in_t *k0 = P.k0, *v0 = P.v0;
 			run_flat([&] { htree_pool_in(k0, kl, B, N[0], Hkv * K); }, B * N[1] * Hkv * K);
 			run_flat([&] { htree_pool_in(v0, vl, B, N[0], Hkv * V); }, B * N[1] * Hkv * V);
 		} else {

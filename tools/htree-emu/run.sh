@@ -1,17 +1,21 @@
 #!/bin/sh
 # run.sh: check the generated htree CUDA kernels on the CPU, without a GPU, by running them
 # under a fiber emulation of CUDA (cuda_emu.h) against the CPU reference.  A developer tool
-# (needs a C++ compiler; not part of the test suite).
+# (needs a C++ compiler; the ctest htree/emu_mma runs one case of the tensor-core leaves).
 #
 #   tools/htree-emu/run.sh BUILD_DIR r top_k max_top_nodes G K V dtype threads [fast_max] -- EMU_ARGS
 #
 # fast_max 1: pass 1 by ht_max_fast (the --fast-max experiment).
+#
+# After fast_max an optional mma flag: 1 runs the tensor-core leaves (G = K = V = 16, float)
+# on an emulated mma.sync (slow: keep the cases small).
 #
 # EMU_ARGS: GOLDEN_DIR CASE r top_k max_top_nodes
 #        or random B T H Hkv K V r top_k max_top_nodes NPOS [dtype]
 # Examples:
 #   tools/htree-emu/run.sh build 4 8 32 4 16 16 float 64 -- ../shared/htree-golden v3_partial_T700 4 8 32
 #   tools/htree-emu/run.sh build 16 512 8192 16 16 16 float 256 -- random 1 20000 16 1 16 16 16 512 8192 60
+#   tools/htree-emu/run.sh build 16 32 256 16 16 16 float 256 0 1 -- random 1 3001 16 1 16 16 16 32 256 40
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -25,10 +29,12 @@ NVRTC=$(find /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu -maxdepth 1 -name 
 NVDIR=$(dirname "${NVRTC:-/usr/local/cuda/lib64/x}")
 cc -std=c11 -D_DEFAULT_SOURCE -I"$ROOT" "$HERE/gen.c" $LIBS -L"$NVDIR" -lnvrtc -Wl,-rpath,"$NVDIR" -o "$TMP/gen"
 FAST=0
+MMA=0
 if [ $# -gt 8 ] && [ "$9" != "--" ]; then FAST=$9; fi
-"$TMP/gen" "$TMP/htree.cu" "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$FAST"
+if [ $# -gt 9 ] && [ "$9" != "--" ] && [ "${10}" != "--" ]; then MMA=${10}; fi
+"$TMP/gen" "$TMP/htree.cu" "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$FAST" "$MMA"
 shift 8
-if [ $# -gt 0 ] && [ "$1" != "--" ]; then shift; fi
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
 [ "${1:-}" = "--" ] && shift
 sed -i '/#include <cuda_/d' "$TMP/htree.cu"
 c++ -std=c++17 -O1 -ffp-contract=off -I"$ROOT" -I"$HERE" -include "$HERE/cuda_emu.h" \
