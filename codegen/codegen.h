@@ -131,6 +131,8 @@ typedef struct tinyc_htree_kparams {
 	float scale;				/* score scale */
 	float unused;				/* padding */
 	uint64_t prof;				/* u64 [TINYC_HTREE_NPHASES] cycles, or 0 */
+	uint64_t krot;				/* float [B,N_top,Hkv,K]: the top layer's keys
+						 * rotated the reference's way, or 0 */
 } tinyc_htree_kparams;
 
 /* Check a kernel configuration (powers of two, dims, dtype, shared memory).  0 or -1

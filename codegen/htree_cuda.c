@@ -1,10 +1,14 @@
 /* htree forward (seed 004) -> CUDA text, with the configuration folded in as constants.
  *
- * One translation unit holds three kernels:
+ * One translation unit holds four kernels:
  *
  *   htree_pool_in, htree_pool_f32   one tree layer by valid-count mean pooling (the
  *        fallback tree build when the generic pipeline cannot run the pooling graph):
  *        y[o,i,e] = (sequential float32 sum of x[o,j,e], j in group i) / count.
+ *   htree_rot_top   the top layer's keys rotated the reference's way, once a forward
+ *        (node p's rotation uses table row p, its candidate position on the top layer, the
+ *        same for every query): passes 1 and 2 read a 64-byte row a candidate instead of the
+ *        key, cos and sin rows (128 bytes) and the rotation (they are bound by those loads).
  *   htree_forward   one block per query group (b, t, h_kv), all layers top-down:
  *
  *   per layer l (candidates: the top layer's nodes 0..t>>(l*log2 r), or the children of
@@ -458,6 +462,22 @@ static const char *const htree_common2 =
 	"{\n"
 	"\tht_pool(x, y, outer, n, inner);\n"
 	"}\n"
+	"\n"
+	"// The top layer's keys rotated the reference's way (ht_rope_exact with the table row of\n"
+	"// their node p, which is their candidate position on the top layer), a thread a row:\n"
+	"// y[b, p, h, :] for the bn * hkv rows of x, y [B, n, Hkv, KD].\n"
+	"extern \"C\" __global__ void htree_rot_top(const float *x, float *y, const float *cos_tab, const float *sin_tab, long long bn, long long n, long long hkv)\n"
+	"{\n"
+	"\tfor (long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x; r < bn * hkv;\n"
+	"\t     r += (long long)gridDim.x * blockDim.x) {\n"
+	"\t\tconst long long p = (r / hkv) % n;\n"
+	"\t\tfloat kr[KD];\n"
+	"\t\tht_rope_exact(x + r * KD, cos_tab + p * HALF, sin_tab + p * HALF, kr, true);\n"
+	"#pragma unroll\n"
+	"\t\tfor (int i = 0; i < KD; i++)\n"
+	"\t\t\ty[r * KD + i] = kr[i];\n"
+	"\t}\n"
+	"}\n"
 	"\n";
 
 /* The forward kernel's parameter block and body. */
@@ -476,6 +496,7 @@ static const char *const htree_forward_src =
 	"\tlong long T, B, Hkv, L, rows, table_rows;\n"
 	"\tfloat scale, unused;\n"
 	"\tunsigned long long *prof;\t// [NPHASES] cycles of thread 0, or null\n"
+	"\tconst float *krot;\t\t// the top layer's keys rotated the reference's way: [B,N_top,Hkv,K]\n"
 	"};\n"
 	"static_assert(sizeof(ht_params) == HT_PARAMS_BYTES, \"ht_params must match tinyc_htree_kparams\");\n"
 	"\n"
@@ -493,6 +514,18 @@ static const char *const htree_forward_src =
 	"__device__ __forceinline__ long long ht_cand(const int *par, bool top, int p)\n"
 	"{\n"
 	"\treturn top ? (long long)p : (long long)par[p >> LOGR] * R + (p & (R - 1));\n"
+	"}\n"
+	"\n"
+	"// kr = candidate p's key rotated the reference's way: its row of the top layer's rotated keys\n"
+	"// kt (htree_rot_top) on the top layer where they are given, else ht_rope_exact.\n"
+	"__device__ __forceinline__ void ht_key_rot(const float *kbase, const float *kt, long long rowk, const int *par, bool top,\n"
+	"\tint p, const float *cos_tab, const float *sin_tab, float *kr)\n"
+	"{\n"
+	"\tif (top && kt)\n"
+	"\t\tht_row<KD>(kt + (long long)p * rowk, kr, true);\n"
+	"\telse\n"
+	"\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, cos_tab + (long long)p * HALF, sin_tab + (long long)p * HALF,\n"
+	"\t\t\t      kr, true);\n"
 	"}\n"
 	"\n"
 	"// hmax[g] = the max over the block's threads of m[g] (every thread calls it; two\n"
@@ -575,7 +608,7 @@ static const char *const htree_forward_src =
 	"// is listed (the exact sweep).  exo holds G ints ht_ord(-inf), kmx and cnt an int 0 each.  The\n"
 	"// reference skips NaN scores (s > m); so does this.  Two candidates a thread at a time, so\n"
 	"// that each shared-memory load of the query serves two.\n"
-	"__device__ __forceinline__ void ht_max_fast(const float *kbase, long long rowk, const int *par, bool top, int n,\n"
+	"__device__ __forceinline__ void ht_max_fast(const float *kbase, const float *kt, long long rowk, const int *par, bool top, int n,\n"
 	"\tconst float *qr, const float *qn, const float *cos_tab, const float *sin_tab, float *work, float *hmax, int *exo,\n"
 	"\tint *kmx, int *cnt)\n"
 	"{\n"
@@ -591,8 +624,11 @@ static const char *const htree_forward_src =
 	"\t\tfloat kr[2][KD];\n"
 	"#pragma unroll\n"
 	"\t\tfor (int h = 0; h < 2; h++) {\n"
-	"\t\t\tht_rope_fast(kbase + ht_cand(par, top, pc[h]) * rowk, cos_tab + (long long)pc[h] * HALF,\n"
-	"\t\t\t\t     sin_tab + (long long)pc[h] * HALF, kr[h], true);\n"
+	"\t\t\tif (top && kt)\t// exact rotations: a bound as fast rotations' or below\n"
+	"\t\t\t\tht_row<KD>(kt + (long long)pc[h] * rowk, kr[h], true);\n"
+	"\t\t\telse\n"
+	"\t\t\t\tht_rope_fast(kbase + ht_cand(par, top, pc[h]) * rowk, cos_tab + (long long)pc[h] * HALF,\n"
+	"\t\t\t\t\t     sin_tab + (long long)pc[h] * HALF, kr[h], true);\n"
 	"\t\t\tfloat kn = 0.0f;\n"
 	"#pragma unroll\n"
 	"\t\t\tfor (int i = 0; i < KD; i++)\n"
@@ -629,8 +665,7 @@ static const char *const htree_forward_src =
 	"\t\tfloat best = NEG_INF, kr[KD];\n"
 	"#pragma unroll 1\n"
 	"\t\tfor (int p = tau + lane * NT; p < n; p += 32 * NT) {\n"
-	"\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, cos_tab + (long long)p * HALF,\n"
-	"\t\t\t\t      sin_tab + (long long)p * HALF, kr, true);\n"
+	"\t\t\tht_key_rot(kbase, kt, rowk, par, top, p, cos_tab, sin_tab, kr);\n"
 	"\t\t\tconst float s = ht_dot_exact(qr + g * KD, kr);\n"
 	"\t\t\tif (s > best)\n"
 	"\t\t\t\tbest = s;\n"
@@ -1243,6 +1278,8 @@ static const char *const htree_forward_src =
 	"\t\t\tconst float *Kl = P.kl[l];\n"
 	"\t\t\tconst long long Nl = P.N[l], rowk = P.Hkv * KD;\n"
 	"\t\t\tconst float *kbase = Kl + b * Nl * rowk + (long long)hkv * KD;\n"
+	"\t\t\t// the top layer's rotated keys (passes 1 and 2 read them), or null\n"
+	"\t\t\tconst float *kt = P.krot ? P.krot + b * Nl * rowk + (long long)hkv * KD : nullptr;\n"
 	"\t\t\t// pass 1: the per-head max of the reference's scores (exact rotations and dots, or\n"
 	"\t\t\t// ht_max_fast); the norms of the rotated queries (pass 3's bound, ht_max_fast's)\n"
 	"\t\t\t{\n"
@@ -1254,7 +1291,7 @@ static const char *const htree_forward_src =
 	"\t\t\t\t\tqn[tid] = sqrtf(a);\n"
 	"\t\t\t\t}\n"
 	"#if HT_FAST_MAX\n"
-	"\t\t\t\tht_max_fast(kbase, rowk, par, top, n, qr, qn, P.cos_tab, P.sin_tab, work, hmax, (int *)alpha, misc + 3,\n"
+	"\t\t\t\tht_max_fast(kbase, kt, rowk, par, top, n, qr, qn, P.cos_tab, P.sin_tab, work, hmax, (int *)alpha, misc + 3,\n"
 	"\t\t\t\t\t    misc + 4);\n"
 	"#else\n"
 	"\t\t\t\tfloat m[G];\n"
@@ -1263,8 +1300,7 @@ static const char *const htree_forward_src =
 	"\t\t\t\t\tm[g] = NEG_INF;\n"
 	"\t\t\t\tfor (int p = tid; p < n; p += NT) {\n"
 	"\t\t\t\t\tfloat kr[KD];\n"
-	"\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
-	"\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr, true);\n"
+	"\t\t\t\t\tht_key_rot(kbase, kt, rowk, par, top, p, P.cos_tab, P.sin_tab, kr);\n"
 	"#pragma unroll\n"
 	"\t\t\t\t\tfor (int g = 0; g < G; g++) {\n"
 	"\t\t\t\t\t\tconst float s = ht_dot_exact(qr + g * KD, kr);\n"
@@ -1306,8 +1342,7 @@ static const char *const htree_forward_src =
 	"\t\t\t\t\t\tfor (int h = 0; h < CPT; h++) {\n"
 	"\t\t\t\t\t\t\tconst int p = j * CTILE + ct + h * CT;\n"
 	"\t\t\t\t\t\t\tif (p < n)\n"
-	"\t\t\t\t\t\t\t\tht_rope_exact(kbase + ht_cand(par, top, p) * rowk, P.cos_tab + (long long)p * HALF,\n"
-	"\t\t\t\t\t\t\t\t\t      P.sin_tab + (long long)p * HALF, kr[h], true);\n"
+	"\t\t\t\t\t\t\t\tht_key_rot(kbase, kt, rowk, par, top, p, P.cos_tab, P.sin_tab, kr[h]);\n"
 	"\t\t\t\t\t\t}\n"
 	"#pragma unroll\n"
 	"\t\t\t\t\t\tfor (int h = 0; h < CPT; h++) {\n"
@@ -1654,4 +1689,4 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 	return 0;
 }
 _Static_assert(TINYC_HTREE_MAX_LAYERS == 64, "tinyc_htree_kparams has 64 layer slots");
-_Static_assert(sizeof(tinyc_htree_kparams) == 1672, "tinyc_htree_kparams: 8-byte fields, no padding");
+_Static_assert(sizeof(tinyc_htree_kparams) == 1680, "tinyc_htree_kparams: 8-byte fields, no padding");
