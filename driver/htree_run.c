@@ -514,13 +514,14 @@ tinyc_htree_gpu *tinyc_htree_gpu_alloc(tinyc_ctx *ctx, tinyc_cuda *cu, const tin
 	h->cu = cu;
 	h->B = B, h->T = T, h->H = H, h->Hkv = Hkv, h->K = K, h->V = V;
 	h->kc.dtype = dtype;
+	h->kc.fast_max = 1;	/* pass 1 by ht_max_fast unless opts asks for the exact sweep */
 	if (opts) {
 		h->no_pipeline = opts->tree_kernels;
 		h->kc.threads = opts->threads;
 		h->kc.profile = opts->profile;
 		h->kc.min_blocks = opts->min_blocks;
 		h->kc.simt_leaves = opts->simt_leaves;
-		h->kc.fast_max = opts->fast_max;
+		h->kc.fast_max = !opts->exact_max;
 	}
 	if (prepare_check(h, cfg) < 0) {
 		free(h);

@@ -56,7 +56,8 @@ typedef struct tinyc_htree_gpu_opts {
 	int profile;		/* 1: count per-phase cycles (tinyc_htree_gpu_profile) */
 	int min_blocks;		/* htree_forward launch bounds: blocks an SM should hold, 0: chosen */
 	int simt_leaves;	/* 1: leaves on FMA, not the 3xTF32 tensor-core path */
-	int fast_max;		/* 1: pass 1's max from fast scores, exact rechecks (measured slower) */
+	int exact_max;		/* 1: pass 1's max by the exact sweep, not from fast scores with
+				 * exact rechecks (ht_max_fast) */
 } tinyc_htree_gpu_opts;
 
 /* Prepare a forward: validate the configuration and shapes (q [B,T,H,K], k [B,T,Hkv,K],
