@@ -73,6 +73,16 @@ template <typename T> static inline T __shfl_up_sync(unsigned, T v, int o)
 	emu_wait(2);
 	return r;
 }
+template <typename T> static inline T __shfl_sync(unsigned, T v, int src)
+{
+	emu_cur->wval = emu_bits(v);
+	emu_wait(2);
+	T r = emu_from<T>(emu_exchange_get(src & 31));
+	emu_wait(2);
+	return r;
+}
+static inline unsigned __ballot_sync(unsigned, bool f);
+static inline int __all_sync(unsigned m, bool f) { return __ballot_sync(m, f) == 0xffffffffu; }
 static inline unsigned __ballot_sync(unsigned, bool f)
 {
 	emu_cur->wval = f ? 1 : 0;
