@@ -148,7 +148,6 @@ static inline float __uint_as_float(unsigned x) { float f; memcpy(&f, &x, 4); re
 static inline int __double2hiint(double d) { uint64_t b; memcpy(&b, &d, 8); return (int)(uint32_t)(b >> 32); }
 static inline int __double2loint(double d) { uint64_t b; memcpy(&b, &d, 8); return (int)(uint32_t)b; }
 static inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
-static inline double __hiloint2double(int hi, int lo) { uint64_t b = (uint64_t)(uint32_t)hi << 32 | (uint32_t)lo; double d; memcpy(&d, &b, 8); return d; }
 static inline float __int_as_float(unsigned x) { float f; memcpy(&f, &x, 4); return f; }
 using std::fmaf;
 using std::fmaxf;
