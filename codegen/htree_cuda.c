@@ -16,8 +16,9 @@
  *     qrot   = rope(q[h_kv*G+g], n-1) * scale                    (shared memory, G x K)
  *     l >= 1 (selection, computed in the CPU reference's float32 order so that the keys,
  *             and hence the selections, are the reference's):
- *       pass 1  mx_g = max_p s[g,p]            s = sequential dot, no FMA contraction (or,
- *               fast_max: from fast scores with exact rechecks, ht_max_fast; slower so far)
+ *       pass 1  mx_g = max_p s[g,p]            s = sequential dot, no FMA contraction: by
+ *               the exact sweep, or (fast_max, the runner's default) from fast scores with
+ *               exact rechecks of the candidates the bound leaves (ht_max_fast)
  *       pass 2  sum_g = sequential sum over p of exp(s - mx_g): tiles of exp values in
  *               shared memory, folded in candidate order by one thread per head (in warps
  *               of their own, CHW) while the other threads compute the next tile (double
