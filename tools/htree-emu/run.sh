@@ -5,7 +5,8 @@
 #
 #   tools/htree-emu/run.sh BUILD_DIR r top_k max_top_nodes G K V dtype threads [fast_max] -- EMU_ARGS
 #
-# fast_max 1: pass 1 by ht_max_fast (the --fast-max experiment).
+# fast_max 1: pass 1 by ht_max_fast (the runner's default); 0 or absent: the exact sweep
+# (the runner's --exact-max).
 #
 # EMU_ARGS: GOLDEN_DIR CASE r top_k max_top_nodes
 #        or random B T H Hkv K V r top_k max_top_nodes NPOS [dtype]
