@@ -168,9 +168,10 @@ static void layout_for(const tinyc_htree_kernel_config *c, int nt, htree_layout 
 			w = wf;
 	}
 	/* pass 2's two exp tiles: two candidates a computing thread (fewer barriers, their
-	 * loads together) where that fits the work area as it is, else one; rows 16-byte
-	 * aligned (the fold loads 16 bytes) and at least nt long (pass 1's per-thread maxima) */
-	lo->cpt = 2 * g * (2 * lo->ct + 4) <= w ? 2 : 1;
+	 * loads together) where that fits the work area as it is, else one (or as asked:
+	 * the work area grows); rows 16-byte aligned (the fold loads 16 bytes) and at least nt
+	 * long (pass 1's per-thread maxima) */
+	lo->cpt = c->pass2_cands > 0 ? c->pass2_cands : 2 * g * (2 * lo->ct + 4) <= w ? 2 : 1;
 	lo->ts = lo->cpt * lo->ct + 4 > nt + 4 ? lo->cpt * lo->ct + 4 : nt + 4;
 	if (2 * g * lo->ts > w)
 		w = 2 * g * lo->ts;
@@ -246,6 +247,9 @@ int tinyc_htree_kernel_check(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c)
 	if (c->min_blocks < 0 || c->min_blocks > 32)
 		return tinyc_error(ctx, "HtreeInvalidConfig", "min_blocks must be in 0..32, got %d",
 				   c->min_blocks);
+	if (c->pass2_cands < 0 || c->pass2_cands > 3)
+		return tinyc_error(ctx, "HtreeInvalidConfig", "pass2_cands must be in 0..3, got %d",
+				   c->pass2_cands);
 	if (c->threads && (!is_pow2(c->threads) || c->threads < 64 || c->threads > 1024))
 		return tinyc_error(ctx, "HtreeInvalidConfig",
 				   "threads must be a power of two in 64..1024, got %d", c->threads);

@@ -80,6 +80,7 @@ static const tinyc_htree_kernel_config more_cfgs[] = {
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 512, 0, 0},	/* tensor cores, 16 warps */
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 0, 1},	/* pass 1 by ht_max_fast */
 	{4, 8, 32, 4, 32, 32, TINYC_FLOAT, 13, 0, 0, 0, 0, 1},	/* ... G = 4, K = 32 */
+	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 0, 1, 3},	/* pass 2: 3 candidates a thread */
 };
 
 Test(htree_gpu_emit, benchmark_config_compiles_for_sm80, .timeout = 300)
