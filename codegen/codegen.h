@@ -100,6 +100,8 @@ typedef struct tinyc_htree_kernel_config {
 				   registers a thread allow */
 	int simt_leaves;	/* 1: the leaves on FMA even where the tensor-core path applies */
 	int fast_max;		/* 1: pass 1's max by ht_max_fast (fast scores, exact rechecks) */
+	int pass2_cands;	/* pass 2's candidates a computing thread takes a tile, 1..3;
+				   0 = chosen (2 where the tiles fit the work area, else 1) */
 } tinyc_htree_kernel_config;
 
 /* The phases htree_forward's profile counts (cycles of thread 0, summed over blocks). */
@@ -131,6 +133,8 @@ typedef struct tinyc_htree_kparams {
 	float scale;				/* score scale */
 	float unused;				/* padding */
 	uint64_t prof;				/* u64 [TINYC_HTREE_NPHASES] cycles, or 0 */
+	uint64_t krot;				/* float [B,N_top,Hkv,K]: the top layer's keys
+						 * rotated the reference's way, or 0 */
 } tinyc_htree_kparams;
 
 /* Check a kernel configuration (powers of two, dims, dtype, shared memory).  0 or -1

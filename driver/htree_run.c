@@ -51,8 +51,10 @@ struct tinyc_htree_gpu {
 	tinyc_kernel *kfwd;			/* htree_forward */
 	tinyc_kernel *kpool_in;			/* htree_pool_in: layer 1 from k, v */
 	tinyc_kernel *kpool_f32;		/* htree_pool_f32: deeper layers */
+	tinyc_kernel *krot_top;			/* htree_rot_top: the top layer's keys rotated */
 	tinyc_devptr kl[TINYC_HTREE_MAX_LAYERS];	/* pooled keys, layers >= 1 (owned) */
 	tinyc_devptr vl[TINYC_HTREE_MAX_LAYERS];	/* pooled values, layers >= 1 (owned) */
+	tinyc_devptr krot;			/* float [B,N_top,Hkv,K]: rotated top keys, L > 1 (owned) */
 	tinyc_devptr cos_tab, sin_tab;		/* RoPE table (owned) */
 	tinyc_devptr positions;			/* int [rows] query positions, or 0 (owned) */
 	tinyc_devptr prof;			/* u64 [TINYC_HTREE_NPHASES] profile, or 0 (owned) */
@@ -270,9 +272,10 @@ static int compile_kernels(tinyc_htree_gpu *h)
 		h->kpool_in = tinyc_cuda_kernel_load(h->cu, &res.blob, "htree_pool_in");
 		if (h->kpool_in && h->L > 2)
 			h->kpool_f32 = tinyc_cuda_kernel_load(h->cu, &res.blob, "htree_pool_f32");
+		h->krot_top = tinyc_cuda_kernel_load(h->cu, &res.blob, "htree_rot_top");
 	}
 	tinyc_compile_result_clear(&res);
-	if (!h->kfwd || (h->L > 1 && !h->kpool_in) || (h->L > 2 && !h->kpool_f32))
+	if (!h->kfwd || (h->L > 1 && (!h->kpool_in || !h->krot_top)) || (h->L > 2 && !h->kpool_f32))
 		return -1;
 	tinyc_kernel_attrs attrs;
 	if (tinyc_kernel_get_attrs(h->cu, h->kfwd, &attrs) == 0)
@@ -511,13 +514,15 @@ tinyc_htree_gpu *tinyc_htree_gpu_alloc(tinyc_ctx *ctx, tinyc_cuda *cu, const tin
 	h->cu = cu;
 	h->B = B, h->T = T, h->H = H, h->Hkv = Hkv, h->K = K, h->V = V;
 	h->kc.dtype = dtype;
+	h->kc.fast_max = 1;	/* pass 1 by ht_max_fast unless opts asks for the exact sweep */
 	if (opts) {
 		h->no_pipeline = opts->tree_kernels;
 		h->kc.threads = opts->threads;
 		h->kc.profile = opts->profile;
 		h->kc.min_blocks = opts->min_blocks;
 		h->kc.simt_leaves = opts->simt_leaves;
-		h->kc.fast_max = opts->fast_max;
+		h->kc.fast_max = !opts->exact_max;
+		h->kc.pass2_cands = opts->pass2_cands;
 	}
 	if (prepare_check(h, cfg) < 0) {
 		free(h);
@@ -543,6 +548,8 @@ tinyc_htree_gpu *tinyc_htree_gpu_alloc(tinyc_ctx *ctx, tinyc_cuda *cu, const tin
 		if (tinyc_cuda_alloc(cu, (size_t)(B * h->N[l] * Hkv * K) * sizeof(float), &h->kl[l]) < 0 ||
 		    tinyc_cuda_alloc(cu, (size_t)(B * h->N[l] * Hkv * V) * sizeof(float), &h->vl[l]) < 0)
 			goto fail;
+	if (h->L > 1 && tinyc_cuda_alloc(cu, (size_t)(B * h->N[h->L - 1] * Hkv * K) * sizeof(float), &h->krot) < 0)
+		goto fail;
 	if (h->L > 1 && !h->no_pipeline) {
 		if (tree_pipeline_prepare(h) == 0)
 			h->info.tree_path = TINYC_HTREE_TREE_PIPELINE;
@@ -569,6 +576,7 @@ void tinyc_htree_gpu_free(tinyc_htree_gpu *h)
 		tinyc_cuda_free(h->cu, h->kl[l]);
 		tinyc_cuda_free(h->cu, h->vl[l]);
 	}
+	tinyc_cuda_free(h->cu, h->krot);
 	tinyc_cuda_free(h->cu, h->cos_tab);
 	tinyc_cuda_free(h->cu, h->sin_tab);
 	tinyc_cuda_free(h->cu, h->positions);
@@ -576,6 +584,7 @@ void tinyc_htree_gpu_free(tinyc_htree_gpu *h)
 	tinyc_kernel_free(h->kfwd);
 	tinyc_kernel_free(h->kpool_in);
 	tinyc_kernel_free(h->kpool_f32);
+	tinyc_kernel_free(h->krot_top);
 	tree_pipeline_free(h);
 	free(h);
 }
@@ -611,19 +620,35 @@ static int launch_pool(tinyc_htree_gpu *h, tinyc_kernel *k, tinyc_devptr x, tiny
 	return tinyc_cuda_launch(h->cu, k, grid, block, 0, args);
 }
 
-/* Enqueue the tree build: layers 1..L-1 from k, v. */
+/* Enqueue the top layer's keys rotated the reference's way (htree_rot_top: the selection
+ * passes 1 and 2 read them instead of rotating each candidate per query). */
+static int launch_rot_top(tinyc_htree_gpu *h)
+{
+	long long n = h->N[h->L - 1], bn = h->B * n, hkv = h->Hkv;
+	int64_t blocks = (bn * hkv + POOL_THREADS - 1) / POOL_THREADS;
+	if (blocks > POOL_MAX_BLOCKS)
+		blocks = POOL_MAX_BLOCKS;
+	void *args[7] = {&h->kl[h->L - 1], &h->krot, &h->cos_tab, &h->sin_tab, &bn, &n, &hkv};
+	tinyc_dim3 grid = {(unsigned)blocks, 1, 1}, block = {POOL_THREADS, 1, 1};
+	return tinyc_cuda_launch(h->cu, h->krot_top, grid, block, 0, args);
+}
+
+/* Enqueue the tree build: layers 1..L-1 from k, v, then the rotated top keys. */
 static int build_tree(tinyc_htree_gpu *h, tinyc_devptr k, tinyc_devptr v)
 {
-	if (h->info.tree_path == TINYC_HTREE_TREE_PIPELINE)
-		return tree_pipeline_run(h, k, v);
-	for (int l = 1; l < h->L; l++) {
-		tinyc_kernel *kern = l == 1 ? h->kpool_in : h->kpool_f32;
-		tinyc_devptr ks = l == 1 ? k : h->kl[l - 1], vs = l == 1 ? v : h->vl[l - 1];
-		if (launch_pool(h, kern, ks, h->kl[l], h->N[l - 1], h->Hkv * h->K) < 0 ||
-		    launch_pool(h, kern, vs, h->vl[l], h->N[l - 1], h->Hkv * h->V) < 0)
+	if (h->info.tree_path == TINYC_HTREE_TREE_PIPELINE) {
+		if (tree_pipeline_run(h, k, v) < 0)
 			return -1;
+	} else {
+		for (int l = 1; l < h->L; l++) {
+			tinyc_kernel *kern = l == 1 ? h->kpool_in : h->kpool_f32;
+			tinyc_devptr ks = l == 1 ? k : h->kl[l - 1], vs = l == 1 ? v : h->vl[l - 1];
+			if (launch_pool(h, kern, ks, h->kl[l], h->N[l - 1], h->Hkv * h->K) < 0 ||
+			    launch_pool(h, kern, vs, h->vl[l], h->N[l - 1], h->Hkv * h->V) < 0)
+				return -1;
+		}
 	}
-	return 0;
+	return h->L > 1 ? launch_rot_top(h) : 0;
 }
 
 /* The forward kernel's parameters for rows query rows at positions (0: t = row). */
@@ -652,6 +677,7 @@ static void fill_params(const tinyc_htree_gpu *h, tinyc_devptr q, tinyc_devptr k
 	p->table_rows = h->table_rows;
 	p->scale = h->scale;
 	p->prof = h->prof;
+	p->krot = h->krot;
 }
 
 /* Launch htree_forward over B * rows * Hkv query groups. */

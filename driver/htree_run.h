@@ -56,7 +56,10 @@ typedef struct tinyc_htree_gpu_opts {
 	int profile;		/* 1: count per-phase cycles (tinyc_htree_gpu_profile) */
 	int min_blocks;		/* htree_forward launch bounds: blocks an SM should hold, 0: chosen */
 	int simt_leaves;	/* 1: leaves on FMA, not the 3xTF32 tensor-core path */
-	int fast_max;		/* 1: pass 1's max from fast scores, exact rechecks (measured slower) */
+	int exact_max;		/* 1: pass 1's max by the exact sweep, not from fast scores with
+				 * exact rechecks (ht_max_fast) */
+	int pass2_cands;	/* pass 2's candidates a computing thread takes a tile (1..3), 0:
+				 * chosen (an experiment: pass 2 is latency-bound) */
 } tinyc_htree_gpu_opts;
 
 /* Prepare a forward: validate the configuration and shapes (q [B,T,H,K], k [B,T,Hkv,K],

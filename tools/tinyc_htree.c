@@ -57,7 +57,8 @@ typedef struct ht_cli {
 	int threads;			/* --threads: htree_forward block size, 0 = chosen */
 	int min_blocks;			/* --min-blocks: its launch bounds, 0 = chosen */
 	int simt_leaves;		/* --simt-leaves: leaves on FMA, not tensor cores */
-	int fast_max;			/* --fast-max: pass 1 by fast scores, exact rechecks */
+	int exact_max;			/* --exact-max: pass 1 by the exact sweep */
+	int pass2_cands;		/* --pass2-cands: pass 2's candidates a thread, 0 = chosen */
 } ht_cli;
 
 #define F(field) offsetof(ht_cli, field)
@@ -116,8 +117,10 @@ static const tinyc_arg ht_bench_opts[] = {
 	 "also print the forward's cycles per phase (clock64 of\neach block's thread 0; slower)"},
 	{"--simt-leaves", NULL, TINYC_ARG_FLAG, F(simt_leaves), NULL, 0, 0, NULL, NULL,
 	 "leaves on FMA instead of the 3xTF32 tensor-core path\n(which needs G = K = V = 16, float)"},
-	{"--fast-max", NULL, TINYC_ARG_FLAG, F(fast_max), NULL, 0, 0, NULL, NULL,
-	 "selection pass 1 (per-head max) from fast scores with\nexact rechecks (an experiment: measured slower)"},
+	{"--exact-max", NULL, TINYC_ARG_FLAG, F(exact_max), NULL, 0, 0, NULL, NULL,
+	 "selection pass 1 (per-head max) by the exact sweep\ninstead of fast scores with exact rechecks"},
+	{"--pass2-cands", NULL, TINYC_ARG_INT, F(pass2_cands), "N", 1, 3, NULL, NULL,
+	 "selection pass 2: candidates a thread takes a tile\n(an experiment; default chosen: 2 where they fit)"},
 	{0},
 };
 
@@ -348,7 +351,7 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 		pos[i] = i < HT_BENCH_CHECK_ROWS / 2 ? (T - 1) * i / (HT_BENCH_CHECK_ROWS / 2)
 						     : T - HT_BENCH_CHECK_ROWS + i;
 	tinyc_htree_gpu_opts opts = {c->tree_kernels, c->threads, c->profile, c->min_blocks,
-				     c->simt_leaves, c->fast_max};
+				     c->simt_leaves, c->exact_max, c->pass2_cands};
 	r.h = tinyc_htree_gpu_alloc(ctx, cu, &c->cfg, &opts, c->dtype, B, T, H, Hkv, D, D);
 	if (!r.h)
 		goto done;

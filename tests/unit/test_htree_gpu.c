@@ -81,6 +81,7 @@ static const tinyc_htree_kernel_config more_cfgs[] = {
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 512, 0, 0},	/* tensor cores, 16 warps */
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 0, 1},	/* pass 1 by ht_max_fast */
 	{4, 8, 32, 4, 32, 32, TINYC_FLOAT, 13, 0, 0, 0, 0, 1},	/* ... G = 4, K = 32 */
+	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 0, 1, 3},	/* pass 2: 3 candidates a thread */
 };
 
 Test(htree_gpu_emit, benchmark_config_compiles_for_sm80, .timeout = 300)
@@ -589,7 +590,7 @@ static void fill_normal(tinyc_tensor *t, uint64_t seed)
  * roundings). */
 static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64_t Hkv,
 			  int64_t K, int64_t V, int r, int top_k, int64_t mtn, int npos, int ntr,
-			  int fast_max)
+			  int exact_max)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_cuda *cu = device_or_skip(ctx);
@@ -621,7 +622,7 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 	tinyc_tensor *o = NULL, *oref = NULL;
 	tinyc_htree_gpu_opts opts;
 	memset(&opts, 0, sizeof opts);
-	opts.fast_max = fast_max;
+	opts.exact_max = exact_max;
 	cr_assert_eq(tinyc_htree_forward_cuda(ctx, cu, &cfg, &opts, q, k, v, &o, &tg), 0);
 	tinyc_htree_config cc = cfg;
 	cc.query_positions = pos;
@@ -651,7 +652,7 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 	}
 	fprintf(stderr, "htree GPU vs CPU, %s T=%lld (%lld layers%s): max |diff| %.3g over %lld "
 		"groups, %lld over 1e-4 (allowed %lld); selections differ in %lld of %lld groups\n",
-		tinyc_dtype_name(dt), (long long)T, (long long)L, fast_max ? ", fast max" : "", max_abs, (long long)groups,
+		tinyc_dtype_name(dt), (long long)T, (long long)L, exact_max ? ", exact max" : "", max_abs, (long long)groups,
 		(long long)over, (long long)allowed, (long long)selbad, (long long)tgroups);
 	cr_assert(over <= allowed, "%lld query groups over 1e-4 (max |diff| %g)", (long long)over,
 		  max_abs);
@@ -673,8 +674,8 @@ Test(htree_device, random_T20000_default_config, .timeout = 1200)
 	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 1000, 256, 0);
 }
 
-/* The --fast-max experiment (pass 1 by ht_max_fast): the selections are the reference's. */
-Test(htree_device, random_fast_max, .timeout = 1200)
+/* Pass 1 by the exact sweep (--exact-max): the selections are the reference's. */
+Test(htree_device, random_exact_max, .timeout = 1200)
 {
 	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 300, 256, 1);
 	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 100, 64, 1);

@@ -236,6 +236,12 @@ int main(int argc, char **argv)
 	tinyc_htree_rope_table(K, trows, cfg.rope_base, ct, st);
 	P.cos_tab = ct;
 	P.sin_tab = st;
+	if (L > 1) {	// the top layer's rotated keys (the runner's htree_rot_top launch)
+		float *kt = (float *)malloc(B * N[L - 1] * Hkv * K * 4);
+		const float *ktop = P.kl[L - 1];
+		run_flat([&] { htree_rot_top(ktop, kt, ct, st, B * N[L - 1], N[L - 1], Hkv); }, B * N[L - 1] * Hkv);
+		P.krot = kt;
+	}
 	std::vector<int> ipos(rows);
 	for (int64_t i = 0; i < rows; i++)
 		ipos[i] = (int)tpos[i];

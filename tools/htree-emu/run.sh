@@ -5,7 +5,8 @@
 #
 #   tools/htree-emu/run.sh BUILD_DIR r top_k max_top_nodes G K V dtype threads [fast_max] -- EMU_ARGS
 #
-# fast_max 1: pass 1 by ht_max_fast (the --fast-max experiment).
+# fast_max 1: pass 1 by ht_max_fast (the runner's default); 0 or absent: the exact sweep
+# (the runner's --exact-max).
 #
 # After fast_max an optional mma flag: 1 runs the tensor-core leaves (G = K = V = 16, float)
 # on an emulated mma.sync (slow: keep the cases small).
