@@ -7,7 +7,8 @@
  *        y[o,i,e] = (sequential float32 sum of x[o,j,e], j in group i) / count.
  *   htree_rot_top   the top layer's keys rotated the reference's way, once a forward
  *        (node p's rotation uses table row p, its candidate position on the top layer, the
- *        same for every query): passes 1, 2 and 3 and the top layer's tensor-core leaves read a
+ *        same for every query): passes 1 and 2 (with krot_keys, HT_KROT_KEYS, an experiment
+ *        not yet timed on a GPU: pass 3 and the top layer's tensor-core leaves too) read a
  *        64-byte row a candidate instead of the key, cos and sin rows (128 bytes) and the
  *        rotation (they are bound by those loads).
  *   htree_forward   one block per query group (b, t, h_kv), all layers top-down:
@@ -1338,7 +1339,7 @@ static const char *const htree_forward_src =
 	"\t\t\tconst float *Kl = P.kl[l];\n"
 	"\t\t\tconst long long Nl = P.N[l], rowk = P.Hkv * KD;\n"
 	"\t\t\tconst float *kbase = Kl + b * Nl * rowk + (long long)hkv * KD;\n"
-	"\t\t\t// the top layer's rotated keys (passes 1, 2 and 3 read them), or null\n"
+	"\t\t\t// the top layer's rotated keys (passes 1 and 2 read them; pass 3 with HT_KROT_KEYS), or null\n"
 	"\t\t\tconst float *kt = P.krot ? P.krot + b * Nl * rowk + (long long)hkv * KD : nullptr;\n"
 	"\t\t\t// pass 1: the per-head max of the reference's scores (exact rotations and dots, or\n"
 	"\t\t\t// ht_max_fast); the norms of the rotated queries (pass 3's bound, ht_max_fast's)\n"
@@ -1440,7 +1441,7 @@ static const char *const htree_forward_src =
 	"\t\t\t\tbool open[2];\n"
 	"#pragma unroll\n"
 	"\t\t\t\tfor (int h = 0; h < 2; h++) {\n"
-	"\t\t\t\t\tif (top && kt)\t// the exact rotations: within the bound as the fast ones are\n"
+	"\t\t\t\t\tif (HT_KROT_KEYS && top && kt)\t// the exact rotations: within the bound as the fast ones are\n"
 	"\t\t\t\t\t\tht_row<KD>(kt + (long long)pc[h] * rowk, kr[h], true);\n"
 	"\t\t\t\t\telse\n"
 	"\t\t\t\t\t\tht_rope_fast(kbase + ht_cand(par, top, pc[h]) * rowk, P.cos_tab + (long long)pc[h] * HALF,\n"
@@ -1495,12 +1496,12 @@ static const char *const htree_forward_src =
 	"\t\t\t\tconst int nopen = misc[2];\n"
 	"\t\t\t\tif (nopen <= TOPK) {\n"
 	"\t\t\t\t\tfor (int i = tid; i < nopen; i += NT)\n"
-	"\t\t\t\t\t\tkeys[nxt[i]] = ht_key_exact(kbase, kt, rowk, par, top, nxt[i], qr, hlse, P.cos_tab, P.sin_tab,\n"
+	"\t\t\t\t\t\tkeys[nxt[i]] = ht_key_exact(kbase, HT_KROT_KEYS ? kt : nullptr, rowk, par, top, nxt[i], qr, hlse, P.cos_tab, P.sin_tab,\n"
 	"\t\t\t\t\t\t\t\t\t    etab);\n"
 	"\t\t\t\t} else {\n"
 	"\t\t\t\t\tfor (int p = tid; p < n; p += NT)\n"
 	"\t\t\t\t\t\tif (keys[p] == KEY_OPEN)\n"
-	"\t\t\t\t\t\t\tkeys[p] = ht_key_exact(kbase, kt, rowk, par, top, p, qr, hlse, P.cos_tab,\n"
+	"\t\t\t\t\t\t\tkeys[p] = ht_key_exact(kbase, HT_KROT_KEYS ? kt : nullptr, rowk, par, top, p, qr, hlse, P.cos_tab,\n"
 	"\t\t\t\t\t\t\t\t\t\t\t    P.sin_tab, etab);\n"
 	"\t\t\t\t}\n"
 	"\t\t\t}\n"
@@ -1640,9 +1641,11 @@ static const char *const htree_forward_src =
 	"\t\t\tht_leaves_mma<false, false, false>(P, P.k0, P.v0, P.T, b, hkv, n, par, kept, qr, work, ofr, mwarp, lwarp);\n"
 	"\t\telse if (l == 0)\n"
 	"\t\t\tht_leaves_mma<false, true, false>(P, P.k0, P.v0, P.T, b, hkv, n, par, kept, qr, work, ofr, mwarp, lwarp);\n"
+	"#if HT_KROT_KEYS\n"
 	"\t\telse if (n > TOPK && top && P.krot)\t// the top layer's keys rotated once a forward\n"
 	"\t\t\tht_leaves_mma<true, true, true, true>(P, P.krot, P.vl[l], P.N[l], b, hkv, n, par, kept, qr, work, ofr, mwarp,\n"
 	"\t\t\t\t\t\t\t       lwarp);\n"
+	"#endif\n"
 	"\t\telse if (n > TOPK && top)\n"
 	"\t\t\tht_leaves_mma<true, true, true>(P, P.kl[l], P.vl[l], P.N[l], b, hkv, n, par, kept, qr, work, ofr, mwarp,\n"
 	"\t\t\t\t\t\t\t lwarp);\n"
@@ -1776,6 +1779,7 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 "#define HT_PROF %d\n"
 			 "#define HT_MMA %d\n"
 			 "#define HT_FAST_MAX %d\n"
+			 "#define HT_KROT_KEYS %d\n"
 			 "constexpr int HT_MMA_STAGES_ = %d;\n"
 			 "constexpr unsigned KEYMASK = 0x%08Xu;\n"
 			 "constexpr float IMP_FORCED = %.1ff, SUM_EPS = 1e-30f, LAZY = 8.0f;\n"
@@ -1794,7 +1798,7 @@ int tinyc_htree_emit_cuda(tinyc_ctx *ctx, const tinyc_htree_kernel_config *c, ti
 			 c->K / 2, c->V, lo.nt, lo.nw, min_blocks(c, lo.nt), lo.ts, lo.cw,
 			 (c->G * lo.cw + 31) / 32, lo.chw, lo.ct, lo.cpt, lo.ae, lo.vq, lo.gh, lo.items,
 			 lo.js, lo.ni, lo.ss, lo.vs, lo.rw, TINYC_HTREE_MAX_LAYERS, ndigits, (int)sizeof(tinyc_htree_kparams),
-			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0, lo.mma, c->fast_max ? 1 : 0, lo.mma ? lo.mst : 2,
+			 TINYC_HTREE_NPHASES, c->profile ? 1 : 0, lo.mma, c->fast_max ? 1 : 0, c->krot_keys ? 1 : 0, lo.mma ? lo.mst : 2,
 			 (unsigned)keymask, (double)TINYC_HTREE_IMP_FORCED, (long long)lo.off_work,
 			 (long long)lo.off_keys, (long long)lo.off_kept, (long long)lo.off_par, (long long)lo.off_qr,
 			 (long long)lo.off_h, (long long)lo.off_misc, (long long)lo.off_etab);
