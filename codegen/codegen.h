@@ -102,6 +102,8 @@ typedef struct tinyc_htree_kernel_config {
 	int fast_max;		/* 1: pass 1's max by ht_max_fast (fast scores, exact rechecks) */
 	int pass2_cands;	/* pass 2's candidates a computing thread takes a tile, 1..3;
 				   0 = chosen (2 where the tiles fit the work area, else 1) */
+	int krot_keys;		/* 1: pass 3 and the top layer's tensor-core leaves read the top
+				   layer's rotated keys (P.krot), not key, cos and sin rows */
 } tinyc_htree_kernel_config;
 
 /* The phases htree_forward's profile counts (cycles of thread 0, summed over blocks). */

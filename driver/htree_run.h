@@ -60,6 +60,8 @@ typedef struct tinyc_htree_gpu_opts {
 				 * exact rechecks (ht_max_fast) */
 	int pass2_cands;	/* pass 2's candidates a computing thread takes a tile (1..3), 0:
 				 * chosen (an experiment: pass 2 is latency-bound) */
+	int krot_keys;		/* 1: pass 3 and the top layer's tensor-core leaves read the
+				 * rotated top keys (an experiment, not yet timed on a GPU) */
 } tinyc_htree_gpu_opts;
 
 /* Prepare a forward: validate the configuration and shapes (q [B,T,H,K], k [B,T,Hkv,K],

@@ -82,6 +82,7 @@ static const tinyc_htree_kernel_config more_cfgs[] = {
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 0, 1},	/* pass 1 by ht_max_fast */
 	{4, 8, 32, 4, 32, 32, TINYC_FLOAT, 13, 0, 0, 0, 0, 1},	/* ... G = 4, K = 32 */
 	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 0, 1, 3},	/* pass 2: 3 candidates a thread */
+	{16, 512, 8192, 16, 16, 16, TINYC_FLOAT, 13, 0, 0, 0, 0, 1, 0, 1},	/* pass 3, top leaves: krot */
 };
 
 Test(htree_gpu_emit, benchmark_config_compiles_for_sm80, .timeout = 300)
@@ -590,7 +591,7 @@ static void fill_normal(tinyc_tensor *t, uint64_t seed)
  * roundings). */
 static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64_t Hkv,
 			  int64_t K, int64_t V, int r, int top_k, int64_t mtn, int npos, int ntr,
-			  int exact_max)
+			  int exact_max, int krot_keys)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_cuda *cu = device_or_skip(ctx);
@@ -623,6 +624,7 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 	tinyc_htree_gpu_opts opts;
 	memset(&opts, 0, sizeof opts);
 	opts.exact_max = exact_max;
+	opts.krot_keys = krot_keys;
 	cr_assert_eq(tinyc_htree_forward_cuda(ctx, cu, &cfg, &opts, q, k, v, &o, &tg), 0);
 	tinyc_htree_config cc = cfg;
 	cc.query_positions = pos;
@@ -650,9 +652,9 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 			cr_assert_eq(tg.num_candidates[gi * L + l], tc.num_candidates[gi * L + l]);
 		selbad += bad;
 	}
-	fprintf(stderr, "htree GPU vs CPU, %s T=%lld (%lld layers%s): max |diff| %.3g over %lld "
+	fprintf(stderr, "htree GPU vs CPU, %s T=%lld (%lld layers%s%s): max |diff| %.3g over %lld "
 		"groups, %lld over 1e-4 (allowed %lld); selections differ in %lld of %lld groups\n",
-		tinyc_dtype_name(dt), (long long)T, (long long)L, exact_max ? ", exact max" : "", max_abs, (long long)groups,
+		tinyc_dtype_name(dt), (long long)T, (long long)L, exact_max ? ", exact max" : "", krot_keys ? ", krot keys" : "", max_abs, (long long)groups,
 		(long long)over, (long long)allowed, (long long)selbad, (long long)tgroups);
 	cr_assert(over <= allowed, "%lld query groups over 1e-4 (max |diff| %g)", (long long)over,
 		  max_abs);
@@ -671,26 +673,34 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 
 Test(htree_device, random_T20000_default_config, .timeout = 1200)
 {
-	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 1000, 256, 0);
+	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 1000, 256, 0, 0);
+}
+
+/* Pass 3 and the top layer's tensor-core leaves from the rotated top keys (--krot-keys):
+ * the benchmark's shape (the top layer's leaves on tensor cores) and G = 4, three layers. */
+Test(htree_device, random_krot_keys, .timeout = 1200)
+{
+	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 300, 256, 0, 1);
+	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 100, 64, 0, 1);
 }
 
 /* Pass 1 by the exact sweep (--exact-max): the selections are the reference's. */
 Test(htree_device, random_exact_max, .timeout = 1200)
 {
-	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 300, 256, 1);
-	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 100, 64, 1);
+	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 300, 256, 1, 0);
+	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 100, 64, 1, 0);
 }
 
 Test(htree_device, random_T9000_gqa_three_layers, .timeout = 600)
 {
 	/* 9000 -> 563 -> 36 -> 3 with r = 16, top_k = 32, max_top_nodes = 16; B = 2, G = 4 */
-	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 400, 64, 0);
+	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 400, 64, 0, 0);
 }
 
 Test(htree_device, random_half_and_bf16_inputs, .timeout = 600)
 {
-	random_vs_cpu(TINYC_HALF, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64, 0);
-	random_vs_cpu(TINYC_BFLOAT16, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64, 0);
+	random_vs_cpu(TINYC_HALF, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64, 0, 0);
+	random_vs_cpu(TINYC_BFLOAT16, 1, 3000, 4, 1, 32, 32, 16, 16, 256, 300, 64, 0, 0);
 }
 
 /* The device-API tests' set-up: a context (*ctx) and the device (NULL, the context freed:

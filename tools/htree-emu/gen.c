@@ -1,6 +1,7 @@
 /* gen: write the htree CUDA text for one configuration (tinyc_htree_emit_cuda) to a file.
- *   gen OUT.cu r top_k max_top_nodes G K V float|half|bfloat16 threads [fast_max [mma]]
- * mma 1: the tensor-core leaves where the configuration allows them (else SIMT leaves). */
+ *   gen OUT.cu r top_k max_top_nodes G K V float|half|bfloat16 threads [fast_max [mma [krot]]]
+ * mma 1: the tensor-core leaves where the configuration allows them (else SIMT leaves);
+ * krot 1: pass 3 and the top layer's leaves read the rotated top keys (krot_keys). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,8 @@
 
 int main(int argc, char **argv)
 {
-	if (argc < 10 || argc > 12) {
-		fprintf(stderr, "usage: gen OUT.cu r top_k max_top_nodes G K V dtype threads [fast_max [mma]]\n");
+	if (argc < 10 || argc > 13) {
+		fprintf(stderr, "usage: gen OUT.cu r top_k max_top_nodes G K V dtype threads [fast_max [mma [krot]]]\n");
 		return 2;
 	}
 	tinyc_htree_kernel_config c;
@@ -24,7 +25,8 @@ int main(int argc, char **argv)
 	c.dtype = tinyc_dtype_from_name(argv[8], (int)strlen(argv[8]));
 	c.key_drop_bits = 13;
 	c.threads = atoi(argv[9]);
-	c.simt_leaves = argc == 12 && atoi(argv[11]) ? 0 : 1;	/* mma: emulated, slow */
+	c.simt_leaves = argc >= 12 && atoi(argv[11]) ? 0 : 1;	/* mma: emulated, slow */
+	c.krot_keys = argc == 13 ? atoi(argv[12]) : 0;
 	c.fast_max = argc >= 11 ? atoi(argv[10]) : 0;
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_buf b = {0};

@@ -9,7 +9,8 @@
 # (the runner's --exact-max).
 #
 # After fast_max an optional mma flag: 1 runs the tensor-core leaves (G = K = V = 16, float)
-# on an emulated mma.sync (slow: keep the cases small).
+# on an emulated mma.sync (slow: keep the cases small).  After mma an optional krot flag: 1
+# makes pass 3 and the top layer's leaves read the rotated top keys (krot_keys).
 #
 # EMU_ARGS: GOLDEN_DIR CASE r top_k max_top_nodes
 #        or random B T H Hkv K V r top_k max_top_nodes NPOS [dtype]
@@ -32,8 +33,10 @@ cc -std=c11 -D_DEFAULT_SOURCE -I"$ROOT" "$HERE/gen.c" $LIBS -L"$NVDIR" -lnvrtc -
 FAST=0
 MMA=0
 if [ $# -gt 8 ] && [ "$9" != "--" ]; then FAST=$9; fi
+KROT=0
 if [ $# -gt 9 ] && [ "$9" != "--" ] && [ "${10}" != "--" ]; then MMA=${10}; fi
-"$TMP/gen" "$TMP/htree.cu" "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$FAST" "$MMA"
+if [ $# -gt 10 ] && [ "$9" != "--" ] && [ "${10}" != "--" ] && [ "${11}" != "--" ]; then KROT=${11}; fi
+"$TMP/gen" "$TMP/htree.cu" "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$FAST" "$MMA" "$KROT"
 shift 8
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
 [ "${1:-}" = "--" ] && shift
