@@ -523,7 +523,7 @@ tinyc_htree_gpu *tinyc_htree_gpu_alloc(tinyc_ctx *ctx, tinyc_cuda *cu, const tin
 		h->kc.simt_leaves = opts->simt_leaves;
 		h->kc.fast_max = !opts->exact_max;
 		h->kc.pass2_cands = opts->pass2_cands;
-		h->kc.krot_keys = opts->krot_keys;
+		h->kc.krot_keys = !opts->rotate_keys;
 	}
 	if (prepare_check(h, cfg) < 0) {
 		free(h);

@@ -59,7 +59,7 @@ typedef struct ht_cli {
 	int simt_leaves;		/* --simt-leaves: leaves on FMA, not tensor cores */
 	int exact_max;			/* --exact-max: pass 1 by the exact sweep */
 	int pass2_cands;		/* --pass2-cands: pass 2's candidates a thread, 0 = chosen */
-	int krot_keys;			/* --krot-keys: pass 3 and the top leaves read the rotated keys */
+	int rotate_keys;		/* --rotate-keys: pass 3 and the top leaves rotate each key */
 } ht_cli;
 
 #define F(field) offsetof(ht_cli, field)
@@ -122,8 +122,8 @@ static const tinyc_arg ht_bench_opts[] = {
 	 "selection pass 1 (per-head max) by the exact sweep\ninstead of fast scores with exact rechecks"},
 	{"--pass2-cands", NULL, TINYC_ARG_INT, F(pass2_cands), "N", 1, 3, NULL, NULL,
 	 "selection pass 2: candidates a thread takes a tile\n(an experiment; default chosen: 2 where they fit)"},
-	{"--krot-keys", NULL, TINYC_ARG_FLAG, F(krot_keys), NULL, 0, 0, NULL, NULL,
-	 "selection pass 3 and the top layer's tensor-core leaves\nread the top layer's rotated keys (an experiment)"},
+	{"--rotate-keys", NULL, TINYC_ARG_FLAG, F(rotate_keys), NULL, 0, 0, NULL, NULL,
+	 "selection pass 3 and the top layer's tensor-core leaves\nrotate each candidate's key instead of reading the top\nlayer's rotated keys (slower)"},
 	{0},
 };
 
@@ -354,7 +354,7 @@ static int ht_bench_one(tinyc_ctx *ctx, tinyc_cuda *cu, ht_cli *c, int64_t T)
 		pos[i] = i < HT_BENCH_CHECK_ROWS / 2 ? (T - 1) * i / (HT_BENCH_CHECK_ROWS / 2)
 						     : T - HT_BENCH_CHECK_ROWS + i;
 	tinyc_htree_gpu_opts opts = {c->tree_kernels, c->threads, c->profile, c->min_blocks,
-				     c->simt_leaves, c->exact_max, c->pass2_cands, c->krot_keys};
+				     c->simt_leaves, c->exact_max, c->pass2_cands, c->rotate_keys};
 	r.h = tinyc_htree_gpu_alloc(ctx, cu, &c->cfg, &opts, c->dtype, B, T, H, Hkv, D, D);
 	if (!r.h)
 		goto done;

@@ -591,7 +591,7 @@ static void fill_normal(tinyc_tensor *t, uint64_t seed)
  * roundings). */
 static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64_t Hkv,
 			  int64_t K, int64_t V, int r, int top_k, int64_t mtn, int npos, int ntr,
-			  int exact_max, int krot_keys)
+			  int exact_max, int rotate_keys)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_cuda *cu = device_or_skip(ctx);
@@ -624,7 +624,7 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 	tinyc_htree_gpu_opts opts;
 	memset(&opts, 0, sizeof opts);
 	opts.exact_max = exact_max;
-	opts.krot_keys = krot_keys;
+	opts.rotate_keys = rotate_keys;
 	cr_assert_eq(tinyc_htree_forward_cuda(ctx, cu, &cfg, &opts, q, k, v, &o, &tg), 0);
 	tinyc_htree_config cc = cfg;
 	cc.query_positions = pos;
@@ -654,7 +654,7 @@ static void random_vs_cpu(tinyc_dtype dt, int64_t B, int64_t T, int64_t H, int64
 	}
 	fprintf(stderr, "htree GPU vs CPU, %s T=%lld (%lld layers%s%s): max |diff| %.3g over %lld "
 		"groups, %lld over 1e-4 (allowed %lld); selections differ in %lld of %lld groups\n",
-		tinyc_dtype_name(dt), (long long)T, (long long)L, exact_max ? ", exact max" : "", krot_keys ? ", krot keys" : "", max_abs, (long long)groups,
+		tinyc_dtype_name(dt), (long long)T, (long long)L, exact_max ? ", exact max" : "", rotate_keys ? ", keys rotated" : "", max_abs, (long long)groups,
 		(long long)over, (long long)allowed, (long long)selbad, (long long)tgroups);
 	cr_assert(over <= allowed, "%lld query groups over 1e-4 (max |diff| %g)", (long long)over,
 		  max_abs);
@@ -676,9 +676,10 @@ Test(htree_device, random_T20000_default_config, .timeout = 1200)
 	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 1000, 256, 0, 0);
 }
 
-/* Pass 3 and the top layer's tensor-core leaves from the rotated top keys (--krot-keys):
- * the benchmark's shape (the top layer's leaves on tensor cores) and G = 4, three layers. */
-Test(htree_device, random_krot_keys, .timeout = 1200)
+/* Pass 3 and the top layer's tensor-core leaves rotating each key themselves (--rotate-keys;
+ * the default reads the top layer's rotated keys): the benchmark's shape (the top layer's
+ * leaves on tensor cores) and G = 4, three layers. */
+Test(htree_device, random_rotate_keys, .timeout = 1200)
 {
 	random_vs_cpu(TINYC_FLOAT, 1, 20000, 16, 1, 16, 16, 16, 512, 8192, 300, 256, 0, 1);
 	random_vs_cpu(TINYC_FLOAT, 2, 9000, 8, 2, 32, 32, 16, 32, 16, 100, 64, 0, 1);
