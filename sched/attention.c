@@ -497,12 +497,16 @@ static int attn_plan_add(tinyc_ctx *ctx, tinyc_skernel *k, tinyc_plan *p, tinyc_
 
 /* A tensor-core attention plan of bm-row blocks (mb 16-row blocks a warp) for kernel k:
  * its tensor-core work (mma_flops at the fraction eff of peak_tflops) or its traffic
- * (elements of esz bytes, K and V read once per query tile), whichever is longer. */
+ * (elements of esz bytes), whichever is longer.  The traffic: Q, O, K and V once from DRAM,
+ * and K and V once per query tile from L2 (a head's K and V stay there between its query
+ * tiles; L2 at 3x the DRAM bandwidth, as sched/matmul.c counts it). */
 static tinyc_plan attn_mma_plan(const tinyc_schedule *s, const tinyc_attn_match *m, double batch,
 				int bm, int mb, double esz, double mma_flops, double peak_tflops, double eff)
 {
 	double qtiles = ceil((double)m->tq / bm);
-	double bytes = batch * esz * ((double)m->tq * (m->d + m->dv) + qtiles * (double)m->tk * (m->d + m->dv));
+	double dram = batch * esz * ((double)m->tq + (double)m->tk) * (m->d + m->dv);
+	double l2 = batch * esz * qtiles * (double)m->tk * (m->d + m->dv);
+	double bytes = dram > l2 / 3 ? dram : l2 / 3;
 	tinyc_plan p = {0};
 	p.kind = TINYC_PLAN_ATTENTION;
 	p.ntile = 1;
