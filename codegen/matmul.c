@@ -1494,11 +1494,17 @@ static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *pr
 	int rc = t->variant == TINYC_MM_SIMT && t->stages == 2 ? tinyc_simt_tile_build(&b, name)
 		 : t->variant == TINYC_MM_SIMT ? build_simt(&b, name)
 		 : t->variant == TINYC_MM_WGMMA ? build_wgmma(&b, name)
+		 : t->variant == TINYC_MM_GEMV && t->gemv_mma ? tinyc_gemv_mma_build(&b, name)
 		 : t->variant == TINYC_MM_GEMV ? tinyc_gemv_build(&b, name)
 		 : t->variant == TINYC_MM_TF32X3 ? tinyc_tf32_tile_build(&b, name) : build_mma(&b, name);
 	if (rc == 0 && !b.error) {
 		char comment[200];
-		if (t->variant == TINYC_MM_GEMV)
+		if (t->variant == TINYC_MM_GEMV && t->gemv_mma)
+			snprintf(comment, sizeof(comment), "%s: matmul gemv-mma tile [%d,%d,%d], unroll %d, "
+				 "%d warps splitting K, mma.sync m16n8k16 on W^T x X^T (not measured), "
+				 "epilogue %d nodes", name, t->bm, t->bn, t->bk, t->stages, t->threads / 32,
+				 prob->evt->n);
+		else if (t->variant == TINYC_MM_GEMV)
 			snprintf(comment, sizeof(comment), "%s: matmul gemv tile [%d,%d,%d], unroll %d, "
 				 "16-byte loads of B, epilogue %d nodes", name, t->bm, t->bn, t->bk,
 				 t->stages, prob->evt->n);

@@ -49,7 +49,7 @@ static int64_t bound(const tinyc_schedule *s, const tinyc_dim *d)
 }
 
 /* The value of a size polynomial under s's bindings, or -1. */
-static int64_t poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p)
+int64_t tinyc_sched_poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p)
 {
 	int64_t v;
 	if (tinyc_evt_poly_eval(p, s->bind ? s->bind->val : NULL, s->bind ? s->bind->n : 0, &v) < 0)
@@ -57,30 +57,40 @@ static int64_t poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p)
 	return v;
 }
 
-int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob)
+/* What both gemv forms need of prob (sched/matmul.h). */
+int tinyc_gemv_b_fits(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 {
 	int64_t M = bound(s, &prob->m), N = bound(s, &prob->n), K = bound(s, &prob->k);
 	int64_t L = bound(s, &prob->l);
-	int max_m = s->opt.gemv_max_m > GEMV_MAX_M ? s->opt.gemv_max_m : GEMV_MAX_M;
-	if (M < 1 || M > max_m || N < 1 || K < 1 || L < 1 || L > 65535)
-		return 0;
-	if (prob->b.dtype != TINYC_HALF && prob->b.dtype != TINYC_BFLOAT16)
+	if (M < 1 || N < 1 || K < 1 || L < 1 || L > 65535)
 		return 0;
 	if (prob->acc != TINYC_FLOAT || prob->a.gather.on || prob->b.gather.on)
-		return 0;
-	if (prob->mul != TINYC_HALF && prob->mul != TINYC_BFLOAT16 && prob->mul != TINYC_FLOAT)
 		return 0;
 	/* B n-contiguous, rows and origin 16-byte aligned, N a multiple of 8: every vector
 	 * of 8 columns is aligned and lies wholly inside or outside the matrix */
 	if (!tinyc_evt_poly_is_const(&prob->b.stride[1], 1) || N % 8)
 		return 0;
-	int64_t rs = poly_value(s, &prob->b.stride[0]), off = poly_value(s, &prob->b.offset);
-	int64_t ls = poly_value(s, &prob->b.stride[2]);
+	int64_t rs = tinyc_sched_poly_value(s, &prob->b.stride[0]);
+	int64_t off = tinyc_sched_poly_value(s, &prob->b.offset);
+	int64_t ls = tinyc_sched_poly_value(s, &prob->b.stride[2]);
 	if (rs < 0 || rs % 8 || off < 0 || off % 8 || ls < 0 || ls % 8)
 		return 0;
 	for (int i = 0; prob->evt && i < prob->evt->n; i++)
 		if (tinyc_evt_is_reduction(prob->evt->nodes[i].kind))
 			return 0;	/* the tile is summed once; no partials to combine */
+	return 1;
+}
+
+int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob)
+{
+	int64_t M = bound(s, &prob->m);
+	int max_m = s->opt.gemv_max_m > GEMV_MAX_M ? s->opt.gemv_max_m : GEMV_MAX_M;
+	if (M > max_m || !tinyc_gemv_b_fits(s, prob))
+		return 0;
+	if (prob->b.dtype != TINYC_HALF && prob->b.dtype != TINYC_BFLOAT16)
+		return 0;
+	if (prob->mul != TINYC_HALF && prob->mul != TINYC_BFLOAT16 && prob->mul != TINYC_FLOAT)
+		return 0;
 	return 1;
 }
 
