@@ -128,8 +128,8 @@ void tinyc_gemv_k_loop(tinyc_mmk *b, tinyc_gstmt *body, int k0v, const tinyc_gem
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "prologue: the first step's loads of B"));
 	st->loads(b, body, 0, I(b, 0), Kv < S, st->arg);
 	if (kmain > 0)
-		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, 0), I(b, kmain), I(b, 2 * S), 0,
-							     k_trip(b, st, k0v, 0)));
+		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, 0), I(b, kmain), I(b, 2 * S),
+							     st->unroll, k_trip(b, st, k0v, 0)));
 	if (Kv < 0) {
 		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, kmain), b->K, I(b, 2 * S), 0,
 							     k_trip(b, st, k0v, 1)));
@@ -228,7 +228,7 @@ int tinyc_gemv_build(tinyc_mmk *b, const char *name)
 		return -1;
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, fr.w, NULL));
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, tmp, NULL));
-	tinyc_gemv_steps st = {step_loads, step_products, &fr, (int64_t)KS * U};
+	tinyc_gemv_steps st = {step_loads, step_products, &fr, (int64_t)KS * U, 0};
 	tinyc_gemv_k_loop(b, body, k0v, &st);
 	/* the k lanes of the warp: lanes differing in the bits above the column lanes */
 	for (int x = lanes_n; x < 32; x *= 2)

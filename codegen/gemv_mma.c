@@ -174,7 +174,12 @@ int tinyc_gemv_mma_build(tinyc_mmk *b, const char *name)
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, mr.w, NULL));
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, mr.x, NULL));
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, mr.af, NULL));
-	tinyc_gemv_steps st = {step_loads, step_products, &mr, (int64_t)t->bk * mr.U};
+	/* the main loop kept a loop, and the plan's occupancy as __launch_bounds__'s second
+	 * argument: without it ptxas kept fewer registers and issued each load one k block
+	 * before its use, not a step (nvcc 13.0, sm_90: 64 B of loads outstanding per thread
+	 * where a load is first used, 184 B with it, at 16 warps, 64 columns, unroll 2) */
+	k->min_blocks_per_sm = t->ctas_per_sm;
+	tinyc_gemv_steps st = {step_loads, step_products, &mr, (int64_t)t->bk * mr.U, 1};
 	tinyc_gemv_k_loop(b, body, k0v, &st);
 	/* the warp's partial tile: every lane its V columns of 2 token rows per token tile */
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "the warps' partial tiles, then their sum in "

@@ -250,6 +250,10 @@ typedef struct tinyc_gemv_steps {
 	void (*products)(tinyc_mmk *b, tinyc_gstmt *blk, int h, tinyc_gexpr *k0, int pk, void *arg);
 	void *arg;		/* the kernel's registers */
 	int64_t rows;		/* k rows of one step (S) */
+	int unroll;		/* the main loop's unroll hint (GPU IR FOR: 0 the compiler's
+				 * choice, 1 not unrolled: nvcc unrolled a 3-trip loop into
+				 * straight-line code in which ptxas issued each load just
+				 * before its use) */
 } tinyc_gemv_steps;
 /* codegen/gemv.c: the k loop, software-pipelined over the two halves of the ring: the next
  * step's loads are issued before the current step's products, so a step's loads stay in
