@@ -5,8 +5,9 @@
  * 16 columns x 16 k) and the tokens its N = 8 side (B = X^T, 16 k x 8 rows of X).
  *
  * NOT MEASURED ON A GPU: proposed only when the options record asks for it
- * (TINYC_GEMV_MMA=1, or 2 for it alone among the gemv forms); the estimate's constants are
- * the FMA gemv's, an extrapolation.  Checked on the GPU IR interpreter and by nvrtc only.
+ * (TINYC_GEMV_MMA=1 for M >= 2; 2 for M >= 1 and it alone among the gemv forms: sched/
+ * matmul.c); the estimate's constants are the FMA gemv's, an extrapolation.  Checked on
+ * the GPU IR interpreter and by nvrtc (and its SASS read) only.
  *
  * The memory side is the FMA gemv's: B is read once, in 16-byte vectors straight into a
  * two-step register ring (the next step's loads issued before this step's products).  A

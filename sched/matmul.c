@@ -1099,8 +1099,10 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 	 * before the Poly-View took a bound unit m axis for a contraction) */
 	int gemv = tinyc_gemv_applies(s, prob0);
 	/* the tensor-core gemv (sched/gemv_mma.c), not measured on a GPU: only when the
-	 * options record asks for it (TINYC_GEMV_MMA=1; 2: the FMA gemv not proposed) */
-	int gemv_mma = s->opt.gemv_mma && tinyc_gemv_mma_applies(s, prob0);
+	 * options record asks for it (TINYC_GEMV_MMA=1: for M >= 2, M = 1 keeping the FMA
+	 * gemv measured at 1.15x cuBLASLt; 2: at any M <= 32, the FMA gemv not proposed) */
+	int gemv_mma = s->opt.gemv_mma && tinyc_gemv_mma_applies(s, prob0) &&
+		       (s->opt.gemv_mma == 2 || tinyc_sched_dim(s, &prob0->m) >= 2);
 	if (s->opt.gemv_mma == 2)
 		gemv = 0;
 	if (prob0->unit_axis && !gemv && !gemv_mma)

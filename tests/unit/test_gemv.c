@@ -20,7 +20,7 @@
  *    clusters) do too, and every such plan compiles for sm_90a;
  *  - gemv_mma: the tensor-core gemv (sched/gemv_mma.c, not measured on a GPU) is never a
  *    candidate without TINYC_GEMV_MMA (M = 8 / 16 keep split-K wgmma), is one with it for
- *    M <= 32 (not 33, not N % 8); its kernels, every slab width,
+ *    2 <= M <= 32 (M = 1 only with TINYC_GEMV_MMA=2; not 33, not N % 8); its kernels, every slab width,
  *    warp count and unroll, fp16 and bf16, X by 8-byte or element loads, odd M, N and K,
  *    run on the GPU IR interpreter against the reference evaluator (a wrong A fragment,
  *    e.g. registers a2 a3 and a4 a5 exchanged, fails them) and compile with nvrtc for sm_80
@@ -328,7 +328,11 @@ Test(gemv_mma, off_by_default)
 	setenv("TINYC_GEMV_MMA", "1", 1);
 	cr_assert_gt(gemv_mma_candidates("sm_90a", "M=16,N=4096,K=4096"), 0);
 	cr_assert_gt(gemv_mma_candidates("sm_80", "M=32,N=4096,K=11008"), 0);
+	cr_assert_eq(gemv_mma_candidates("sm_90a", "M=1,N=4096,K=4096"), 0);	/* the FMA gemv */
+	cr_assert_eq(chosen_variant("sm_90a", "M=1,N=4096,K=4096"), TINYC_MM_GEMV);
+	setenv("TINYC_GEMV_MMA", "2", 1);	/* measurements: M = 1 too */
 	cr_assert_gt(gemv_mma_candidates("sm_90a", "M=1,N=4096,K=4096"), 0);
+	setenv("TINYC_GEMV_MMA", "1", 1);
 	cr_assert_eq(gemv_mma_candidates("sm_90a", "M=33,N=4096,K=4096"), 0);	/* M > 32 */
 	cr_assert_eq(gemv_mma_candidates("sm_90a", "M=16,N=4092,K=4096"), 0);	/* N % 8 */
 	unsetenv("TINYC_GEMV_MMA");
