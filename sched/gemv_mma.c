@@ -88,7 +88,7 @@ int tinyc_gemv_mma_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, 
 	if (!tinyc_gemv_mma_applies(s, prob) || (bn != 32 && bn != 64) ||
 	    (warps != 4 && warps != 8 && warps != 16) || unroll < 1 || unroll > 4 || unroll == 3)
 		return -1;
-	int64_t M = tinyc_sched_dim(s, &prob->m), N = tinyc_sched_dim(s, &prob->n), K = tinyc_sched_dim(s, &prob->k);
+	int64_t M = tinyc_sched_dim(s, &prob->m);
 	int V = bn / 8, ntt = tinyc_gemv_mma_tokens(M) / 8;
 	t->variant = TINYC_MM_GEMV;
 	t->gemv_mma = x_vectors(s, prob) ? 2 : 1;
@@ -109,20 +109,7 @@ int tinyc_gemv_mma_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, 
 	/* the ring (2 halves x unroll blocks x 4 rows of V halves, X's 4 k per token tile),
 	 * the accumulators (V / 2 tiles x 4 x token tiles), fragments and addresses */
 	t->regs = 2 * unroll * (2 * V + 2 * ntt) + 2 * V * ntt + 32;
-	if (t->regs > 255)
-		return -1;
-	int by_threads = s->dev.max_threads_per_sm / t->threads;
-	int by_regs = s->dev.regs_per_sm / (((t->regs + 7) / 8 * 8) * t->threads);
-	int by_smem = (int)(s->dev.smem_per_sm / t->smem);
-	t->ctas_per_sm = by_threads < by_regs ? by_threads : by_regs;
-	if (by_smem < t->ctas_per_sm)
-		t->ctas_per_sm = by_smem;
-	if (t->ctas_per_sm < 1)
-		return -1;
-	t->pred_m = M % t->bm != 0;
-	t->pred_n = N % bn != 0;
-	t->pred_k = K % ((int64_t)t->bk * unroll) != 0;
-	return 0;
+	return tinyc_gemv_occupancy(s, prob, t);
 }
 
 /* The estimate of tensor-core gemv tiles mp->t for mp->prob on s (the file comment). */
@@ -142,17 +129,9 @@ static void gemv_mma_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_
 	mp->t_compute_us = 2 * tinyc_gemv_mma_tokens((int64_t)M) * N * K * L / (peak * 1e12) * 1e6 /
 			   (s->dev.arch.major >= 9 ? 0.6 : 1.0);
 	mp->t_memory_us = mp->bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
-	double slots = (double)s->dev.sm_count * t->ctas_per_sm;
-	double resident = (ctas < slots ? ctas : slots) * t->threads;
 	/* per thread, one step's loads of B in flight: unroll blocks x 4 rows x 2V bytes */
-	double bytes_thread = t->stages * 4.0 * (t->bn / 8) * es;
-	double inflight = tinyc_plan_inflight_eff(s, resident, bytes_thread / GEMV_MMA_LATENCY_X);
-	double waves = ceil(ctas / slots);
-	double wave_eff = waves == 1 ? 1.0 : ctas / (waves * slots);
-	double fill = ctas < s->dev.sm_count ? sqrt(ctas / s->dev.sm_count) : 1.0;
-	double row_bytes = t->bn * es;
-	double line = row_bytes >= 128 ? 1.0 : row_bytes >= 64 ? 0.95 : 0.72;
-	p->eff = (inflight < fill ? inflight : fill) * wave_eff * line;
+	double bytes_thread = t->stages * 4.0 * (t->bn / 8) * es, waves;
+	p->eff = tinyc_gemv_stream_eff(s, prob, t, ctas, bytes_thread / GEMV_MMA_LATENCY_X, &waves);
 	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
 	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + GEMV_MMA_TAIL_US * waves +
 		    GEMV_MMA_LAUNCH_US;
@@ -173,20 +152,14 @@ int tinyc_gemv_mma_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_ske
 					   (ft[3] && t.stages != ft[3])))
 					continue;
 				t.index_dtype = idx;
-				tinyc_plan p;
-				tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, &t, &p);
-				if (!mp)
-					return -1;
-				gemv_mma_estimate(s, mp, &p);
-				snprintf(p.desc, sizeof(p.desc),
+				char desc[sizeof(((tinyc_plan *)0)->desc)];
+				snprintf(desc, sizeof(desc),
 					 "matmul gemv-mma [%d,%d,%d] unroll %d, %d warps splitting K, "
 					 "mma.sync m16n8k16 on W^T x X^T, %d B loads of B, smem %" PRId64
 					 " B, %d CTA/SM (not measured)", t.bm, t.bn, t.bk, t.stages,
 					 t.threads / 32, t.bn / 4, t.smem, t.ctas_per_sm);
-				if (tinyc_plan_add(ctx, k, &p) < 0) {
-					tinyc_mm_plan_free(mp);
+				if (tinyc_gemv_add(ctx, s, k, prob, &t, gemv_mma_estimate, desc) < 0)
 					return -1;
-				}
 				added++;
 			}
 	return added;

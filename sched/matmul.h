@@ -280,6 +280,21 @@ int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob);
  * multiples of 8 elements and N a multiple of 8 (every 16-byte vector of 8 columns aligned
  * and wholly inside or outside the matrix), no epilogue reduction (the tile is summed once). */
 int tinyc_gemv_b_fits(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+/* The CTAs per SM of gemv tiles t (t->threads, regs and smem against the SM's limits) and
+ * their tails (pred_m, pred_n, pred_k: bm, bn, bk x stages); -1 when no CTA fits. */
+int tinyc_gemv_occupancy(const tinyc_schedule *s, const tinyc_mm_problem *prob, tinyc_mm_tiles *t);
+/* The share of DRAM bandwidth that gemv tiles t (either form) sustain over `ctas` CTAs
+ * with inflight_thread bytes of loads in flight a thread (over the loaded-latency factor):
+ * Little's law (tinyc_plan_inflight_eff) capped by the SMs in use, times the last wave's
+ * fill and the use of the 128-byte lines of B's rows; *waves: the waves of CTAs. */
+double tinyc_gemv_stream_eff(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			     const tinyc_mm_tiles *t, double ctas, double inflight_thread, double *waves);
+/* Tiles t of prob as a candidate of k: a new MATMUL plan, its estimate by `estimate`, its
+ * description desc.  0 or -1. */
+int tinyc_gemv_add(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+		   const tinyc_mm_problem *prob, const tinyc_mm_tiles *t,
+		   void (*estimate)(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p),
+		   const char *desc);
 /* The value of a size polynomial under s's bindings, or -1. */
 int64_t tinyc_sched_poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p);
 /* Fill t for gemv tiles of bn columns and `unroll` k rows in flight; -1 when not valid. */

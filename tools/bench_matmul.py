@@ -118,6 +118,22 @@ def spread(xs):
     return (max(xs) - min(xs)) / med if med > 0 else 0.0
 
 
+def cuda_torch(nrounds):
+    """PyTorch with a CUDA device (its name printed with the rounds per shape), or None (said
+    why)."""
+    try:
+        import torch
+    except ImportError:
+        print("bench_matmul: PyTorch is not installed")
+        return None
+    if not torch.cuda.is_available():
+        print("bench_matmul: no CUDA device for PyTorch")
+        return None
+    print("bench_matmul: torch %s on %s; %d interleaved rounds per shape" % (
+        torch.__version__, torch.cuda.get_device_name(), nrounds))
+    return torch
+
+
 def rounds(a):
     """Interleaved timing: per shape, ROUNDS rounds of (tinyc's whole plan, cuBLASLt fused),
     each by CUDA-graph replay of ITERS executions, the order alternating from round to round,
@@ -126,17 +142,10 @@ def rounds(a):
     tinyc runs as a subprocess (`TINYC bench GRAPH`, its kernel cache in DIR/cache-MxNxK,
     warmed by the caller) while this process holds torch's tensors."""
     import statistics
-    try:
-        import numpy as np
-        import torch
-    except ImportError:
-        print("bench_matmul: PyTorch is not installed")
+    import numpy as np
+    torch = cuda_torch(a.rounds)
+    if torch is None:
         return 0
-    if not torch.cuda.is_available():
-        print("bench_matmul: no CUDA device for PyTorch")
-        return 0
-    print("bench_matmul: torch %s on %s; %d interleaved rounds per shape" % (
-        torch.__version__, torch.cuda.get_device_name(), a.rounds))
     bad = 0
     for arg in a.shapes:
         sh, _, it = arg.partition(":")
@@ -351,20 +360,13 @@ def variants(a):
     replay in interleaved rounds, outputs checked (see the module's docstring)."""
     import statistics
     from concurrent.futures import ThreadPoolExecutor
+    import numpy as np
     vs = read_variants(a.variants)
     torch = None
     if not a.dry_run:
-        try:
-            import numpy as np
-            import torch
-        except ImportError:
-            print("bench_matmul: PyTorch is not installed")
+        torch = cuda_torch(a.rounds)
+        if torch is None:
             return 0
-        if not torch.cuda.is_available():
-            print("bench_matmul: no CUDA device for PyTorch")
-            return 0
-        print("bench_matmul: torch %s on %s; %d interleaved rounds per shape" % (
-            torch.__version__, torch.cuda.get_device_name(), a.rounds))
     bad = 0
     rows = []
     for arg in a.shapes:

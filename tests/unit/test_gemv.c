@@ -150,8 +150,9 @@ Test(gemv_nvrtc, every_tile_compiles, .timeout = 600)
 	unsetenv("TINYC_MATMUL_TILE");
 }
 
-/* The number of the first kernel's candidates whose tiles split the k steps over warps. */
-static int skinny_candidates(const char *target, const char *bind)
+/* The number of the first kernel's matmul candidates (BIAS_RELU for target and bind, the
+ * current knobs) whose tiles `is` accepts. */
+static int count_candidates(const char *target, const char *bind, int (*is)(const tinyc_mm_tiles *))
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_source *src;
@@ -160,10 +161,21 @@ static int skinny_candidates(const char *target, const char *bind)
 	const tinyc_skernel *k = &tinyc_module_schedule(m)->kerns[0];
 	int n = 0;
 	for (int i = 0; i < k->ncand; i++)
-		n += k->cands[i].kind == TINYC_PLAN_MATMUL &&
-		     ((const tinyc_mm_plan *)k->cands[i].ext)->t.warps_k > 1;
+		n += k->cands[i].kind == TINYC_PLAN_MATMUL && is(&((const tinyc_mm_plan *)k->cands[i].ext)->t);
 	module_free(ctx, src, m);
 	return n;
+}
+
+/* Whether tiles t split the k steps over warps (the skinny tile). */
+static int is_skinny(const tinyc_mm_tiles *t)
+{
+	return t->warps_k > 1;
+}
+
+/* The number of the first kernel's candidates whose tiles split the k steps over warps. */
+static int skinny_candidates(const char *target, const char *bind)
+{
+	return count_candidates(target, bind, is_skinny);
 }
 
 Test(skinny, off_by_default_and_compiles, .timeout = 600)
@@ -300,21 +312,16 @@ Test(splitk, chosen_for_few_tiles, .timeout = 600)
 	unsetenv("TINYC_MATMUL_TILE");
 }
 
-/* The number of the first kernel's candidates that are tensor-core gemv tiles (BIAS_RELU
- * for target and bind, the current knobs). */
+/* Whether tiles t are the tensor-core gemv's. */
+static int is_gemv_mma(const tinyc_mm_tiles *t)
+{
+	return t->gemv_mma > 0;
+}
+
+/* The number of the first kernel's candidates that are tensor-core gemv tiles. */
 static int gemv_mma_candidates(const char *target, const char *bind)
 {
-	tinyc_ctx *ctx = tinyc_ctx_alloc();
-	tinyc_source *src;
-	tinyc_module *m;
-	cr_assert_eq(module_compile(ctx, &src, &m, target, bind, "schedule"), 0, "%s", bind);
-	const tinyc_skernel *k = &tinyc_module_schedule(m)->kerns[0];
-	int n = 0;
-	for (int i = 0; i < k->ncand; i++)
-		n += k->cands[i].kind == TINYC_PLAN_MATMUL &&
-		     ((const tinyc_mm_plan *)k->cands[i].ext)->t.gemv_mma > 0;
-	module_free(ctx, src, m);
-	return n;
+	return count_candidates(target, bind, is_gemv_mma);
 }
 
 Test(gemv_mma, off_by_default)
