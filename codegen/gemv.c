@@ -29,33 +29,21 @@ static tinyc_gexpr *op2(tinyc_mmk *b, tinyc_gx_op op, tinyc_gexpr *x, tinyc_gexp
 	return tinyc_gx_binary(b->k, op, x, y);
 }
 
-/* The element offset of (row, col) of operand op (rows m or k, columns k or n). */
-static tinyc_gexpr *addr(tinyc_mmk *b, const tinyc_mm_operand *op, tinyc_gexpr *row,
-			 tinyc_gexpr *col)
-{
-	tinyc_gexpr *e = tinyc_mmk_poly(b, &op->offset);
-	tinyc_gexpr *part[3] = {row, col, b->l};
-	for (int a = 0; a < 3; a++)
-		if (!tinyc_evt_poly_is_zero(&op->stride[a]))
-			e = op2(b, TINYC_GX_ADD, e,
-				op2(b, TINYC_GX_MUL, part[a], tinyc_mmk_poly(b, &op->stride[a])));
-	return e;
-}
+/* The FMA form's registers that its steps read (the tinyc_gemv_steps argument). */
+typedef struct fma_regs {
+	int w;			/* the register ring of B rows: 2 halves x U rows x 8 */
+	tinyc_gexpr *col;	/* the thread's first column */
+	tinyc_gexpr *r;		/* its k lane */
+} fma_regs;
 
-/* The bound value of a dim in the module, or -1. */
-static int64_t dim_value(const tinyc_gpu_module *gm, const tinyc_dim *d)
+/* The U rows' 16-byte loads of B for the step at k0 into half h of the register ring
+ * (fma_regs arg); the rows predicated on k < K when pk, the columns on N, zero outside the
+ * matrix.  Appended to blk. */
+static void step_loads(tinyc_mmk *b, tinyc_gstmt *blk, int h, tinyc_gexpr *k0, int pk, void *arg)
 {
-	if (d->sym < 0)
-		return d->val;
-	return gm->sym_bound && d->sym < gm->nsym ? gm->sym_bound[d->sym] : -1;
-}
-
-/* The U rows' 16-byte loads of B for the step at k0 into half h of the register ring w
- * (col: the thread's first column, r: its k lane); the rows predicated on k < K when pk,
- * the columns on N, zero outside the matrix.  Appended to blk. */
-static void step_loads(tinyc_mmk *b, tinyc_gstmt *blk, int w, int h, tinyc_gexpr *k0,
-		       tinyc_gexpr *col, tinyc_gexpr *r, int pk)
-{
+	const fma_regs *fr = arg;
+	int w = fr->w;
+	tinyc_gexpr *col = fr->col, *r = fr->r;
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
 	int KS = t->bk, U = t->stages;
@@ -70,19 +58,22 @@ static void step_loads(tinyc_mmk *b, tinyc_gstmt *blk, int w, int h, tinyc_gexpr
 			pred = pred ? op2(b, TINYC_GX_LAND, pred, ncheck) : ncheck;
 		tinyc_mmk_append(b, blk, tinyc_gs_copy(b->k, w, I(b, (int64_t)(h * U + u) * 8),
 						       tinyc_mmk_param(b, pr->b.buf, 0),
-						       addr(b, &pr->b, kr, col), 8, pred, 0));
+						       tinyc_mmk_op_addr(b, &pr->b, kr, col), 8, pred, 0));
 	}
 }
 
-/* The products of the step at k0 whose B rows are in half h of w with the M rows of X
- * (read as scalars, zero past K when pk), accumulated in fp32.  Appended to blk. */
-static void step_products(tinyc_mmk *b, tinyc_gstmt *blk, int w, int h, tinyc_gexpr *k0,
-			  tinyc_gexpr *r, int pk)
+/* The products of the step at k0 whose B rows are in half h of the ring (fma_regs arg)
+ * with the M rows of X (read as scalars, zero past K when pk), accumulated in fp32.
+ * Appended to blk. */
+static void step_products(tinyc_mmk *b, tinyc_gstmt *blk, int h, tinyc_gexpr *k0, int pk, void *arg)
 {
+	const fma_regs *fr = arg;
+	int w = fr->w;
+	tinyc_gexpr *r = fr->r;
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gkernel *k = b->k;
-	int64_t M = dim_value(b->gm, &pr->m);
+	int64_t M = tinyc_mmk_bound(b->gm, &pr->m);
 	int KS = t->bk, U = t->stages;
 	tinyc_dtype acc = pr->acc, mc = TINYC_FLOAT;
 	int pa = tinyc_mmk_param(b, pr->a.buf, 0);
@@ -98,7 +89,7 @@ static void step_products(tinyc_mmk *b, tinyc_gstmt *blk, int w, int h, tinyc_ge
 		for (int m = 0; m < M; m++) {
 			snprintf(nm, sizeof(nm), "x%d_%d_%d", h, u, m);
 			tinyc_gexpr *x = tinyc_mmk_let(b, blk, nm, tinyc_gx_cast(k, mc,
-				tinyc_gx_load(k, pa, addr(b, &pr->a, op2(b, TINYC_GX_ADD, b->m0, I(b, m)), kr), kin)));
+				tinyc_gx_load(k, pa, tinyc_mmk_op_addr(b, &pr->a, op2(b, TINYC_GX_ADD, b->m0, I(b, m)), kr), kin)));
 			for (int j = 0; j < 8; j++) {
 				tinyc_gexpr *ix = I(b, (int64_t)m * 8 + j);
 				tinyc_gexpr *prod = tinyc_gx_cast(k, acc, op2(b, TINYC_GX_MUL, x, wf[j]));
@@ -110,51 +101,38 @@ static void step_products(tinyc_mmk *b, tinyc_gstmt *blk, int w, int h, tinyc_ge
 }
 
 /* One trip of the pipelined k loop at k0 (two steps of S rows), predicated on K when pk. */
-static tinyc_gstmt *k_trip(tinyc_mmk *b, int w, int k0v, tinyc_gexpr *col, tinyc_gexpr *r,
-			   int64_t S, int pk)
+static tinyc_gstmt *k_trip(tinyc_mmk *b, const tinyc_gemv_steps *st, int k0v, int pk)
 {
 	tinyc_gkernel *k = b->k;
+	int64_t S = st->rows;
 	tinyc_gexpr *k0 = tinyc_gx_var(k, k0v);
 	tinyc_gexpr *k1 = op2(b, TINYC_GX_ADD, k0, I(b, S));
 	tinyc_gexpr *k2 = op2(b, TINYC_GX_ADD, k0, I(b, 2 * S));
 	tinyc_gstmt *loop = tinyc_gs_block(k);
 	tinyc_mmk_append(b, loop, tinyc_gs_comment(k, "the next step's loads of B before this "
 						       "step's products, two steps per trip"));
-	step_loads(b, loop, w, 1, k1, col, r, pk);
-	step_products(b, loop, w, 0, k0, r, pk);
-	step_loads(b, loop, w, 0, k2, col, r, pk);
-	step_products(b, loop, w, 1, k1, r, pk);
+	st->loads(b, loop, 1, k1, pk, st->arg);
+	st->products(b, loop, 0, k0, pk, st->arg);
+	st->loads(b, loop, 0, k2, pk, st->arg);
+	st->products(b, loop, 1, k1, pk, st->arg);
 	return loop;
 }
 
-/* The k loop, software-pipelined over two halves of the register ring w: the next step's
- * loads are issued before the current step's products, so U 16-byte loads per thread stay
- * in flight while it multiplies (the unpipelined loop drained them every step).
- *
- *   loads(0, 0)
- *   for k0 = 0; k0 < K; k0 += 2S:  loads(1, k0 + S); products(0, k0);
- *                                  loads(0, k0 + 2S); products(1, k0 + S)
- *
- * The trips whose rows all lie below K (k0 + 3S <= K) run without k predicates (their
- * loads are not branches).  With K bound, the 1 to 3 steps left are unrolled, predicated
- * only where their rows cross K (a trip's prefetch of the step past K is dropped: H100,
- * K = 4 S, the predicated trip was half the loop); else a predicated loop runs them: rows
- * past K load zeros and add zero. */
-static void k_loop(tinyc_mmk *b, tinyc_gstmt *body, int w, int k0v, tinyc_gexpr *col,
-		   tinyc_gexpr *r)
+/* The pipelined k loop over a two-half register ring (codegen/matmul.h). */
+void tinyc_gemv_k_loop(tinyc_mmk *b, tinyc_gstmt *body, int k0v, const tinyc_gemv_steps *st)
 {
 	tinyc_gkernel *k = b->k;
-	int64_t S = (int64_t)b->t->bk * b->t->stages;
-	int64_t Kv = dim_value(b->gm, &b->prob->k);
+	int64_t S = st->rows;
+	int64_t Kv = tinyc_mmk_bound(b->gm, &b->prob->k);
 	int64_t kmain = Kv >= 3 * S ? ((Kv - 3 * S) / (2 * S) + 1) * 2 * S : 0;
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "prologue: the first step's loads of B"));
-	step_loads(b, body, w, 0, I(b, 0), col, r, Kv < S);
+	st->loads(b, body, 0, I(b, 0), Kv < S, st->arg);
 	if (kmain > 0)
-		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, 0), I(b, kmain), I(b, 2 * S), 0,
-							     k_trip(b, w, k0v, col, r, S, 0)));
+		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, 0), I(b, kmain), I(b, 2 * S),
+							     st->unroll, k_trip(b, st, k0v, 0)));
 	if (Kv < 0) {
 		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, k0v, I(b, kmain), b->K, I(b, 2 * S), 0,
-							     k_trip(b, w, k0v, col, r, S, 1)));
+							     k_trip(b, st, k0v, 1)));
 		return;
 	}
 	/* K bound: the 1 to 3 steps left, unrolled; a step's loads and products carry k
@@ -163,8 +141,8 @@ static void k_loop(tinyc_mmk *b, tinyc_gstmt *body, int w, int k0v, tinyc_gexpr 
 						       "rows cross K"));
 	for (int64_t k0 = kmain, h = 0; k0 < Kv; k0 += S, h = 1 - h) {
 		if (k0 + S < Kv)
-			step_loads(b, body, w, (int)(1 - h), I(b, k0 + S), col, r, k0 + 2 * S > Kv);
-		step_products(b, body, w, (int)h, I(b, k0), r, k0 + S > Kv);
+			st->loads(b, body, (int)(1 - h), I(b, k0 + S), k0 + 2 * S > Kv, st->arg);
+		st->products(b, body, (int)h, I(b, k0), k0 + S > Kv, st->arg);
 	}
 }
 
@@ -182,11 +160,50 @@ void tinyc_mm_frag_column(tinyc_mmk *b, tinyc_mm_frag *f, int tr, int rows,
 	f->groups_n = 1, f->group_n = I(b, 0);
 }
 
+/* The warps' partial tiles in shared memory (codegen/matmul.h). */
+int tinyc_gemv_red(tinyc_mmk *b, int64_t rows)
+{
+	const tinyc_mm_tiles *t = b->t;
+	int64_t count = (int64_t)(t->threads / 32) * rows * t->bn;
+	/* past the static limit (48 KiB): the dynamic segment (the runtime opts in) */
+	int dyn = count * tinyc_dtype_size(b->prob->acc) > 48 * 1024;
+	int red = tinyc_gk_shared(b->k, "red", b->prob->acc, count, 16, dyn);
+	if (red < 0)
+		b->error = 1;
+	return red;
+}
+
+/* The warps' partials summed in warp order, then the epilogue (codegen/matmul.h). */
+int tinyc_gemv_sum_epilogue(tinyc_mmk *b, tinyc_gstmt *body, int red, int64_t rows_red)
+{
+	const tinyc_mm_tiles *t = b->t;
+	tinyc_gkernel *k = b->k;
+	tinyc_dtype acc = b->prob->acc;
+	int BN = t->bn, T = t->threads;
+	int64_t wstride = rows_red * BN;	/* elements of one warp's partial tile */
+	tinyc_mmk_append(b, body, tinyc_gs_barrier(k));
+	int rows = T / BN, tr = t->bm / rows;
+	tinyc_gexpr *row_base = tinyc_mmk_let(b, body, "row_base", op2(b, TINYC_GX_DIV, b->tid, I(b, BN)));
+	tinyc_gexpr *col_base = tinyc_mmk_let(b, body, "col_base", op2(b, TINYC_GX_MOD, b->tid, I(b, BN)));
+	for (int a = 0; a < tr; a++) {
+		tinyc_gexpr *sum = tinyc_gx_float(k, acc, 0);
+		tinyc_gexpr *cell = op2(b, TINYC_GX_ADD, op2(b, TINYC_GX_MUL, op2(b, TINYC_GX_ADD, row_base, I(b, (int64_t)a * rows)), I(b, BN)), col_base);
+		for (int wi = 0; wi < T / 32; wi++)
+			sum = op2(b, TINYC_GX_ADD, sum, tinyc_gx_load(k, red, op2(b, TINYC_GX_ADD, cell, I(b, wi * wstride)), NULL));
+		tinyc_mmk_append(b, body, tinyc_gs_store(k, b->acc, I(b, a), sum, NULL));
+	}
+	if (b->error)
+		return -1;
+	tinyc_mm_frag f;
+	tinyc_mm_frag_column(b, &f, tr, rows, row_base, col_base);
+	return tinyc_evt_emit_epilogue(b, &f, body);
+}
+
 int tinyc_gemv_build(tinyc_mmk *b, const char *name)
 {
 	const tinyc_mm_problem *pr = b->prob;
 	const tinyc_mm_tiles *t = b->t;
-	int64_t M = dim_value(b->gm, &pr->m);
+	int64_t M = tinyc_mmk_bound(b->gm, &pr->m);
 	int BN = t->bn, KS = t->bk, U = t->stages, T = t->threads, lanes_n = BN / 8;
 	if (M < 1 || M > t->bm || BN % 8 || T % BN || KS * lanes_n != T) {
 		tinyc_error(b->ctx, "CodegenError", "matmul %s: gemv tiles do not fit M = %lld", name,
@@ -201,17 +218,18 @@ int tinyc_gemv_build(tinyc_mmk *b, const char *name)
 	tinyc_dtype acc = pr->acc;
 	b->tid = tinyc_mmk_let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
 	tinyc_gexpr *c = tinyc_mmk_let(b, body, "c", op2(b, TINYC_GX_MOD, b->tid, I(b, lanes_n)));
-	tinyc_gexpr *r = tinyc_mmk_let(b, body, "r", op2(b, TINYC_GX_DIV, b->tid, I(b, lanes_n)));
-	tinyc_gexpr *col = tinyc_mmk_let(b, body, "col",
-					 op2(b, TINYC_GX_ADD, b->n0, op2(b, TINYC_GX_MUL, c, I(b, 8))));
-	int w = tinyc_gk_reg_array(k, "w", pr->b.dtype, (int64_t)2 * U * 8);
+	fma_regs fr;
+	fr.r = tinyc_mmk_let(b, body, "r", op2(b, TINYC_GX_DIV, b->tid, I(b, lanes_n)));
+	fr.col = tinyc_mmk_let(b, body, "col", op2(b, TINYC_GX_ADD, b->n0, op2(b, TINYC_GX_MUL, c, I(b, 8))));
+	fr.w = tinyc_gk_reg_array(k, "w", pr->b.dtype, (int64_t)2 * U * 8);
 	int k0v = tinyc_gk_reg(k, "k0", b->it), tmp = tinyc_gk_reg(k, "t", acc);
-	int red = tinyc_gk_shared(k, "red", acc, (int64_t)(T / 32) * t->bm * BN, 16, 0);
-	if (w < 0 || k0v < 0 || tmp < 0 || red < 0)
+	int red = tinyc_gemv_red(b, t->bm);
+	if (fr.w < 0 || k0v < 0 || tmp < 0 || red < 0)
 		return -1;
-	tinyc_mmk_append(b, body, tinyc_gs_decl(k, w, NULL));
+	tinyc_mmk_append(b, body, tinyc_gs_decl(k, fr.w, NULL));
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, tmp, NULL));
-	k_loop(b, body, w, k0v, col, r);
+	tinyc_gemv_steps st = {step_loads, step_products, &fr, (int64_t)KS * U, 0};
+	tinyc_gemv_k_loop(b, body, k0v, &st);
 	/* the k lanes of the warp: lanes differing in the bits above the column lanes */
 	for (int x = lanes_n; x < 32; x *= 2)
 		for (int e = 0; e < M * 8; e++) {
@@ -233,20 +251,5 @@ int tinyc_gemv_build(tinyc_mmk *b, const char *name)
 			tinyc_mmk_append(b, lead, tinyc_gs_store(k, red, ix, v, NULL));
 		}
 	tinyc_mmk_append(b, body, tinyc_gs_if(k, op2(b, TINYC_GX_LT, b->lane, I(b, lanes_n)), lead, NULL));
-	tinyc_mmk_append(b, body, tinyc_gs_barrier(k));
-	int rows = T / BN, tr = t->bm / rows;
-	tinyc_gexpr *row_base = tinyc_mmk_let(b, body, "row_base", op2(b, TINYC_GX_DIV, b->tid, I(b, BN)));
-	tinyc_gexpr *col_base = tinyc_mmk_let(b, body, "col_base", op2(b, TINYC_GX_MOD, b->tid, I(b, BN)));
-	for (int a = 0; a < tr; a++) {
-		tinyc_gexpr *sum = tinyc_gx_float(k, acc, 0);
-		tinyc_gexpr *cell = op2(b, TINYC_GX_ADD, op2(b, TINYC_GX_MUL, op2(b, TINYC_GX_ADD, row_base, I(b, (int64_t)a * rows)), I(b, BN)), col_base);
-		for (int wi = 0; wi < T / 32; wi++)
-			sum = op2(b, TINYC_GX_ADD, sum, tinyc_gx_load(k, red, op2(b, TINYC_GX_ADD, cell, I(b, (int64_t)wi * t->bm * BN)), NULL));
-		tinyc_mmk_append(b, body, tinyc_gs_store(k, b->acc, I(b, a), sum, NULL));
-	}
-	if (b->error)
-		return -1;
-	tinyc_mm_frag f;
-	tinyc_mm_frag_column(b, &f, tr, rows, row_base, col_base);
-	return tinyc_evt_emit_epilogue(b, &f, body);
+	return tinyc_gemv_sum_epilogue(b, body, red, t->bm);
 }

@@ -630,7 +630,7 @@ static tinyc_gexpr *mpoly(tinyc_gkernel *k, const tinyc_evt_poly *p)
 }
 
 /* The value of a dim under the module's compile-time bindings, or -1. */
-static int64_t bound_dim(const tinyc_gpu_module *gm, const tinyc_dim *d)
+int64_t tinyc_mmk_bound(const tinyc_gpu_module *gm, const tinyc_dim *d)
 {
 	if (d->sym < 0)
 		return d->val;
@@ -1225,8 +1225,8 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gpu_module *gm = b->gm;
 	int BM = t->bm, BN = t->bn, BK = t->bk, C = t->consumers;
-	int64_t Mv = bound_dim(gm, &pr->m), Nv = bound_dim(gm, &pr->n), Kv = bound_dim(gm, &pr->k);
-	int64_t Lv = bound_dim(gm, &pr->l);
+	int64_t Mv = tinyc_mmk_bound(gm, &pr->m), Nv = tinyc_mmk_bound(gm, &pr->n), Kv = tinyc_mmk_bound(gm, &pr->k);
+	int64_t Lv = tinyc_mmk_bound(gm, &pr->l);
 	int batched = w.batched = pr->evt && pr->evt->batched;
 	if (Mv < 1 || Nv < 1 || Kv < 1 || Lv < 1)
 		return tinyc_error(b->ctx, "CodegenError", "matmul %s: the wgmma template needs every "
@@ -1328,12 +1328,12 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	int kmajor = is_b ? t->b_kmajor : t->a_kmajor;
 	int c = is_b ? (kmajor ? 0 : 1) : (kmajor ? 1 : 0), o = 1 - c;	/* operand axes */
 	const tinyc_dim *d[2] = {is_b ? &prob->k : &prob->m, is_b ? &prob->n : &prob->k};
-	int64_t C = bound_dim(gm, d[c]), O = bound_dim(gm, d[o]);
+	int64_t C = tinyc_mmk_bound(gm, d[c]), O = tinyc_mmk_bound(gm, d[o]);
 	int64_t sc = bound_poly(gm, &op->stride[c]), so = bound_poly(gm, &op->stride[o]);
 	int64_t sl = bound_poly(gm, &op->stride[2]), off = bound_poly(gm, &op->offset);
 	int64_t padded = bound_poly(gm, &out->stride[o]);
 	int batch = !tinyc_evt_poly_is_zero(&out->stride[2]);
-	int64_t L = batch ? bound_dim(gm, &prob->l) : 1;
+	int64_t L = batch ? tinyc_mmk_bound(gm, &prob->l) : 1;
 	int gathered = op->gather.on;	/* im2col: the window's offset may be negative */
 	if (elems < 1 || C < 1 || O < 1 || L < 1 || sc < 0 || so < 0 || sl < 0 ||
 	    (off < 0 && !gathered) || padded < C || tinyc_dtype_size(op->dtype) != 2)
@@ -1494,11 +1494,17 @@ static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *pr
 	int rc = t->variant == TINYC_MM_SIMT && t->stages == 2 ? tinyc_simt_tile_build(&b, name)
 		 : t->variant == TINYC_MM_SIMT ? build_simt(&b, name)
 		 : t->variant == TINYC_MM_WGMMA ? build_wgmma(&b, name)
+		 : t->variant == TINYC_MM_GEMV && t->gemv_mma ? tinyc_gemv_mma_build(&b, name)
 		 : t->variant == TINYC_MM_GEMV ? tinyc_gemv_build(&b, name)
 		 : t->variant == TINYC_MM_TF32X3 ? tinyc_tf32_tile_build(&b, name) : build_mma(&b, name);
 	if (rc == 0 && !b.error) {
 		char comment[200];
-		if (t->variant == TINYC_MM_GEMV)
+		if (t->variant == TINYC_MM_GEMV && t->gemv_mma)
+			snprintf(comment, sizeof(comment), "%s: matmul gemv-mma tile [%d,%d,%d], unroll %d, "
+				 "%d warps splitting K, mma.sync m16n8k16 on W^T x X^T (not measured), "
+				 "epilogue %d nodes", name, t->bm, t->bn, t->bk, t->stages, t->threads / 32,
+				 prob->evt->n);
+		else if (t->variant == TINYC_MM_GEMV)
 			snprintf(comment, sizeof(comment), "%s: matmul gemv tile [%d,%d,%d], unroll %d, "
 				 "16-byte loads of B, epilogue %d nodes", name, t->bm, t->bn, t->bk,
 				 t->stages, prob->evt->n);

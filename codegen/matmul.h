@@ -235,8 +235,51 @@ int tinyc_mma_ksum(tinyc_mmk *b, tinyc_gstmt *body, tinyc_gexpr *wk, const tinyc
  * tr values, at rows row_base + a * rows (a < tr) of column col_base (no reductions). */
 void tinyc_mm_frag_column(tinyc_mmk *b, tinyc_mm_frag *f, int tr, int rows,
 			  tinyc_gexpr *row_base, tinyc_gexpr *col_base);
-/* codegen/gemv.c: the body of a gemv plan's kernel (variant gemv). 0 or -1. */
+/* codegen/gemv.c: the body of a gemv plan's kernel (variant gemv, the FMA form). 0 or -1. */
 int tinyc_gemv_build(tinyc_mmk *b, const char *name);
+/* codegen/gemv_mma.c: the body of a gemv plan's kernel in the tensor-core form (variant
+ * gemv, t->gemv_mma). 0 or -1. */
+int tinyc_gemv_mma_build(tinyc_mmk *b, const char *name);
+
+/* The steps of a gemv kernel's pipelined k loop (codegen/gemv.c, codegen/gemv_mma.c): a
+ * step covers `rows` k rows of B; loads() issues the step at k0 into half h of the
+ * kernel's two-half register ring, products() consumes half h; pk: the step's rows may
+ * cross K (predicate them, zero past K).  Both append to blk; arg is the kernel's. */
+typedef struct tinyc_gemv_steps {
+	void (*loads)(tinyc_mmk *b, tinyc_gstmt *blk, int h, tinyc_gexpr *k0, int pk, void *arg);
+	void (*products)(tinyc_mmk *b, tinyc_gstmt *blk, int h, tinyc_gexpr *k0, int pk, void *arg);
+	void *arg;		/* the kernel's registers */
+	int64_t rows;		/* k rows of one step (S) */
+	int unroll;		/* the main loop's unroll hint (GPU IR FOR: 0 the compiler's
+				 * choice, 1 not unrolled: nvcc unrolled a 3-trip loop into
+				 * straight-line code in which ptxas issued each load just
+				 * before its use) */
+} tinyc_gemv_steps;
+/* codegen/gemv.c: the k loop, software-pipelined over the two halves of the ring: the next
+ * step's loads are issued before the current step's products, so a step's loads stay in
+ * flight while the thread multiplies (an unpipelined loop drains them every step).
+ *
+ *   loads(0, 0)
+ *   for k0 = 0; k0 < K; k0 += 2S:  loads(1, k0 + S); products(0, k0);
+ *                                  loads(0, k0 + 2S); products(1, k0 + S)
+ *
+ * The trips whose rows all lie below K (k0 + 3S <= K) run without k predicates (their
+ * loads are not branches).  With K bound, the 1 to 3 steps left are unrolled, predicated
+ * only where their rows cross K (a trip's prefetch of the step past K is dropped: H100,
+ * K = 4 S, the predicated trip was half the loop); else a predicated loop runs them.
+ * k0v: the loop's register. */
+void tinyc_gemv_k_loop(tinyc_mmk *b, tinyc_gstmt *body, int k0v, const tinyc_gemv_steps *st);
+/* codegen/gemv.c: the shared array of the warps' fp32 partial tiles, [warps][rows][t->bn]
+ * (dynamic shared memory past 48 KiB); its variable, or -1 (b->error set). */
+int tinyc_gemv_red(tinyc_mmk *b, int64_t rows);
+/* codegen/gemv.c: after every warp stored its partial tile in red (rows_red rows a warp,
+ * rows t->bm and above unread, rows past M zero below t->bm): a barrier, each thread's
+ * t->bm / (threads / bn) values of column tid % bn summed over the warps in warp order
+ * (deterministic) into b->acc, then the epilogue graph on that column fragment (appended
+ * to body).  0 or -1. */
+int tinyc_gemv_sum_epilogue(tinyc_mmk *b, tinyc_gstmt *body, int red, int64_t rows_red);
+/* The value of a dim under gm's compile-time bindings, or -1 (codegen/matmul.c). */
+int64_t tinyc_mmk_bound(const tinyc_gpu_module *gm, const tinyc_dim *d);
 
 /* The accumulator element of value (a, b) (a constant index). */
 int tinyc_mm_frag_acc(const tinyc_mm_frag *f, int a, int b);

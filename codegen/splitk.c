@@ -39,14 +39,6 @@ static tinyc_gexpr *op2(tinyc_mmk *b, tinyc_gx_op op, tinyc_gexpr *x, tinyc_gexp
 	return tinyc_gx_binary(b->k, op, x, y);
 }
 
-/* The value of a dim under gm's bindings, or -1. */
-static int64_t dim_value(const tinyc_gpu_module *gm, const tinyc_dim *d)
-{
-	if (d->sym < 0)
-		return d->val;
-	return gm->sym_bound && d->sym < gm->nsym ? gm->sym_bound[d->sym] : -1;
-}
-
 /* The reduction kernel of b (b->prob the original problem, b->t its tiles) over the
  * workspace ws of `split` partials. */
 static int build_reduce(tinyc_mmk *b, const char *name, int ws, int split, int64_t M, int64_t N)
@@ -184,7 +176,7 @@ int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
 int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 		      const tinyc_mm_tiles *t, const char *name)
 {
-	int64_t M = dim_value(gm, &prob->m), N = dim_value(gm, &prob->n);
+	int64_t M = tinyc_mmk_bound(gm, &prob->m), N = tinyc_mmk_bound(gm, &prob->n);
 	if (M < 1 || N < 1)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: split-K needs bound sizes", name);
 	int dsmem = t->split_fused == 2;	/* summed over a cluster: no workspace, no counters */

@@ -49,7 +49,7 @@ static int64_t bound(const tinyc_schedule *s, const tinyc_dim *d)
 }
 
 /* The value of a size polynomial under s's bindings, or -1. */
-static int64_t poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p)
+int64_t tinyc_sched_poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p)
 {
 	int64_t v;
 	if (tinyc_evt_poly_eval(p, s->bind ? s->bind->val : NULL, s->bind ? s->bind->n : 0, &v) < 0)
@@ -57,30 +57,40 @@ static int64_t poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p)
 	return v;
 }
 
-int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob)
+/* What both gemv forms need of prob (sched/matmul.h). */
+int tinyc_gemv_b_fits(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 {
 	int64_t M = bound(s, &prob->m), N = bound(s, &prob->n), K = bound(s, &prob->k);
 	int64_t L = bound(s, &prob->l);
-	int max_m = s->opt.gemv_max_m > GEMV_MAX_M ? s->opt.gemv_max_m : GEMV_MAX_M;
-	if (M < 1 || M > max_m || N < 1 || K < 1 || L < 1 || L > 65535)
-		return 0;
-	if (prob->b.dtype != TINYC_HALF && prob->b.dtype != TINYC_BFLOAT16)
+	if (M < 1 || N < 1 || K < 1 || L < 1 || L > 65535)
 		return 0;
 	if (prob->acc != TINYC_FLOAT || prob->a.gather.on || prob->b.gather.on)
-		return 0;
-	if (prob->mul != TINYC_HALF && prob->mul != TINYC_BFLOAT16 && prob->mul != TINYC_FLOAT)
 		return 0;
 	/* B n-contiguous, rows and origin 16-byte aligned, N a multiple of 8: every vector
 	 * of 8 columns is aligned and lies wholly inside or outside the matrix */
 	if (!tinyc_evt_poly_is_const(&prob->b.stride[1], 1) || N % 8)
 		return 0;
-	int64_t rs = poly_value(s, &prob->b.stride[0]), off = poly_value(s, &prob->b.offset);
-	int64_t ls = poly_value(s, &prob->b.stride[2]);
+	int64_t rs = tinyc_sched_poly_value(s, &prob->b.stride[0]);
+	int64_t off = tinyc_sched_poly_value(s, &prob->b.offset);
+	int64_t ls = tinyc_sched_poly_value(s, &prob->b.stride[2]);
 	if (rs < 0 || rs % 8 || off < 0 || off % 8 || ls < 0 || ls % 8)
 		return 0;
 	for (int i = 0; prob->evt && i < prob->evt->n; i++)
 		if (tinyc_evt_is_reduction(prob->evt->nodes[i].kind))
 			return 0;	/* the tile is summed once; no partials to combine */
+	return 1;
+}
+
+int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob)
+{
+	int64_t M = bound(s, &prob->m);
+	int max_m = s->opt.gemv_max_m > GEMV_MAX_M ? s->opt.gemv_max_m : GEMV_MAX_M;
+	if (M > max_m || !tinyc_gemv_b_fits(s, prob))
+		return 0;
+	if (prob->b.dtype != TINYC_HALF && prob->b.dtype != TINYC_BFLOAT16)
+		return 0;
+	if (prob->mul != TINYC_HALF && prob->mul != TINYC_BFLOAT16 && prob->mul != TINYC_FLOAT)
+		return 0;
 	return 1;
 }
 
@@ -91,7 +101,7 @@ int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int 
 	if (!tinyc_gemv_applies(s, prob) || bn < 16 || bn > 128 || (bn & (bn - 1)) ||
 	    (unroll != 2 && unroll != 4 && unroll != 8))
 		return -1;
-	int64_t M = bound(s, &prob->m), N = bound(s, &prob->n), K = bound(s, &prob->k);
+	int64_t M = bound(s, &prob->m);
 	int rows = GEMV_THREADS / bn;	/* rows the final layout covers per pass */
 	t->variant = TINYC_MM_GEMV;
 	t->threads = GEMV_THREADS;
@@ -105,10 +115,17 @@ int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int 
 		return -1;
 	/* H100, ptxas at M = 1: 64 registers at unroll 8, 40 at unroll 4 */
 	t->regs = (int)M * 8 + unroll * 4 + 24;
+	return tinyc_gemv_occupancy(s, prob, t);
+}
+
+/* The occupancy and tails of gemv tiles (sched/matmul.h). */
+int tinyc_gemv_occupancy(const tinyc_schedule *s, const tinyc_mm_problem *prob, tinyc_mm_tiles *t)
+{
+	int64_t M = bound(s, &prob->m), N = bound(s, &prob->n), K = bound(s, &prob->k);
 	if (t->regs > 255)
 		return -1;
-	int by_threads = s->dev.max_threads_per_sm / GEMV_THREADS;
-	int by_regs = s->dev.regs_per_sm / (((t->regs + 7) / 8 * 8) * GEMV_THREADS);
+	int by_threads = s->dev.max_threads_per_sm / t->threads;
+	int by_regs = s->dev.regs_per_sm / (((t->regs + 7) / 8 * 8) * t->threads);
 	int by_smem = (int)(s->dev.smem_per_sm / t->smem);
 	t->ctas_per_sm = by_threads < by_regs ? by_threads : by_regs;
 	if (by_smem < t->ctas_per_sm)
@@ -116,8 +133,8 @@ int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int 
 	if (t->ctas_per_sm < 1)
 		return -1;
 	t->pred_m = M % t->bm != 0;
-	t->pred_n = N % bn != 0;
-	t->pred_k = K % ((int64_t)t->bk * unroll) != 0;
+	t->pred_n = N % t->bn != 0;
+	t->pred_k = K % ((int64_t)t->bk * t->stages) != 0;
 	return 0;
 }
 
@@ -149,14 +166,25 @@ static void gemv_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan
 	double peak = s->fp32_tflops > 0 ? s->fp32_tflops : 1;
 	mp->t_compute_us = (mp->flops + 2 * N * K * L) / (peak * 1e12) * 1e6;
 	mp->t_memory_us = mp->bytes / (s->dev.peak_bandwidth_gbs * 1e9) * 1e6;
+	double waves;
+	p->eff = tinyc_gemv_stream_eff(s, prob, t, ctas, t->stages * 16.0 / GEMV_LATENCY_X, &waves);
+	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
+	/* the k-lane sums and the epilogue: a few microseconds-tenths per CTA wave */
+	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + 0.5 * waves + GEMV_LAUNCH_US;
+}
+
+/* The share of DRAM bandwidth of streaming gemv tiles (sched/matmul.h). */
+double tinyc_gemv_stream_eff(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			     const tinyc_mm_tiles *t, double ctas, double inflight_thread, double *waves)
+{
 	double slots = (double)s->dev.sm_count * t->ctas_per_sm;
 	double resident = (ctas < slots ? ctas : slots) * t->threads;
-	double inflight = tinyc_plan_inflight_eff(s, resident, t->stages * 16.0 / GEMV_LATENCY_X);
-	double waves = ceil(ctas / slots);
+	double inflight = tinyc_plan_inflight_eff(s, resident, inflight_thread);
+	*waves = ceil(ctas / slots);
 	/* a partial last wave costs its share only where the CTAs are long-lived; the k loop
 	 * of a CTA is the whole kernel here */
-	double wave_eff = ctas / (waves * slots);
-	if (waves == 1)
+	double wave_eff = ctas / (*waves * slots);
+	if (*waves == 1)
 		wave_eff = 1.0;
 	/* fewer CTAs than SMs: part of the idle SMs' share of the bandwidth is lost; a busy SM
 	 * draws more than its share (H100, 64 CTAs of 64 columns, unroll 8: 1.19x the time of
@@ -168,10 +196,26 @@ static void gemv_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan
 	double row_bytes = t->bn * tinyc_dtype_size(prob->b.dtype);
 	double line = row_bytes >= 128 ? 1.0 : row_bytes >= 64 ? 0.95 : 0.72;
 	/* two caps, not a product: the loads in flight already count only the busy SMs */
-	p->eff = (inflight < fill ? inflight : fill) * wave_eff * line;
-	double tt = mp->t_compute_us > mp->t_memory_us ? mp->t_compute_us : mp->t_memory_us;
-	/* the k-lane sums and the epilogue: a few microseconds-tenths per CTA wave */
-	p->est_us = tt / (p->eff > 1e-6 ? p->eff : 1e-6) + 0.5 * waves + GEMV_LAUNCH_US;
+	return (inflight < fill ? inflight : fill) * wave_eff * line;
+}
+
+/* Tiles t as a candidate of k (sched/matmul.h). */
+int tinyc_gemv_add(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+		   const tinyc_mm_problem *prob, const tinyc_mm_tiles *t,
+		   void (*estimate)(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p),
+		   const char *desc)
+{
+	tinyc_plan p;
+	tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, t, &p);
+	if (!mp)
+		return -1;
+	estimate(s, mp, &p);
+	snprintf(p.desc, sizeof(p.desc), "%s", desc);
+	if (tinyc_plan_add(ctx, k, &p) < 0) {
+		tinyc_mm_plan_free(mp);
+		return -1;
+	}
+	return 0;
 }
 
 int tinyc_gemv_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
@@ -187,20 +231,14 @@ int tinyc_gemv_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel
 			if (ft && (t.bn != ft[1] || (ft[3] && t.stages != ft[3])))
 				continue;
 			t.index_dtype = idx;
-			tinyc_plan p;
-			tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, &t, &p);
-			if (!mp)
-				return -1;
-			gemv_estimate(s, mp, &p);
-			snprintf(p.desc, sizeof(p.desc),
+			char desc[sizeof(((tinyc_plan *)0)->desc)];
+			snprintf(desc, sizeof(desc),
 				 "matmul gemv [%d,%d,%d] unroll %d, %d threads (%d k x %d column lanes), "
 				 "16 B loads of B, smem %" PRId64 " B, %d CTA/SM",
 				 t.bm, t.bn, t.bk, t.stages, t.threads, t.bk, t.bn / 8, t.smem,
 				 t.ctas_per_sm);
-			if (tinyc_plan_add(ctx, k, &p) < 0) {
-				tinyc_mm_plan_free(mp);
+			if (tinyc_gemv_add(ctx, s, k, prob, &t, gemv_estimate, desc) < 0)
 				return -1;
-			}
 			added++;
 		}
 	return added;

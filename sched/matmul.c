@@ -75,16 +75,6 @@ void tinyc_mm_plan_free(void *ext)
 	free(p);
 }
 
-/* The value of a polynomial under the schedule's bindings, or -1 when unknown. */
-static int64_t poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p)
-{
-	int64_t v;
-	if (tinyc_evt_poly_eval(p, s->bind ? s->bind->val : NULL, s->bind ? s->bind->n : 0, &v) < 0)
-		return -1;
-	return v;
-}
-
-
 /* The problem of contraction entry e on schedule s; -1 with *why when it does not fit the
  * template (not an error). */
 static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyview *pv,
@@ -167,7 +157,8 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 		for (int r = 0; r < 4; r++) {
 			rs[r] = nax[r] ? st[ax[r][nax[r] - 1]] : tinyc_evt_poly_const(0);
 			for (int j = nax[r] - 1; j > 0; j--) {
-				int64_t so = poly_value(s, &st[ax[r][j - 1]]), si = poly_value(s, &st[ax[r][j]]);
+				int64_t so = tinyc_sched_poly_value(s, &st[ax[r][j - 1]]);
+				int64_t si = tinyc_sched_poly_value(s, &st[ax[r][j]]);
 				if (so >= 0 && si >= 0 && so == si * size[ax[r][j]])
 					continue;
 				if ((r == rowr || r == colr) && so >= 0 && si >= 0) {
@@ -185,7 +176,7 @@ static int problem_of(tinyc_ctx *ctx, const tinyc_schedule *s, const tinyc_polyv
 			int64_t aext[TINYC_MAX_RANK + 1], astr[TINYC_MAX_RANK + 1];
 			for (int a = 0; a < c->naxes; a++) {
 				aext[a] = tinyc_sched_dim(s, &rv->axes[a].size);
-				astr[a] = poly_value(s, &st[a]);
+				astr[a] = tinyc_sched_poly_value(s, &st[a]);
 			}
 			if (tinyc_conv_gather(acc[i], sr->domain, ax[rowr], nax[rowr], ax[colr], nax[colr],
 					      aext, astr, &op[i]->gather, why, wsize) < 0)
@@ -456,6 +447,8 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 	else
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
 	size_t n = strlen(buf);
+	if (t->gemv_mma && n < size)	/* the tensor-core gemv */
+		n += (size_t)snprintf(buf + n, size - n, " mma");
 	if (t->split > 1 && n < size)
 		snprintf(buf + n, size - n, " sk%d%s", t->split, t->split_fused == 2 ? " dsmem" : "");
 }
@@ -646,9 +639,9 @@ static tinyc_dtype index_dtype(const tinyc_schedule *s, const tinyc_mm_problem *
 	const tinyc_mm_operand *op[2] = {&prob->a, &prob->b};
 	int64_t rows[2] = {ext[0], ext[2]}, cols[2] = {ext[2], ext[1]};
 	for (int i = 0; i < 2; i++) {
-		int64_t st[3], off = poly_value(s, &op[i]->offset);
+		int64_t st[3], off = tinyc_sched_poly_value(s, &op[i]->offset);
 		for (int a = 0; a < 3; a++)
-			st[a] = poly_value(s, &op[i]->stride[a]);
+			st[a] = tinyc_sched_poly_value(s, &op[i]->stride[a]);
 		const tinyc_mm_gather *g = &op[i]->gather;
 		if ((off < 0 && !g->on) || st[0] < 0 || st[1] < 0 || st[2] < 0)
 			return TINYC_LONG;
@@ -667,9 +660,9 @@ static tinyc_dtype index_dtype(const tinyc_schedule *s, const tinyc_mm_problem *
 		const tinyc_evt_node *nd = &prob->evt->nodes[i];
 		if (!nd->has_tensor)
 			continue;
-		int64_t st[3], off = poly_value(s, &nd->t.lay.offset);
+		int64_t st[3], off = tinyc_sched_poly_value(s, &nd->t.lay.offset);
 		for (int a = 0; a < 3; a++)
-			st[a] = poly_value(s, &nd->t.lay.stride[a]);
+			st[a] = tinyc_sched_poly_value(s, &nd->t.lay.stride[a]);
 		if (off < 0 || st[0] < 0 || st[1] < 0 || st[2] < 0)
 			return TINYC_LONG;
 		double far = off + (double)(ext[0] + 128) * st[0] + (double)(ext[1] + 128) * st[1] +
@@ -684,7 +677,7 @@ static tinyc_dtype index_dtype(const tinyc_schedule *s, const tinyc_mm_problem *
  * box row of 128 bytes then touches two lines.  0 when aligned or unknown. */
 static int b_rows_straddle(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 {
-	int64_t pitch = poly_value(s, &prob->b.stride[0]), off = poly_value(s, &prob->b.offset);
+	int64_t pitch = tinyc_sched_poly_value(s, &prob->b.stride[0]), off = tinyc_sched_poly_value(s, &prob->b.offset);
 	int64_t size = tinyc_dtype_size(prob->b.dtype);
 	if (pitch < 0 || off < 0)
 		return 0;
@@ -888,12 +881,12 @@ static int tma_aligned(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 		int es = tinyc_dtype_size(op[i]->dtype), ok = 1;
 		if (es < 1 || 16 % es)
 			continue;
-		int64_t q = 16 / es, off = poly_value(s, &op[i]->offset);
+		int64_t q = 16 / es, off = tinyc_sched_poly_value(s, &op[i]->offset);
 		if (off < 0 || off % q)
 			ok = 0;
 		int unit = 0;
 		for (int a = 0; a < 3 && ok; a++) {
-			int64_t st = poly_value(s, &op[i]->stride[a]);
+			int64_t st = tinyc_sched_poly_value(s, &op[i]->stride[a]);
 			if (st < 0)
 				ok = 0;
 			else if (a < 2 && st == 1 && !unit)
@@ -1105,10 +1098,22 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 	/* a bound M = 1 (decode): the gemv template, or none (the generic row reduction, as
 	 * before the Poly-View took a bound unit m axis for a contraction) */
 	int gemv = tinyc_gemv_applies(s, prob0);
-	if (prob0->unit_axis && !gemv)
+	/* the tensor-core gemv (sched/gemv_mma.c), not measured on a GPU: only when the
+	 * options record asks for it (TINYC_GEMV_MMA=1: for M >= 2, M = 1 keeping the FMA
+	 * gemv measured at 1.15x cuBLASLt; 2: at any M <= 32, the FMA gemv not proposed) */
+	int gemv_mma = s->opt.gemv_mma && tinyc_gemv_mma_applies(s, prob0) &&
+		       (s->opt.gemv_mma == 2 || tinyc_sched_dim(s, &prob0->m) >= 2);
+	if (s->opt.gemv_mma == 2)
+		gemv = 0;
+	if (prob0->unit_axis && !gemv && !gemv_mma)
 		return 0;
 	if (gemv && (force < 0 || force == TINYC_MM_GEMV)) {
 		if ((r = tinyc_gemv_candidates(ctx, s, k, &prob, idx, have_ft ? ft : NULL)) < 0)
+			return -1;
+		added += r;
+	}
+	if (gemv_mma && (force < 0 || force == TINYC_MM_GEMV)) {
+		if ((r = tinyc_gemv_mma_candidates(ctx, s, k, &prob, idx, have_ft ? ft : NULL)) < 0)
 			return -1;
 		added += r;
 	}
@@ -1527,7 +1532,9 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	tinyc_buf_puts(out, " (k, n, l)\n");
 	tinyc_buf_printf(out, "  tile [BM,BN,BK] = [%d,%d,%d], stages %d", t->bm, t->bn, t->bk,
 			 t->stages);
-	if (t->variant == TINYC_MM_GEMV) {
+	if (t->variant == TINYC_MM_GEMV && t->gemv_mma) {
+		tinyc_gemv_mma_plan_print(t, out);
+	} else if (t->variant == TINYC_MM_GEMV) {
 		tinyc_gemv_plan_print(t, out);
 	} else if (t->variant == TINYC_MM_WGMMA) {
 		tinyc_buf_puts(out, " (TMA ring: a full and an empty mbarrier per stage, phase parity "

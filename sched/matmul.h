@@ -171,6 +171,10 @@ typedef struct tinyc_mm_tiles {
 	int split;			/* split-K (> 1): the tiles are those of the split problem
 					 * (sched/splitk.c), whose fp32 partials a reduction kernel
 					 * sums in order and then runs the epilogue; 0: none */
+	int gemv_mma;			/* gemv: 0 the FMA form; 1 the tensor-core form
+					 * (sched/gemv_mma.c: threads / 32 warps splitting K,
+					 * mma.sync on W^T x X^T) reading X element by element,
+					 * 2 the same reading X 4 k at a time (8-byte loads) */
 	int split_fused;		/* split-K: 1 the matmul kernel's last warp of each tile
 					 * sums the partials (codegen/splitk.c); 2 a tile's k
 					 * ranges are the CTAs of a cluster, summed through
@@ -271,6 +275,28 @@ int tinyc_tune_apply(const tinyc_schedule *s, tinyc_skernel *k, int first);
 /* Whether prob fits the gemv template on s: every size bound, M <= 4, B half or bfloat16
  * stored n-contiguous with 16-byte aligned rows, N a multiple of 8, no epilogue reduction. */
 int tinyc_gemv_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+/* What both gemv forms need: M, N, K bound and at least 1, L bound in 1 .. 65535, fp32
+ * accumulation, no gather, B stored n-contiguous with its rows, origin and batch stride
+ * multiples of 8 elements and N a multiple of 8 (every 16-byte vector of 8 columns aligned
+ * and wholly inside or outside the matrix), no epilogue reduction (the tile is summed once). */
+int tinyc_gemv_b_fits(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+/* The CTAs per SM of gemv tiles t (t->threads, regs and smem against the SM's limits) and
+ * their tails (pred_m, pred_n, pred_k: bm, bn, bk x stages); -1 when no CTA fits. */
+int tinyc_gemv_occupancy(const tinyc_schedule *s, const tinyc_mm_problem *prob, tinyc_mm_tiles *t);
+/* The share of DRAM bandwidth that gemv tiles t (either form) sustain over `ctas` CTAs
+ * with inflight_thread bytes of loads in flight a thread (over the loaded-latency factor):
+ * Little's law (tinyc_plan_inflight_eff) capped by the SMs in use, times the last wave's
+ * fill and the use of the 128-byte lines of B's rows; *waves: the waves of CTAs. */
+double tinyc_gemv_stream_eff(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			     const tinyc_mm_tiles *t, double ctas, double inflight_thread, double *waves);
+/* Tiles t of prob as a candidate of k: a new MATMUL plan, its estimate by `estimate`, its
+ * description desc.  0 or -1. */
+int tinyc_gemv_add(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+		   const tinyc_mm_problem *prob, const tinyc_mm_tiles *t,
+		   void (*estimate)(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p),
+		   const char *desc);
+/* The value of a size polynomial under s's bindings, or -1. */
+int64_t tinyc_sched_poly_value(const tinyc_schedule *s, const tinyc_evt_poly *p);
 /* Fill t for gemv tiles of bn columns and `unroll` k rows in flight; -1 when not valid. */
 int tinyc_gemv_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int bn, int unroll,
 		     tinyc_mm_tiles *t);
@@ -283,6 +309,26 @@ int tinyc_gemv_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel
 double tinyc_mm_epilogue_once_bytes(const tinyc_mm_problem *prob, double M, double N, double L);
 /* The schedule dump's lines of a gemv plan after its tile line. */
 void tinyc_gemv_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
+
+/* ---- gemv_mma.c: the tensor-core form of the gemv plan (variant gemv, gemv_mma) ---- */
+
+/* Whether prob fits the tensor-core gemv on s: every size bound, M <= 32, half or
+ * bfloat16 operands of one dtype with fp32 accumulation, sm_80+, B as the gemv plan wants
+ * it (tinyc_gemv_b_fits). */
+int tinyc_gemv_mma_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+/* Fill t for a CTA of `warps` warps splitting K over a slab of bn (32 or 64) columns,
+ * `unroll` 16-row k blocks per warp and step; -1 when not valid. */
+int tinyc_gemv_mma_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, int bn, int warps,
+			 int unroll, tinyc_mm_tiles *t);
+/* Append prob's tensor-core gemv candidates to k (index dtype idx; ft: the forced tile's
+ * bn, bk = 16 x warps and stages = unroll, 0 fields any; or NULL).  The number added, or
+ * -1. */
+int tinyc_gemv_mma_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+			      const tinyc_mm_problem *prob, tinyc_dtype idx, const int *ft);
+/* The schedule dump's lines of a tensor-core gemv plan after its tile line. */
+void tinyc_gemv_mma_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
+/* The token rows of the tensor-core gemv's mma tiles: M rounded up to 8. */
+int tinyc_gemv_mma_tokens(int64_t M);
 
 /* ---- skinny.c: the skinny tensor-core tile (mma, warps_k > 1) for decode shapes ---- */
 

@@ -48,6 +48,11 @@ typedef struct tinyc_sched_options {
 					 * sched/matmul.c fitted_bn); 1 or -1 (default): proposed */
 	int gemv_max_m;			/* TINYC_GEMV_MAX_M: the gemv plan for bound M up to
 					 * this (5 .. 16; 0: the default 4), for measurements */
+	int gemv_mma;			/* TINYC_GEMV_MMA: 1 propose the tensor-core gemv
+					 * (sched/gemv_mma.c) for bound 2 <= M <= 32 beside the
+					 * other candidates, 2 for M <= 32 and it alone among the
+					 * gemv forms (the FMA gemv not proposed: sweeps); 0 (the
+					 * default): never (not measured on a GPU yet) */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
 	int skinny;			/* TINYC_SKINNY=1: propose the skinny mma tile for M

@@ -20,6 +20,18 @@
   tools/bench_matmul.py table DIR MxNxK [...]   the markdown tables from DIR's logs (tinyc
                                                 bench's cold.log / warm.log per shape,
                                                 check.log, torch.log)
+  tools/bench_matmul.py variants DIR TINYC GRAPH MxNxK[:ITERS] [...] --variants FILE
+                        [--rounds R] [--jobs J] [--dry-run]
+      several plans of tinyc per shape against cuBLASLt fused (tools/bench-gemv-mma): FILE
+      has one variant a line, "NAME [VAR=VALUE ...]" (the TINYC_* knobs that make it; NAME
+      `default` with none is the default plan).  Per shape: each variant's chosen plan
+      (`TINYC --dump-stage=schedule`; a variant that forces a tile, TINYC_MATMUL_TILE
+      =0xBNxBKxU, is skipped when the plan is not that tile), its cold compilation and
+      output (J at a time, each in its own kernel cache), the output checked as `check`
+      does, then R rounds of every variant's whole plan and cuBLASLt fused by graph replay
+      (as `rounds`; the variants' order rotating from round to round); prints "VARIANT
+      shape=.. name=.. tinyc_us=.. spread=.. lt_us=.. ratio=.. regs=.. local=.. check=..
+      rel=.. plan=.." per variant and a markdown table.  --dry-run: the plans only (no GPU).
 
 check prints "CHECK shape=MxNxK rel=.. maxabs=.. ok|FAILED" (rel = |Y - ref| / |ref| in the
 2-norm; ok below 5e-3, no NaN) and exits 1 when any check failed.
@@ -106,6 +118,22 @@ def spread(xs):
     return (max(xs) - min(xs)) / med if med > 0 else 0.0
 
 
+def cuda_torch(nrounds):
+    """PyTorch with a CUDA device (its name printed with the rounds per shape), or None (said
+    why)."""
+    try:
+        import torch
+    except ImportError:
+        print("bench_matmul: PyTorch is not installed")
+        return None
+    if not torch.cuda.is_available():
+        print("bench_matmul: no CUDA device for PyTorch")
+        return None
+    print("bench_matmul: torch %s on %s; %d interleaved rounds per shape" % (
+        torch.__version__, torch.cuda.get_device_name(), nrounds))
+    return torch
+
+
 def rounds(a):
     """Interleaved timing: per shape, ROUNDS rounds of (tinyc's whole plan, cuBLASLt fused),
     each by CUDA-graph replay of ITERS executions, the order alternating from round to round,
@@ -114,17 +142,10 @@ def rounds(a):
     tinyc runs as a subprocess (`TINYC bench GRAPH`, its kernel cache in DIR/cache-MxNxK,
     warmed by the caller) while this process holds torch's tensors."""
     import statistics
-    try:
-        import numpy as np
-        import torch
-    except ImportError:
-        print("bench_matmul: PyTorch is not installed")
+    import numpy as np
+    torch = cuda_torch(a.rounds)
+    if torch is None:
         return 0
-    if not torch.cuda.is_available():
-        print("bench_matmul: no CUDA device for PyTorch")
-        return 0
-    print("bench_matmul: torch %s on %s; %d interleaved rounds per shape" % (
-        torch.__version__, torch.cuda.get_device_name(), a.rounds))
     bad = 0
     for arg in a.shapes:
         sh, _, it = arg.partition(":")
@@ -284,19 +305,176 @@ def table(a):
     return 0
 
 
+def read_variants(path):
+    """The variants file: [(name, {VAR: VALUE})] from lines "NAME [VAR=VALUE ...]" ('#'
+    starts a comment)."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            if words:
+                out.append((words[0], dict(w.split("=", 1) for w in words[1:])))
+    return out
+
+
+def chosen_plan(tinyc, graph, bind, env):
+    """The chosen plan of the first kernel in `tinyc --dump-stage=schedule`: (its tile line,
+    its candidate description), or (None, error text)."""
+    import subprocess
+    r = subprocess.run([tinyc, "--dump-stage=schedule", graph, "--bind", bind], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ch = re.search(r"^  choice: (\d+) \(matmul\).*?^  tile (.*)$", r.stdout, re.M | re.S)
+    if r.returncode != 0 or not ch:
+        return None, r.stdout[-400:]
+    desc = re.search(r"^  candidate %s: (.*?); eff" % ch.group(1), r.stdout, re.M)
+    return ch.group(2), desc.group(1) if desc else "-"
+
+
+def forced_tile_matches(settings, tile_line):
+    """Whether a variant that forces a tensor-core gemv tile (TINYC_MATMUL_TILE=0xBNxBKxU with
+    TINYC_GEMV_MMA) got it: the tile line "[BM,BN,BK] = [m,BN,BK], stages U (unroll: U
+    16-row k blocks ...".  Variants without a forced tile always match."""
+    ft = settings.get("TINYC_MATMUL_TILE")
+    if not ft or not settings.get("TINYC_GEMV_MMA"):
+        return True
+    want = [int(v) for v in ft.split("x")]
+    mm = re.match(r"\[BM,BN,BK\] = \[(\d+),(\d+),(\d+)\], stages (\d+) \(unroll: \d+ 16-row k blocks",
+                  tile_line or "")
+    if not mm:
+        return False
+    got = [int(v) for v in mm.groups()]
+    return all(w == 0 or w == g for w, g in zip(want[1:], got[1:]))
+
+
+def bench_run(cmd, env):
+    """One `tinyc bench` run: (the whole plan's graph time per execution in us or None, its
+    output)."""
+    import subprocess
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    mm = re.search(r"^  plan time: graph ([0-9.]+) us", r.stdout, re.M)
+    return (float(mm.group(1)) if r.returncode == 0 and mm else None), r.stdout
+
+
+def variants(a):
+    """Several plans of tinyc per shape (a variants file) against cuBLASLt fused, by graph
+    replay in interleaved rounds, outputs checked (see the module's docstring)."""
+    import statistics
+    from concurrent.futures import ThreadPoolExecutor
+    import numpy as np
+    vs = read_variants(a.variants)
+    torch = None
+    if not a.dry_run:
+        torch = cuda_torch(a.rounds)
+        if torch is None:
+            return 0
+    bad = 0
+    rows = []
+    for arg in a.shapes:
+        sh, _, it = arg.partition(":")
+        iters = int(it) if it else a.iters
+        m, n, k = shape_of(sh)
+        d = os.path.join(a.dir, sh)
+        bind = "M=%d,N=%d,K=%d" % (m, n, k)
+        run = []	# (name, env, plan, cmd, out)
+        for name, settings in vs:
+            env = {key: val for key, val in os.environ.items() if not key.startswith("TINYC_")}
+            env.update(settings)
+            env["TINYC_CACHE_DIR"] = os.path.join(a.dir, "cache-%s-%s" % (sh, name))
+            tile, desc = chosen_plan(a.tinyc, a.graph, bind, env)
+            if not forced_tile_matches(settings, tile):
+                print("SKIP shape=%s name=%s: the forced tile is not a candidate here (plan: %s)" % (
+                    sh, name, (desc or "-").split(",")[0]))
+                continue
+            out = os.path.join(d, "Y-%s.npy" % name)
+            cmd = [a.tinyc, "bench", a.graph, "--bind", bind, "--in", "X=%s/X.npy" % d,
+                   "--in", "W=%s/W.npy" % d, "--in", "bias=%s/bias.npy" % d]
+            run.append((name, env, desc, cmd, out))
+            print("PLAN shape=%s name=%s plan=%s" % (sh, name, desc))
+        sys.stdout.flush()
+        if a.dry_run:
+            continue
+        # cold compilations (and each variant's output), a.jobs at a time
+        with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+            cold = list(ex.map(lambda v: bench_run(v[3] + ["--out", "Y=" + v[4], "--warmup", "2",
+                                                          "--iters", "3"], v[1]), run))
+        x = torch.from_numpy(np.load(os.path.join(d, "X.npy"))).cuda()
+        w = torch.from_numpy(np.load(os.path.join(d, "W.npy"))).cuda()
+        b = torch.from_numpy(np.load(os.path.join(d, "bias.npy"))).cuda()
+        ref = torch.relu(x.float() @ w.float() + b.float()).half().float()
+        lt_fn = lambda: torch._addmm_activation(b, x, w)
+        res = {}
+        for (name, env, desc, cmd, out), (us, log) in zip(run, cold):
+            rel, ok = float("nan"), False
+            if us is not None and os.path.exists(out):
+                got = torch.from_numpy(np.load(out).astype(np.float32)).cuda()
+                if got.shape == ref.shape:
+                    rel = ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+                    ok = rel == rel and rel < 5e-3 and not torch.isnan(got).any().item()
+            else:
+                sys.stdout.write(log[-2000:])
+            rg = re.search(r"^  jit k0_Y: .*; (\d+) regs, (\d+) B smem, (\d+) B local", log, re.M)
+            res[name] = {"times": [], "ok": ok, "rel": rel, "desc": desc,
+                         "regs": rg.group(1) if rg else "-", "local": rg.group(3) if rg else "-"}
+            bad |= not ok
+        lt = []
+        for r in range(a.rounds):
+            order = run[r % len(run):] + run[:r % len(run)] if run else []
+            if r % 2 == 0:
+                lt.append(graph_us(lt_fn, iters, replays=REPLAYS, warmup=3))
+            for name, env, desc, cmd, out in order:
+                us, log = bench_run(cmd + ["--warmup", "10", "--iters", str(iters)], env)
+                if us is None:
+                    sys.stdout.write(log[-2000:])
+                    bad = 1
+                else:
+                    res[name]["times"].append(us)
+            if r % 2 == 1:
+                lt.append(graph_us(lt_fn, iters, replays=REPLAYS, warmup=3))
+        ltm = statistics.median(lt)
+        for name, env, desc, cmd, out in run:
+            v = res[name]
+            tm = statistics.median(v["times"]) if v["times"] else None
+            print("VARIANT shape=%s name=%s tinyc_us=%s spread=%s lt_us=%.3f ratio=%s regs=%s local=%s "
+                  "check=%s rel=%.3g plan=%s" % (
+                      sh, name, "%.3f" % tm if tm else "-",
+                      "%.4f" % spread(v["times"]) if v["times"] else "-", ltm,
+                      "%.4f" % (ltm / tm) if tm else "-", v["regs"], v["local"],
+                      "ok" if v["ok"] else "FAILED", v["rel"], desc))
+            rows.append((sh, name, desc, v["regs"], v["local"], tm,
+                         spread(v["times"]) if v["times"] else None, ltm, v["ok"], v["rel"]))
+        sys.stdout.flush()
+        del x, w, b, ref
+        torch.cuda.empty_cache()
+    if rows:
+        print()
+        print("| M x N x K | variant | plan | regs | local (B) | tinyc graph (us) | spread | "
+              "cuBLASLt fused graph (us) | cuBLASLt / tinyc | check |")
+        print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+        for sh, name, desc, regs, local, tm, sp, ltm, ok, rel in rows:
+            print("| %s | %s | %s | %s | %s | %s | %s | %.2f | %s | %s (rel %.2g) |" % (
+                sh.replace("x", " x "), name, desc.split(", smem")[0], regs, local,
+                "%.2f" % tm if tm else "-", "%.1f%%" % (100 * sp) if sp is not None else "-", ltm,
+                "%.2f" % (ltm / tm) if tm else "-", "ok" if ok else "FAILED", rel))
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["gen", "check", "rounds", "table"])
+    ap.add_argument("mode", choices=["gen", "check", "rounds", "table", "variants"])
     ap.add_argument("args", nargs="+")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--variants", help="variants mode: the variants file")
+    ap.add_argument("--jobs", type=int, default=8, help="variants mode: cold compilations at a time")
+    ap.add_argument("--dry-run", action="store_true", help="variants mode: the plans only")
     a = ap.parse_args()
     if a.mode in ("gen", "check", "table"):
         a.dir, a.shapes = a.args[0], a.args[1:]
     else:
         a.dir, a.tinyc, a.graph, a.shapes = a.args[0], a.args[1], a.args[2], a.args[3:]
-    return {"gen": gen, "check": check, "rounds": rounds, "table": table}[a.mode](a)
+    return {"gen": gen, "check": check, "rounds": rounds, "table": table,
+            "variants": variants}[a.mode](a)
 
 
 if __name__ == "__main__":

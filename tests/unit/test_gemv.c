@@ -17,7 +17,14 @@
  *  - splitk_dsmem: the split-K plan of 64 x 4096 x 4096 sums over a 2-CTA cluster (one
  *    kernel, codegen/splitk_dsmem.c) by default, that of 16 x 4096 x 4096 does not, nor
  *    either with TINYC_SPLITK_SUM=2; with TINYC_SPLITK_SUM=3 odd sizes (rows past M, 4-CTA
- *    clusters) do too, and every such plan compiles for sm_90a.
+ *    clusters) do too, and every such plan compiles for sm_90a;
+ *  - gemv_mma: the tensor-core gemv (sched/gemv_mma.c, not measured on a GPU) is never a
+ *    candidate without TINYC_GEMV_MMA (M = 8 / 16 keep split-K wgmma), is one with it for
+ *    2 <= M <= 32 (M = 1 only with TINYC_GEMV_MMA=2; not 33, not N % 8); its kernels, every slab width,
+ *    warp count and unroll, fp16 and bf16, X by 8-byte or element loads, odd M, N and K,
+ *    run on the GPU IR interpreter against the reference evaluator (a wrong A fragment,
+ *    e.g. registers a2 a3 and a4 a5 exchanged, fails them) and compile with nvrtc for sm_80
+ *    and sm_90a.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -27,14 +34,17 @@
 #include "codegen/gpu.h"
 #include "ir/ctx.h"
 #include "driver/module.h"
+#include "driver/run.h"
 #include "runtime/runtime.h"
 #include "sched/matmul.h"
 #include "sched/schedule.h"
 
+#include "../common/graph_harness.h"
+
 #define BIAS_RELU TINYC_SOURCE_DIR "/examples/matmul_bias_relu.uop"
 
 /* A module of BIAS_RELU run up to `stage` for target and bind; 0 or -1. */
-static int compile(tinyc_ctx *ctx, tinyc_source **src, tinyc_module **m, const char *target,
+static int module_compile(tinyc_ctx *ctx, tinyc_source **src, tinyc_module **m, const char *target,
 		   const char *bind, const char *stage)
 {
 	*src = tinyc_source_read(ctx, BIAS_RELU);
@@ -82,7 +92,7 @@ static int chosen_variant(const char *target, const char *bind)
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_source *src;
 	tinyc_module *m;
-	cr_assert_eq(compile(ctx, &src, &m, target, bind, "schedule"), 0, "%s", bind);
+	cr_assert_eq(module_compile(ctx, &src, &m, target, bind, "schedule"), 0, "%s", bind);
 	const tinyc_schedule *s = tinyc_module_schedule(m);
 	const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[0]);
 	int v = p && p->kind == TINYC_PLAN_MATMUL ? (int)((const tinyc_mm_plan *)p->ext)->t.variant : -1;
@@ -112,7 +122,7 @@ static tinyc_mm_tiles compiled_tiles(const char *target, const char *bind)
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_source *src;
 	tinyc_module *m;
-	cr_assert_eq(compile(ctx, &src, &m, target, bind, "cuda"), 0, "%s %s", bind, target);
+	cr_assert_eq(module_compile(ctx, &src, &m, target, bind, "cuda"), 0, "%s %s", bind, target);
 	tinyc_mm_tiles t = ((const tinyc_mm_plan *)tinyc_skernel_plan(&tinyc_module_schedule(m)->kerns[0])->ext)->t;
 	cr_assert(nvrtc_compile(ctx, m, "matmul.cu", target, bind) > 0);
 	module_free(ctx, src, m);
@@ -140,20 +150,32 @@ Test(gemv_nvrtc, every_tile_compiles, .timeout = 600)
 	unsetenv("TINYC_MATMUL_TILE");
 }
 
-/* The number of the first kernel's candidates whose tiles split the k steps over warps. */
-static int skinny_candidates(const char *target, const char *bind)
+/* The number of the first kernel's matmul candidates (BIAS_RELU for target and bind, the
+ * current knobs) whose tiles `is` accepts. */
+static int count_candidates(const char *target, const char *bind, int (*is)(const tinyc_mm_tiles *))
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_source *src;
 	tinyc_module *m;
-	cr_assert_eq(compile(ctx, &src, &m, target, bind, "schedule"), 0, "%s", bind);
+	cr_assert_eq(module_compile(ctx, &src, &m, target, bind, "schedule"), 0, "%s", bind);
 	const tinyc_skernel *k = &tinyc_module_schedule(m)->kerns[0];
 	int n = 0;
 	for (int i = 0; i < k->ncand; i++)
-		n += k->cands[i].kind == TINYC_PLAN_MATMUL &&
-		     ((const tinyc_mm_plan *)k->cands[i].ext)->t.warps_k > 1;
+		n += k->cands[i].kind == TINYC_PLAN_MATMUL && is(&((const tinyc_mm_plan *)k->cands[i].ext)->t);
 	module_free(ctx, src, m);
 	return n;
+}
+
+/* Whether tiles t split the k steps over warps (the skinny tile). */
+static int is_skinny(const tinyc_mm_tiles *t)
+{
+	return t->warps_k > 1;
+}
+
+/* The number of the first kernel's candidates whose tiles split the k steps over warps. */
+static int skinny_candidates(const char *target, const char *bind)
+{
+	return count_candidates(target, bind, is_skinny);
 }
 
 Test(skinny, off_by_default_and_compiles, .timeout = 600)
@@ -198,7 +220,7 @@ static int chosen_split_fused(const char *target, const char *bind, int *kernels
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
 	tinyc_source *src;
 	tinyc_module *m;
-	cr_assert_eq(compile(ctx, &src, &m, target, bind, nvrtc ? "cuda" : "gpuir"), 0, "%s", bind);
+	cr_assert_eq(module_compile(ctx, &src, &m, target, bind, nvrtc ? "cuda" : "gpuir"), 0, "%s", bind);
 	const tinyc_schedule *s = tinyc_module_schedule(m);
 	const tinyc_plan *p = tinyc_skernel_plan(&s->kerns[0]);
 	cr_assert(p && p->kind == TINYC_PLAN_MATMUL);
@@ -288,4 +310,157 @@ Test(splitk, chosen_for_few_tiles, .timeout = 600)
 	cr_assert_eq(chosen_split("sm_80", "M=37,N=72,K=1024", &kernels, 1), 4);
 	unsetenv("TINYC_MATMUL");
 	unsetenv("TINYC_MATMUL_TILE");
+}
+
+/* Whether tiles t are the tensor-core gemv's. */
+static int is_gemv_mma(const tinyc_mm_tiles *t)
+{
+	return t->gemv_mma > 0;
+}
+
+/* The number of the first kernel's candidates that are tensor-core gemv tiles. */
+static int gemv_mma_candidates(const char *target, const char *bind)
+{
+	return count_candidates(target, bind, is_gemv_mma);
+}
+
+Test(gemv_mma, off_by_default)
+{
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_GEMV_MMA");
+	cr_assert_eq(gemv_mma_candidates("sm_90a", "M=16,N=4096,K=4096"), 0);
+	cr_assert_eq(gemv_mma_candidates("sm_80", "M=8,N=4096,K=4096"), 0);
+	cr_assert_eq(chosen_variant("sm_90a", "M=16,N=4096,K=4096"), TINYC_MM_WGMMA);
+	setenv("TINYC_GEMV_MMA", "1", 1);
+	cr_assert_gt(gemv_mma_candidates("sm_90a", "M=16,N=4096,K=4096"), 0);
+	cr_assert_gt(gemv_mma_candidates("sm_80", "M=32,N=4096,K=11008"), 0);
+	cr_assert_eq(gemv_mma_candidates("sm_90a", "M=1,N=4096,K=4096"), 0);	/* the FMA gemv */
+	cr_assert_eq(chosen_variant("sm_90a", "M=1,N=4096,K=4096"), TINYC_MM_GEMV);
+	setenv("TINYC_GEMV_MMA", "2", 1);	/* measurements: M = 1 too */
+	cr_assert_gt(gemv_mma_candidates("sm_90a", "M=1,N=4096,K=4096"), 0);
+	setenv("TINYC_GEMV_MMA", "1", 1);
+	cr_assert_eq(gemv_mma_candidates("sm_90a", "M=33,N=4096,K=4096"), 0);	/* M > 32 */
+	cr_assert_eq(gemv_mma_candidates("sm_90a", "M=16,N=4092,K=4096"), 0);	/* N % 8 */
+	unsetenv("TINYC_GEMV_MMA");
+}
+
+/* BIAS_RELU with bfloat16 for half, written to a temporary file whose path goes to path
+ * (size bytes); remove it after use. */
+static void bf16_graph(char *path, size_t size)
+{
+	snprintf(path, size, "/tmp/tinyc_gemv_mma_bf16_XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	FILE *in = fopen(BIAS_RELU, "r"), *out = fdopen(fd, "w");
+	cr_assert(in && out);
+	char line[512];
+	while (fgets(line, sizeof(line), in)) {
+		for (char *h; (h = strstr(line, "half"));) {	/* "half" -> "bfloat16" */
+			char rest[512];
+			snprintf(rest, sizeof(rest), "%s", h + 4);
+			snprintf(h, sizeof(line) - (size_t)(h - line), "bfloat16%s", rest);
+		}
+		fputs(line, out);
+	}
+	fclose(in);
+	fclose(out);
+}
+
+/* The tensor-core gemv of graph `path` with the forced tile (TINYC_GEMV_MMA=2, TINYC_MATMUL
+ * =gemv, TINYC_MATMUL_TILE=tile) for target at bind, run by the GPU IR interpreter against
+ * the reference evaluator on seeded inputs.  Asserts that the chosen plan is that tile;
+ * with nvrtc (when present) its CUDA compiles for target.  Returns the mismatched output
+ * elements. */
+static int64_t gemv_mma_check(const char *path, const char *target, const char *bind, const char *tile,
+			      int nvrtc)
+{
+	setenv("TINYC_GEMV_MMA", "2", 1);
+	setenv("TINYC_MATMUL", "gemv", 1);
+	setenv("TINYC_MATMUL_TILE", tile, 1);
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	compiled c;
+	int rc = compile(ctx, path, bind, target, &c);
+	if (rc)
+		tinyc_ctx_print_diags(ctx, stderr);
+	cr_assert_eq(rc, 0, "%s %s %s", bind, tile, target);
+	const tinyc_plan *p = tinyc_skernel_plan(&c.s->kerns[0]);
+	cr_assert(p && p->kind == TINYC_PLAN_MATMUL);
+	const tinyc_mm_tiles *t = &((const tinyc_mm_plan *)p->ext)->t;
+	int ft[4] = {0};
+	cr_assert_eq(sscanf(tile, "%dx%dx%dx%d", &ft[0], &ft[1], &ft[2], &ft[3]), 4);
+	cr_assert(t->gemv_mma && t->bn == ft[1] && t->bk == ft[2] && t->stages == ft[3],
+		  "%s %s: not the forced tensor-core gemv tile", bind, tile);
+	int nin = 0;
+	tinyc_tensor **in = graph_inputs(ctx, c.g, c.b, 11, &nin);
+	cr_assert(in);
+	tinyc_io ref = {0}, got = {0};
+	ref.nin = got.nin = nin;
+	ref.in = got.in = in;
+	cr_assert_eq(tinyc_eval(ctx, c.g, c.b, &ref), 0);
+	int64_t *sym = calloc((size_t)c.g->nsym + 1, sizeof(int64_t));
+	for (int i = 0; i < c.g->nsym; i++)
+		sym[i] = c.b->val[i];
+	rc = tinyc_gpu_run_interp(ctx, c.gm, sym, &got);
+	free(sym);
+	if (rc < 0)
+		tinyc_ctx_print_diags(ctx, stderr);
+	cr_assert_eq(rc, 0, "%s %s %s: the interpreter failed", bind, tile, target);
+	int64_t bad = 0;
+	for (int o = 0; o < ref.nout; o++) {
+		tinyc_dtype dt = ref.out[o]->dtype;
+		double tol = dt == TINYC_BFLOAT16 ? 1.6e-2 : dt == TINYC_HALF ? 2e-3 : 1e-4;
+		tinyc_cmp cmp;
+		cr_assert_eq(tinyc_tensor_compare(ctx, got.out[o], ref.out[o], tol, tol, &cmp), 0);
+		if (cmp.mismatched)
+			fprintf(stderr, "gemv_mma %s %s %s: %lld of Y mismatched, max |diff| %g at %lld\n",
+				bind, tile, target, (long long)cmp.mismatched, cmp.max_abs, (long long)cmp.worst);
+		bad += cmp.mismatched;
+	}
+	if (nvrtc && tinyc_nvrtc_version() >= 0) {
+		tinyc_buf text = {0};
+		cr_assert_eq(tinyc_cuda_print(ctx, c.gm, &text), 0);
+		tinyc_blob blob = {0};
+		int nrc = tinyc_nvrtc_compile(ctx, text.data, "gemv_mma.cu", target, 1, &blob);
+		if (nrc < 0)
+			tinyc_ctx_print_diags(ctx, stderr);
+		cr_assert_eq(nrc, 0, "%s %s: nvrtc for %s", bind, tile, target);
+		tinyc_blob_clear(&blob);
+		tinyc_buf_free(&text);
+	}
+	tinyc_io_clear_outputs(&ref);
+	tinyc_io_clear_outputs(&got);
+	for (int i = 0; i < nin; i++)
+		tinyc_tensor_free(in[i]);
+	free(in);
+	compiled_free(&c);
+	tinyc_ctx_free(ctx);
+	unsetenv("TINYC_GEMV_MMA");
+	unsetenv("TINYC_MATMUL");
+	unsetenv("TINYC_MATMUL_TILE");
+	return bad;
+}
+
+Test(gemv_mma, matches_reference_and_compiles, .timeout = 900)
+{
+	/* slab 64 / 32 columns, 4 / 8 / 16 warps, unroll 1 / 2 / 4; M odd, past 8 and 16, 32;
+	 * N not a multiple of the slab; K not a multiple of 16 nor of a step, odd (X by element
+	 * loads); the last steps predicated */
+	static const struct {
+		const char *target, *bind, *tile;
+	} cases[] = {
+		{"sm_90a", "M=3,N=200,K=136", "0x64x128x2"},
+		{"sm_80", "M=16,N=72,K=1000", "0x32x64x4"},
+		{"sm_90a", "M=13,N=40,K=333", "0x64x256x1"},
+		{"sm_80", "M=32,N=72,K=200", "0x32x128x2"},
+		{"sm_90a", "M=9,N=520,K=1032", "0x64x64x4"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(gemv_mma_check(BIAS_RELU, cases[i].target, cases[i].bind, cases[i].tile, 1), 0,
+			     "%s %s %s", cases[i].bind, cases[i].tile, cases[i].target);
+	char bf[64];
+	bf16_graph(bf, sizeof(bf));
+	cr_expect_eq(gemv_mma_check(bf, "sm_80", "M=8,N=136,K=264", "0x64x128x2", 1), 0, "bf16");
+	cr_expect_eq(gemv_mma_check(bf, "sm_90a", "M=5,N=200,K=1000", "0x32x256x1", 1), 0, "bf16");
+	remove(bf);
 }
