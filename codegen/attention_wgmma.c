@@ -15,7 +15,9 @@
  *   (codegen/attention.c: the graph's scale and mask per score, key and causal bounds,
  *   lazy rescale, row sums by mma);
  *   O += P V: pvwg, wgmma with A = P's fragments in registers and B = V MN-major, waited;
- *   else mma.sync with V by ldmatrix.trans;
+ *   P's row sums (mma.sync on the same registers) while it is in flight, or (pvwg 2,
+ *   TINYC_ATTN_WGMMA=3) before its issue, as PTX's rule on an in-flight wgmma's A
+ *   registers asks; else mma.sync with V by ldmatrix.trans;
  *   wgmma.wait_group 0, sacc = snx.
  * The wgmma accumulator's fragment (row 16 (warp % 4) + lane / 4 + 8 (i / 2 % 2), column
  * 8 (i / 4) + 2 (lane % 4) + i % 2) is the mma.sync kernel's m16n8 score (and output)
@@ -149,12 +151,15 @@ void tinyc_attn_build_wgmma(abuild *b, const tinyc_schedule *s, const tinyc_sker
 	tinyc_gexpr *vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * VS));
 	if (pvwg) {	/* O += P V: P's fragments as wgmma's A, V (keys x dv) MN-major */
 		tinyc_gwg_layout km = {1, 0}, vm = {0, (int)(BN * VS * 2)};
+		if (ap->pvwg == 2)	/* P's registers read before the wgmma reads them */
+			tinyc_attn_row_sums(b, tb, &t, 0, 1);
 		app(b, tb, tinyc_gs_wgmma_fence(k));
 		for (int kk = 0; kk < BN / 16; kk++)
 			app(b, tb, tinyc_gs_wgmma(k, oacc, ic(b, 0), pa, ic(b, kk * 8), km, vs,
 						  bin(b, TINYC_GX_ADD, vbase, ic(b, kk * 16 * VS)), vm, (int)t.DV, NULL));
 		app(b, tb, tinyc_gs_wgmma_commit(k));
-		tinyc_attn_row_sums(b, tb, &t, 0, 1);
+		if (ap->pvwg == 1)	/* beside the wgmma in flight (reads its A registers) */
+			tinyc_attn_row_sums(b, tb, &t, 0, 1);
 		app(b, tb, tinyc_gs_wgmma_wait(k, 0, oacc));
 	} else {
 		app(b, tb, tinyc_gs_decl(k, vb, NULL));

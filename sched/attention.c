@@ -553,7 +553,8 @@ static int attention_tf32_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skern
 }
 
 /* Whether the sm_90a wgmma kernel is proposed for m: 0 no, 1 with P V on mma.sync, 2 with P
- * V on wgmma (TINYC_ATTN_WGMMA, else 2 in the measured range below). */
+ * V on wgmma, 3 with P V on wgmma and P's row sums before its issue (TINYC_ATTN_WGMMA, else 2
+ * in the measured range below). */
 static int attention_wgmma_wanted(const tinyc_schedule *s, const tinyc_attn_match *m)
 {
 	int want = s->opt.attn_wgmma;
@@ -595,16 +596,20 @@ static int attention_wgmma_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_sker
 	if (!ap)
 		return tinyc_error(ctx, "OutOfMemory", "attention plan");
 	ap->m = *m, ap->bm = bm, ap->bn = bn, ap->stages = 3, ap->mma = 3, ap->mb = 1, ap->min_blocks = minb;
-	ap->pvwg = want == 2 && m->dv == 64;	/* P V on wgmma too */
+	/* P V on wgmma too; 2: P's row sums (mma.sync on P's registers) before the P V wgmma
+	 * is issued, not while it is in flight (PTX leaves reading an in-flight wgmma's A
+	 * registers undefined; the measured default reads them then) */
+	ap->pvwg = want >= 2 && m->dv == 64 ? (want == 3 ? 2 : 1) : 0;
 	ap->softmax = s->opt.attn_softmax >= 0 ? s->opt.attn_softmax & 3 : TINYC_ATTN_LAZY | TINYC_ATTN_PSUM;
 	tinyc_plan p = attn_mma_plan(s, m, batch, bm, 1, tinyc_dtype_size(m->in_dtype), k->flops,
 				     s->dev.peak_fp16_tflops, ATTN_WGMMA_EFF);
 	char desc[256];
 	snprintf(desc, sizeof(desc), "attention flash wgmma m64n%dk16 S + %s P V Tq=%lld Tk=%lld d=%lld "
-		 "dv=%lld rows/block %d keys/tile %d blocks/SM %d stages 3", bn, ap->pvwg ? "wgmma" : "mma.sync",
+		 "dv=%lld rows/block %d keys/tile %d blocks/SM %d stages 3", bn,
+		 ap->pvwg == 2 ? "wgmma (row sums first)" : ap->pvwg ? "wgmma" : "mma.sync",
 		 (long long)m->tq, (long long)m->tk,
 		 (long long)m->d, (long long)m->dv, bm, bn, minb);
-	snprintf(p.desc, sizeof(p.desc), "%.127s", desc);
+	snprintf(p.desc, sizeof(p.desc), "%.159s", desc);
 	return attn_plan_add(ctx, k, &p, ap);
 }
 

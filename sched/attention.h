@@ -58,7 +58,8 @@ typedef struct tinyc_attn_plan {
 	int lead;		/* mma, mb 2, 3 stages: the warp's first 16-row block one key
 				 * tile ahead of its second (codegen/attention.c, lead_loop) */
 	int softmax;		/* mma (16-bit): TINYC_ATTN_LAZY | TINYC_ATTN_PSUM */
-	int pvwg;		/* mma 3: P V on wgmma too (P from registers, V MN-major) */
+	int pvwg;		/* mma 3: P V on wgmma too (P from registers, V MN-major);
+				 * 2: P's row sums before the P V wgmma's issue */
 } tinyc_attn_plan;
 
 /* tinyc_attn_plan.softmax: the online softmax's variants (16-bit tensor-core kernel) */
