@@ -1,22 +1,66 @@
-/* A CPU interpreter for GPU IR kernels (tinyc_gpu_interp, ir/gpuir.h).
+/* A CPU interpreter for GPU IR kernels (tinyc_gpu_interp, ir/gpuir.h), Hopper's included.
  *
- * Every block of the grid runs in turn.  Its threads are interpreted one after another,
- * each until it finishes or reaches a synchronisation point: a barrier (every live thread
- * of the block must reach the same barrier, then all continue) or a warp-collective
- * operation (shuffle, ldmatrix, mma, __syncwarp: the 32 lanes of the warp must reach the same
- * statement, which then executes for all of them at once with the PTX semantics of the
- * fragments).  A thread's position is an explicit stack of (statement, program counter)
- * frames, so it can stop at any statement and resume later.
+ * The CTAs of one thread-block cluster (a single CTA where the kernel has no clusters) run
+ * together, cluster after cluster over the grid; a CTA's rank is blockIdx.x % cluster_x, as
+ * on the GPU.  Their threads are interpreted one after another, each until it finishes or
+ * must wait:
+ *   - at a barrier: every live thread of the CTA (of the cluster, for a cluster barrier)
+ *     must reach the same barrier, then all continue;
+ *   - at a warp collective (shuffle, ldmatrix, mma, __syncwarp): the 32 lanes of the warp
+ *     must reach the same statement, which then executes for all of them at once with the
+ *     PTX semantics of the fragments;
+ *   - at a warpgroup collective (wgmma.fence, wgmma.mma_async, wgmma.commit_group,
+ *     wgmma.wait_group, setmaxnreg): the 128 threads of the warpgroup's 4 warps, alike;
+ *   - at an mbarrier wait, until the phase of the parity it waits for has completed.
+ * A thread's position is an explicit stack of (statement, program counter) frames, so it
+ * can stop at any statement and resume later.  A scheduler round runs every thread that
+ * can, then the collectives all of whose threads arrived, then the barriers all of whose
+ * threads arrived; a round in which nothing can progress is a deadlock, reported with
+ * what the threads wait for.
  *
  * Values are held as in the reference evaluator: floats as double rounded to their dtype
  * after every operation, signed integers sign-extended, unsigned ones masked, bool 0/1.
- * Memory keeps each dtype's native layout (16-bit floats as their bit patterns).  Asynchronous
- * copies complete immediately (so waits and mbarriers have nothing to do); TMA loads and
- * tensor maps are not interpreted (a diagnostic).
+ * Memory keeps each dtype's native layout (16-bit floats as their bit patterns).  Each CTA
+ * has one shared-memory byte array laid out as the GPU's (the dynamic segment at address
+ * 0, then the static arrays at their alignment), so what the hardware derives from
+ * shared addresses is derived alike: the swizzles of TMA and wgmma, mbarriers (keyed by
+ * address), the peer CTA's address of mapa.
  *
- * Checked: out-of-bounds accesses (global, shared, register arrays), reads of registers
- * that were never written, integer division by zero (gives 0, as tinyc's lowering guards),
- * barrier divergence, warp collectives reached by part of a warp, deadlock.
+ * Hopper's asynchronous operations, with the PTX semantics:
+ *   - mbarriers hold an arrival count, the arrivals pending in the current phase, a
+ *     tx-count and the phase; mbarrier.init, arrive (local or on the peer CTA's barrier at
+ *     the same address), expect_tx (with or without an arrival) and complete_tx (TMA)
+ *     change them; a phase completes when no arrival and no transaction byte is pending.
+ *     A wait on parity p returns once the current phase's parity differs from p.
+ *   - cp.async.bulk.tensor (TMA): the box at the coordinates, through the tensor map's
+ *     description (tinyc_gtmap, evaluated under the launch's sizes), elements outside the
+ *     tensor zero-filled, written with the map's swizzle (address-based: the 16-byte chunk
+ *     bits 4..6 XORed with the row bits 7..9 of the 1024/512/256-byte pattern); multicast
+ *     writes every CTA of the mask at the same offsets and completes on each one's
+ *     barrier.  Its bytes complete_tx at once, but the data lands in a CTA's shared memory
+ *     only when one of its threads observes the phase's completion by an mbarrier wait:
+ *     reading or writing those bytes before, or a second TMA load into them, is reported
+ *     as a race (a missing or misplaced wait shows, it does not pass silently).
+ *   - wgmma executes at issue (commit and wait order nothing else): D (+)= A B for
+ *     m64nNk16 (16-bit operands) or m64nNk8 .tf32 (float operands read as tf32, the sum
+ *     truncated as mma.sync .tf32's), fp32 accumulators in PTX's fragment, A and B read
+ *     from shared memory exactly where the tensor cores read them given the CUDA text's
+ *     matrix descriptor (tinyc_wg_desc: start address, leading and stride byte offsets,
+ *     128-byte swizzle), or A from registers (mma.sync's A fragment per warp).  Until a
+ *     wgmma.wait_group retires its group, its accumulators must not be accessed, its A
+ *     registers not written and the shared bytes it reads not written (races; PTX's
+ *     letter forbids reading the A registers too, a read beside the tensor cores' read
+ *     that the attention kernel's row sums do: allowed here); a wgmma whose accumulator
+ *     or A registers were accessed since the warpgroup's last wgmma.fence is an error.
+ *   - cp.async (Ampere) completes at once (cp.async waits have nothing to wait for);
+ *     fences, tensor-map prefetches and setmaxnreg have no effect (setmaxnreg is still a
+ *     warpgroup collective).
+ *
+ * Checked: out-of-bounds accesses (global, shared, register arrays, wgmma operands, TMA
+ * boxes against their buffer), reads of registers that were never written, integer
+ * division by zero (gives 0, as tinyc's lowering guards), barrier divergence, collectives
+ * reached by part of a warp or warpgroup, mbarrier misuse (no init, more arrivals than
+ * the count, tx-count out of range), the races above, deadlock.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -41,21 +85,84 @@ typedef struct frame {
 	int pc;			/* BLOCK: next child; FOR: 0 init, 1 test, 2 after body; IF: 0/1 */
 } frame;
 
-enum { T_RUN, T_BARRIER, T_WARP, T_DONE };
+enum { T_RUN, T_BARRIER, T_WARP, T_WG, T_MBAR, T_DONE };
+
+/* Register elements that a wgmma in flight reads or writes. */
+typedef struct rinfl {
+	int var;		/* the REG_ARRAY */
+	int64_t lo, hi;		/* its elements [lo, hi) */
+	int64_t group;		/* the warpgroup's wgmma-group (commit count at issue) */
+	int acc;		/* 1: accumulators (written); 0: A's fragment (only read) */
+} rinfl;
 
 /* One thread. */
 typedef struct ithread {
-	int state;		/* T_RUN, T_BARRIER (at wait), T_WARP (at wait), T_DONE */
-	const tinyc_gstmt *wait;	/* the barrier / collective it waits at */
+	int state;		/* T_RUN, T_BARRIER, T_WARP, T_WG, T_MBAR (at wait), T_DONE */
+	const tinyc_gstmt *wait;	/* the barrier / collective / mbarrier wait it waits at */
+	int64_t wait_bar;	/* T_MBAR: the barrier's shared byte address */
+	int wait_par;		/* T_MBAR: the parity waited for */
 	frame *stack;		/* frames */
 	int nstack, capstack;
 	ival *reg;		/* per variable: REG value */
 	unsigned char *init;	/* per variable: REG written */
 	ival **arr;		/* per variable: REG_ARRAY elements (NULL otherwise) */
 	unsigned char **arr_init;	/* per variable: REG_ARRAY element written */
+	unsigned char *touched;	/* per variable: REG_ARRAY accessed since the last wgmma.fence */
+	rinfl *infl;		/* register ranges of wgmma in flight */
+	int ninfl, capinfl;
 	int tid[3];		/* threadIdx */
-	int linear;		/* linear thread index */
+	int linear;		/* linear thread index in its CTA */
+	int cta;		/* its CTA's rank in the cluster (index into interp.ctas) */
 } ithread;
+
+/* An mbarrier (a shared uint64 that mbarrier.init initialised). */
+typedef struct mbar {
+	int64_t addr;		/* shared byte address */
+	int count;		/* arrivals per phase */
+	int pending;		/* arrivals still missing in the current phase */
+	int64_t tx;		/* tx-count: bytes expected minus bytes completed */
+	int64_t phase;		/* phases completed so far (the current phase's parity: & 1) */
+} mbar;
+
+/* A TMA load's bytes in one CTA, complete but not yet observed (so not yet landed). */
+typedef struct pend {
+	int live;		/* not landed yet */
+	int64_t lo, hi;		/* shared bytes [lo, hi) it writes */
+	unsigned char *data;	/* their values (swizzled already), data[0] at lo */
+	int64_t bar;		/* the mbarrier it completes on (address) */
+	int64_t phase;		/* the barrier's phase its bytes counted in */
+	int var;		/* the destination array (diagnostics) */
+} pend;
+
+/* Shared bytes that a wgmma in flight reads. */
+typedef struct sinfl {
+	int64_t lo, hi;		/* bytes [lo, hi) */
+	int64_t group;		/* the warpgroup's wgmma-group */
+	int var;		/* the operand's array (diagnostics) */
+} sinfl;
+
+/* The wgmma state of one warpgroup. */
+typedef struct wgstate {
+	int64_t committed;	/* wgmma.commit_group count: the open group's index */
+	sinfl *infl;		/* shared ranges read by wgmma in flight */
+	int ninfl, capinfl;
+} wgstate;
+
+/* One CTA of the cluster being interpreted. */
+typedef struct cta {
+	int bid[3];		/* blockIdx */
+	unsigned char *sm;	/* shared memory (interp.sm_bytes) */
+	uint16_t *pmap;		/* per shared byte: 1 + the pending TMA entry writing it, or 0
+				 * (allocated at the first TMA load) */
+	mbar *bars;		/* initialised mbarriers */
+	int nbars, capbars;
+	pend *pend;		/* TMA entries (live or free slots) */
+	int npend, cappend;
+	int nlive;		/* live entries */
+	wgstate *wg;		/* per warpgroup */
+	int nwg;		/* warpgroups */
+	int nsinfl;		/* shared ranges in flight over all warpgroups */
+} cta;
 
 /* The interpreter of one kernel launch. */
 typedef struct interp {
@@ -64,11 +171,15 @@ typedef struct interp {
 	const tinyc_gkernel *k;
 	const tinyc_gpu_mem *mem;
 	int64_t grid[3];	/* grid extents */
-	int bid[3];		/* current block */
-	unsigned char **smem;	/* per variable: shared storage of the current block */
-	unsigned char *dyn;	/* the dynamic segment */
-	ithread *th;		/* threads of the block */
-	int nth;		/* number of threads */
+	int ncta;		/* CTAs interpreted together (the cluster's) */
+	cta *ctas;		/* by rank */
+	int64_t *sm_off;	/* per variable: SHARED byte address */
+	int64_t sm_bytes;	/* shared bytes of a CTA */
+	ithread *th;		/* threads of the cluster, CTA after CTA */
+	int nth;		/* threads of a CTA */
+	int nall;		/* threads of the cluster */
+	int in_wgmma;		/* a wgmma reads or writes registers (no fence/flight checks) */
+	double *wga, *wgb;	/* a wgmma's A (64 x 16) and B (256 x 16) operands, as values */
 	int failed;		/* an error was reported */
 } interp;
 
@@ -80,17 +191,20 @@ static int ierr(interp *in, const ithread *t, const char *fmt, ...)
 	if (in->failed)
 		return -1;
 	in->failed = 1;
-	char msg[256];
+	char msg[640];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (t)
+	if (t) {
+		const int *b = in->ctas[t->cta].bid;
 		tinyc_error(in->ctx, "GpuInterpError", "kernel %s, block (%d,%d,%d), thread (%d,%d,%d): %s",
-			    in->k->name, in->bid[0], in->bid[1], in->bid[2], t->tid[0], t->tid[1],
-			    t->tid[2], msg);
-	else
-		tinyc_error(in->ctx, "GpuInterpError", "kernel %s: %s", in->k->name, msg);
+			    in->k->name, b[0], b[1], b[2], t->tid[0], t->tid[1], t->tid[2], msg);
+	} else {
+		const int *b = in->ctas[0].bid;
+		tinyc_error(in->ctx, "GpuInterpError", "kernel %s, block (%d,%d,%d)%s: %s", in->k->name,
+			    b[0], b[1], b[2], in->ncta > 1 ? "'s cluster" : "", msg);
+	}
 	return -1;
 }
 
@@ -195,25 +309,97 @@ static ival convert(tinyc_dtype from, tinyc_dtype to, ival v)
 	return iwrap(to, v.u);
 }
 
-/* ------------------------------------------------------------- evaluation ---- */
+/* ----------------------------------------------------------------- memory ---- */
 
 static ival eval(interp *in, ithread *t, const tinyc_gexpr *e);
 
-/* Where variable v's element idx lives: storage, element count, dtype.  NULL on error. */
-static unsigned char *mem_of(interp *in, ithread *t, int v, int64_t idx, int64_t *count)
+/* The shared byte address of element idx of SHARED variable v. */
+static int64_t sh_addr(const interp *in, int v, int64_t idx)
+{
+	return in->sm_off[v] + idx * tinyc_dtype_size(in->k->vars[v].dtype);
+}
+
+/* "name[element]" of the shared byte address a (for diagnostics). */
+static void sh_name(const interp *in, int64_t a, char *buf, size_t size)
+{
+	const tinyc_gkernel *k = in->k;
+	for (int v = 0; v < k->nvar; v++) {
+		const tinyc_gvar *x = &k->vars[v];
+		int sz = tinyc_dtype_size(x->dtype);
+		if (x->kind == TINYC_GV_SHARED && a >= in->sm_off[v] && a < in->sm_off[v] + x->count * sz) {
+			snprintf(buf, size, "%s[%" PRId64 "]", x->name, (a - in->sm_off[v]) / sz);
+			return;
+		}
+	}
+	snprintf(buf, size, "shared byte %" PRId64, a);
+}
+
+/* Check an access of shared bytes [lo, lo + n) of CTA c: none may belong to a TMA load
+ * that has not landed, and a write none that a wgmma in flight reads.  0 or -1. */
+static int sh_check(interp *in, ithread *t, cta *c, int64_t lo, int64_t n, int write)
+{
+	char at[96], dst[96], bar[96];
+	if (c->nlive && c->pmap)
+		for (int64_t b = lo; b < lo + n; b++) {
+			if (!c->pmap[b])
+				continue;
+			const pend *p = &c->pend[c->pmap[b] - 1];
+			sh_name(in, b, at, sizeof(at));
+			sh_name(in, p->lo, dst, sizeof(dst));
+			sh_name(in, p->bar, bar, sizeof(bar));
+			return ierr(in, t, "race: %s of %s (CTA rank %d) before the TMA load into %s that "
+				    "writes it landed: no mbarrier wait observed the completion of %s's phase %" PRId64,
+				    write ? "write" : "read", at, (int)(c - in->ctas), dst, bar, p->phase);
+		}
+	if (write && c->nsinfl)
+		for (int w = 0; w < c->nwg; w++)
+			for (int i = 0; i < c->wg[w].ninfl; i++) {
+				const sinfl *f = &c->wg[w].infl[i];
+				if (lo < f->hi && f->lo < lo + n) {
+					sh_name(in, lo, at, sizeof(at));
+					return ierr(in, t, "race: write of %s (CTA rank %d) while a wgmma of warpgroup "
+						    "%d that reads %s is in flight (no wgmma.wait_group retired its "
+						    "group %" PRId64 ")", at, (int)(c - in->ctas), w,
+						    in->k->vars[f->var].name, f->group);
+				}
+			}
+	return 0;
+}
+
+/* Check a thread's access of register array v's element idx against the wgmma in
+ * flight (their registers are the tensor cores' until a wait retires them) and note it
+ * for the wgmma.fence rule.  0 or -1. */
+static int reg_check(interp *in, ithread *t, int v, int64_t idx, int write)
+{
+	if (in->in_wgmma)
+		return 0;
+	t->touched[v] = 1;
+	for (int i = 0; i < t->ninfl; i++)
+		if (t->infl[i].var == v && idx >= t->infl[i].lo && idx < t->infl[i].hi &&
+		    (write || t->infl[i].acc))
+			return ierr(in, t, "race: %s of %s[%" PRId64 "] while a wgmma that %s it is in flight "
+				    "(no wgmma.wait_group retired its group %" PRId64 ")", write ? "write" : "read",
+				    in->k->vars[v].name, idx, t->infl[i].acc ? "writes" : "reads",
+				    t->infl[i].group);
+	return 0;
+}
+
+/* Where variable v's element idx lives (global, or shared in CTA c): the storage's base
+ * and its element count.  NULL on error. */
+static unsigned char *mem_of(interp *in, ithread *t, cta *c, int v, int64_t idx, int64_t *count)
 {
 	const tinyc_gvar *x = &in->k->vars[v];
 	unsigned char *base = NULL;
 	*count = 0;
 	if (x->kind == TINYC_GV_PARAM_PTR) {
-		if (x->buf < 0 || x->buf >= in->m->nbuf || !in->mem->buf[x->buf]) {
+		if (x->buf < 0 || x->buf >= in->m->nbuf || !in->mem->buf || !in->mem->buf[x->buf]) {
 			ierr(in, t, "pointer %s has no buffer", x->name);
 			return NULL;
 		}
 		base = in->mem->buf[x->buf];
 		*count = in->mem->buf_elems[x->buf];
 	} else if (x->kind == TINYC_GV_SHARED) {
-		base = x->dynamic ? in->dyn + x->offset : in->smem[v];
+		base = c->sm + in->sm_off[v];
 		*count = x->count;
 	} else {
 		ierr(in, t, "%s is not memory", x->name);
@@ -229,8 +415,8 @@ static unsigned char *mem_of(interp *in, ithread *t, int v, int64_t idx, int64_t
 	return base;
 }
 
-/* Read var[idx] (global, shared or register array). */
-static ival load(interp *in, ithread *t, int v, int64_t idx)
+/* Read var[idx] (global, shared of CTA c, or register array). */
+static ival load_at(interp *in, ithread *t, cta *c, int v, int64_t idx)
 {
 	const tinyc_gvar *x = &in->k->vars[v];
 	ival zero = {0};
@@ -243,11 +429,22 @@ static ival load(interp *in, ithread *t, int v, int64_t idx)
 			ierr(in, t, "read of unwritten %s[%" PRId64 "]", x->name, idx);
 			return zero;
 		}
+		if (reg_check(in, t, v, idx, 0) < 0)
+			return zero;
 		return t->arr[v][idx];
 	}
 	int64_t n;
-	unsigned char *p = mem_of(in, t, v, idx, &n);
+	unsigned char *p = mem_of(in, t, c, v, idx, &n);
+	if (p && x->kind == TINYC_GV_SHARED &&
+	    sh_check(in, t, c, sh_addr(in, v, idx), tinyc_dtype_size(x->dtype), 0) < 0)
+		return zero;
 	return p ? mem_get(x->dtype, p, idx) : zero;
+}
+
+/* Read var[idx] in thread t's CTA. */
+static ival load(interp *in, ithread *t, int v, int64_t idx)
+{
+	return load_at(in, t, &in->ctas[t->cta], v, idx);
 }
 
 /* Write var[idx]. */
@@ -259,6 +456,8 @@ static void store(interp *in, ithread *t, int v, int64_t idx, ival val)
 			ierr(in, t, "register array %s index %" PRId64 " out of bounds", x->name, idx);
 			return;
 		}
+		if (reg_check(in, t, v, idx, 1) < 0)
+			return;
 		t->arr[v][idx] = val;
 		t->arr_init[v][idx] = 1;
 		return;
@@ -268,7 +467,11 @@ static void store(interp *in, ithread *t, int v, int64_t idx, ival val)
 		return;
 	}
 	int64_t n;
-	unsigned char *p = mem_of(in, t, v, idx, &n);
+	cta *c = &in->ctas[t->cta];
+	unsigned char *p = mem_of(in, t, c, v, idx, &n);
+	if (p && x->kind == TINYC_GV_SHARED &&
+	    sh_check(in, t, c, sh_addr(in, v, idx), tinyc_dtype_size(x->dtype), 1) < 0)
+		return;
 	if (p)
 		mem_set(x->dtype, p, idx, val);
 }
@@ -370,7 +573,7 @@ static ival special(interp *in, ithread *t, tinyc_gspecial s)
 		r.i = t->tid[s - TINYC_GSP_TID_X];
 		break;
 	case TINYC_GSP_BID_X: case TINYC_GSP_BID_Y: case TINYC_GSP_BID_Z:
-		r.i = in->bid[s - TINYC_GSP_BID_X];
+		r.i = in->ctas[t->cta].bid[s - TINYC_GSP_BID_X];
 		break;
 	case TINYC_GSP_NTID_X: case TINYC_GSP_NTID_Y: case TINYC_GSP_NTID_Z:
 		r.i = blk[s - TINYC_GSP_NTID_X];
@@ -489,7 +692,318 @@ static int push(interp *in, ithread *t, const tinyc_gstmt *s)
 	return 0;
 }
 
-/* Execute a simple (non-compound, non-collective) statement. */
+/* ---------------------------------------------------------- mbarriers, TMA ---- */
+
+enum { TX_LIMIT = (1 << 20) - 1 };	/* PTX: arrival counts and tx-counts lie in +-(2^20 - 1) */
+
+/* The shared byte address of reference r (a SHARED variable) in thread t, or -1
+ * (diagnosed).  what: the statement, for the diagnostic. */
+static int64_t ref_addr(interp *in, ithread *t, const tinyc_gref *r, const char *what)
+{
+	const tinyc_gvar *x = &in->k->vars[r->var];
+	if (x->kind != TINYC_GV_SHARED) {
+		ierr(in, t, "%s: %s is not shared memory", what, x->name);
+		return -1;
+	}
+	int64_t idx = r->index ? eval_index(in, t, r->index) : 0;
+	if (in->failed)
+		return -1;
+	if (idx < 0 || idx >= x->count) {
+		ierr(in, t, "%s: %s[%" PRId64 "] out of bounds (%" PRId64 " elements)", what, x->name, idx,
+		     x->count);
+		return -1;
+	}
+	return sh_addr(in, r->var, idx);
+}
+
+/* The mbarrier at shared address a of CTA c, or NULL. */
+static mbar *mbar_at(cta *c, int64_t a)
+{
+	for (int i = 0; i < c->nbars; i++)
+		if (c->bars[i].addr == a)
+			return &c->bars[i];
+	return NULL;
+}
+
+/* The initialised mbarrier at a in CTA c, or NULL (diagnosed: what uses it). */
+static mbar *mbar_get(interp *in, ithread *t, cta *c, int64_t a, const char *what)
+{
+	mbar *b = mbar_at(c, a);
+	if (!b) {
+		char nm[96];
+		sh_name(in, a, nm, sizeof(nm));
+		ierr(in, t, "%s on %s (CTA rank %d), which no mbarrier.init initialised", what, nm,
+		     (int)(c - in->ctas));
+	}
+	return b;
+}
+
+/* Complete b's current phase if nothing is pending any more. */
+static void mbar_settle(mbar *b)
+{
+	if (b->pending == 0 && b->tx == 0) {
+		b->phase++;
+		b->pending = b->count;
+	}
+}
+
+/* One arrival on b (of CTA c).  0 or -1. */
+static int mbar_arrive(interp *in, ithread *t, cta *c, mbar *b)
+{
+	if (b->pending <= 0) {
+		char nm[96];
+		sh_name(in, b->addr, nm, sizeof(nm));
+		return ierr(in, t, "mbarrier %s (CTA rank %d): more arrivals in phase %" PRId64 " than its "
+			    "count %d", nm, (int)(c - in->ctas), b->phase, b->count);
+	}
+	b->pending--;
+	mbar_settle(b);
+	return 0;
+}
+
+/* Add bytes (expect_tx, > 0) or remove them (complete_tx, < 0) from b's tx-count. */
+static int mbar_tx(interp *in, ithread *t, cta *c, mbar *b, int64_t bytes)
+{
+	b->tx += bytes;
+	if (b->tx > TX_LIMIT || b->tx < -TX_LIMIT) {
+		char nm[96];
+		sh_name(in, b->addr, nm, sizeof(nm));
+		return ierr(in, t, "mbarrier %s (CTA rank %d): tx-count %" PRId64 " outside the hardware's "
+			    "range +-%d", nm, (int)(c - in->ctas), b->tx, TX_LIMIT);
+	}
+	mbar_settle(b);
+	return 0;
+}
+
+/* Land the TMA entries of CTA c that complete on the barrier at address a in a phase that
+ * has completed (a thread of c observed it). */
+static void mbar_observed(interp *in, cta *c, const mbar *b)
+{
+	(void)in;
+	for (int i = 0; i < c->npend && c->nlive; i++) {
+		pend *p = &c->pend[i];
+		if (!p->live || p->bar != b->addr || p->phase >= b->phase)
+			continue;
+		memcpy(c->sm + p->lo, p->data, (size_t)(p->hi - p->lo));
+		memset(c->pmap + p->lo, 0, (size_t)(p->hi - p->lo) * sizeof(*c->pmap));
+		free(p->data);
+		p->data = NULL;
+		p->live = 0;
+		c->nlive--;
+	}
+}
+
+/* Whether thread t's mbarrier wait can return; lands what it observes.  -1 on error. */
+static int mbar_try_wait(interp *in, ithread *t)
+{
+	cta *c = &in->ctas[t->cta];
+	mbar *b = mbar_get(in, t, c, t->wait_bar, "mbarrier.wait");
+	if (!b)
+		return -1;
+	if ((b->phase & 1) == t->wait_par)
+		return 0;	/* the phase of that parity is the current one: not complete */
+	mbar_observed(in, c, b);
+	return 1;
+}
+
+/* The byte address a under a `span`-byte swizzle (0: none): the 16-byte chunk bits
+ * 4..6 XORed with bits 7..9 (128), 4..5 with 7..8 (64), 4 with 7 (32), as TMA and the
+ * wgmma descriptors' swizzle modes do. */
+static int64_t swizzle(int64_t a, int span)
+{
+	switch (span) {
+	case 128: return a ^ (((a >> 7) & 7) << 4);
+	case 64: return a ^ (((a >> 7) & 3) << 4);
+	case 32: return a ^ (((a >> 7) & 1) << 4);
+	default: return a;
+	}
+}
+
+/* A pending TMA entry of n bytes at lo in CTA c completing on b: its slot, with data
+ * allocated and the bytes claimed.  NULL on error (a race or out of memory). */
+static pend *pend_add(interp *in, ithread *t, cta *c, int var, int64_t lo, int64_t n, const mbar *b)
+{
+	if (!c->pmap && !(c->pmap = calloc((size_t)in->sm_bytes, sizeof(*c->pmap)))) {
+		ierr(in, t, "out of memory");
+		return NULL;
+	}
+	if (sh_check(in, t, c, lo, n, 1) < 0)	/* another load's bytes, a wgmma's operand */
+		return NULL;
+	int slot = 0;
+	while (slot < c->npend && c->pend[slot].live)
+		slot++;
+	if (slot == c->npend) {
+		if (slot >= 65535) {
+			ierr(in, t, "more than 65535 TMA loads in flight");
+			return NULL;
+		}
+		if (c->npend == c->cappend) {
+			int nc = c->cappend ? 2 * c->cappend : 16;
+			pend *np = realloc(c->pend, sizeof(*np) * (size_t)nc);
+			if (!np) {
+				ierr(in, t, "out of memory");
+				return NULL;
+			}
+			c->pend = np, c->cappend = nc;
+		}
+		c->npend++;
+	}
+	pend *p = &c->pend[slot];
+	memset(p, 0, sizeof(*p));
+	if (!(p->data = malloc((size_t)n))) {
+		ierr(in, t, "out of memory");
+		return NULL;
+	}
+	p->live = 1, p->lo = lo, p->hi = lo + n, p->bar = b->addr, p->phase = b->phase, p->var = var;
+	for (int64_t i = lo; i < lo + n; i++)
+		c->pmap[i] = (uint16_t)(slot + 1);
+	c->nlive++;
+	return p;
+}
+
+/* cp.async.bulk.tensor: the box at the statement's coordinates of its tensor map into
+ * shared memory (every CTA of the multicast mask, or t's), completing on the barrier. */
+static void exec_tma(interp *in, ithread *t, const tinyc_gstmt *s)
+{
+	const tinyc_gkernel *k = in->k;
+	const tinyc_gvar *mv = &k->vars[s->src.var];
+	const tinyc_gtmap *tm = mv->kind == TINYC_GV_PARAM_TMAP ? mv->tmap : NULL;
+	if (!tm) {
+		ierr(in, t, "tma.load from %s: not a tensor map with a description (tinyc_gtmap)", mv->name);
+		return;
+	}
+	int R = tm->rank;
+	if (R < 1 || R > 5 || s->n != R) {
+		ierr(in, t, "tma.load.%dd from tensor map %s of rank %d", s->n, mv->name, R);
+		return;
+	}
+	int64_t dim[5], str[5], off, box = 1;
+	for (int d = 0; d < R; d++) {
+		if (tinyc_gpu_eval_int(tm->dim[d], in->mem->sym, &dim[d]) < 0 ||
+		    tinyc_gpu_eval_int(tm->stride[d], in->mem->sym, &str[d]) < 0) {
+			ierr(in, t, "tensor map %s: dimension %d needs a size without a value", mv->name, d);
+			return;
+		}
+		if (tm->box[d] < 1 || tm->box[d] > 256) {
+			ierr(in, t, "tensor map %s: box extent %d of dimension %d outside 1..256", mv->name,
+			     tm->box[d], d);
+			return;
+		}
+		box *= tm->box[d];
+	}
+	if (tinyc_gpu_eval_int(tm->offset, in->mem->sym, &off) < 0) {
+		ierr(in, t, "tensor map %s: its offset needs a size without a value", mv->name);
+		return;
+	}
+	if (tm->buf < 0 || tm->buf >= in->m->nbuf || !in->mem->buf || !in->mem->buf[tm->buf]) {
+		ierr(in, t, "tensor map %s has no buffer", mv->name);
+		return;
+	}
+	const tinyc_gvar *dv = &k->vars[s->dst.var];
+	int esz = tinyc_dtype_size(tm->dtype);
+	if (dv->kind != TINYC_GV_SHARED || tinyc_dtype_size(dv->dtype) != esz) {
+		ierr(in, t, "tma.load into %s: not a shared array of %d-byte elements", dv->name, esz);
+		return;
+	}
+	int64_t dst = ref_addr(in, t, &s->dst, "tma.load"), bar = ref_addr(in, t, &s->src2, "tma.load");
+	if (dst < 0 || bar < 0)
+		return;
+	int64_t bytes = box * esz;
+	int swz = tm->swizzle;
+	if (dst % 128) {
+		ierr(in, t, "tma.load into %s: shared address %" PRId64 " not 128-byte aligned", dv->name, dst);
+		return;
+	}
+	if (swz && tm->box[0] * esz != swz) {
+		ierr(in, t, "tma.load from %s: a box row of %d bytes under a %d-byte swizzle is not "
+		     "interpreted (only rows of the swizzle's span)", mv->name, tm->box[0] * esz, swz);
+		return;
+	}
+	if (dst + bytes > in->sm_off[s->dst.var] + dv->count * esz) {
+		ierr(in, t, "tma.load into %s: the box's %" PRId64 " bytes at byte %" PRId64 " run past the array",
+		     dv->name, bytes, dst - in->sm_off[s->dst.var]);
+		return;
+	}
+	int64_t crd[5];
+	for (int d = 0; d < R; d++)
+		crd[d] = (int32_t)eval_index(in, t, s->coord[d]);
+	if (in->failed)
+		return;
+	unsigned mask = s->flag ? (unsigned)s->flag : 1u << t->cta;
+	if (mask >> in->ncta) {
+		ierr(in, t, "tma.load multicast mask 0x%x names CTAs past the cluster's %d", mask, in->ncta);
+		return;
+	}
+	for (int r = 0; r < in->ncta; r++)	/* every destination's barrier exists */
+		if ((mask >> r & 1) && !mbar_get(in, t, &in->ctas[r], bar, "tma.load completing"))
+			return;
+	/* the box, element by element in its (dense) shared-memory order */
+	unsigned char *lin = calloc((size_t)bytes, 1);
+	if (!lin) {
+		ierr(in, t, "out of memory");
+		return;
+	}
+	const unsigned char *g = in->mem->buf[tm->buf];
+	int64_t gn = in->mem->buf_elems[tm->buf];
+	int64_t ix[5] = {0, 0, 0, 0, 0};
+	for (int64_t e = 0; e < box; e++) {
+		int inside = 1;
+		int64_t at = off;
+		for (int d = 0; d < R; d++) {
+			int64_t c = crd[d] + ix[d];
+			inside &= c >= 0 && c < dim[d];
+			at += c * str[d];
+		}
+		if (inside) {
+			if (at < 0 || at >= gn) {
+				ierr(in, t, "tma.load from %s: element %" PRId64 " outside its buffer of %" PRId64
+				     " elements (the tensor map describes memory past it)", mv->name, at, gn);
+				free(lin);
+				return;
+			}
+			memcpy(lin + e * esz, g + at * esz, (size_t)esz);
+		}
+		for (int d = 0; d < R && ++ix[d] == tm->box[d]; d++)
+			ix[d] = 0;
+	}
+	for (int r = 0; r < in->ncta && !in->failed; r++) {
+		if (!(mask >> r & 1))
+			continue;
+		cta *c = &in->ctas[r];
+		mbar *b = mbar_at(c, bar);
+		pend *p = pend_add(in, t, c, s->dst.var, dst, bytes, b);
+		if (!p)
+			break;
+		for (int64_t j = 0; j < bytes; j++)
+			p->data[swizzle(dst + j, swz) - dst] = lin[j];
+		mbar_tx(in, t, c, b, -bytes);	/* complete_tx: the bytes arrived */
+	}
+	free(lin);
+}
+
+
+/* A copy from the shared memory of the cluster's CTA of rank s->value (mapa +
+ * ld.shared::cluster) into t's register array. */
+static void exec_copy_remote(interp *in, ithread *t, const tinyc_gstmt *s)
+{
+	int64_t rank = eval_index(in, t, s->value);
+	if (in->failed)
+		return;
+	if (rank < 0 || rank >= in->ncta) {
+		ierr(in, t, "copy from the shared memory of CTA rank %" PRId64 ", outside the cluster of %d",
+		     rank, in->ncta);
+		return;
+	}
+	if (in->k->vars[s->src.var].kind != TINYC_GV_SHARED) {
+		ierr(in, t, "remote copy from %s: not shared memory", in->k->vars[s->src.var].name);
+		return;
+	}
+	int64_t di = eval_index(in, t, s->dst.index), si = eval_index(in, t, s->src.index);
+	for (int i = 0; i < s->n && !in->failed; i++)
+		store(in, t, s->dst.var, di + i, load_at(in, t, &in->ctas[rank], s->src.var, si + i));
+}
+
+/* Execute a simple (non-compound, non-blocking) statement. */
 static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 {
 	const tinyc_gkernel *k = in->k;
@@ -505,6 +1019,9 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 					return;
 				}
 			}
+			for (int64_t i = 0; i < v->count; i++)
+				if (reg_check(in, t, s->dst.var, i, 1) < 0)
+					return;
 			ival fill = s->value ? eval(in, t, s->value) : (ival){0};
 			for (int64_t i = 0; i < v->count; i++) {
 				t->arr[s->dst.var][i] = fill;
@@ -546,7 +1063,7 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 	}
 	case TINYC_GS_COPY: {
 		if (s->value) {
-			ierr(in, t, "remote shared-memory copies (clusters) are not interpreted");
+			exec_copy_remote(in, t, s);
 			return;
 		}
 		int64_t di = eval_index(in, t, s->dst.index), si = eval_index(in, t, s->src.index);
@@ -559,18 +1076,71 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 		}
 		return;
 	}
+	case TINYC_GS_MBAR_INIT: {
+		cta *c = &in->ctas[t->cta];
+		int64_t a = ref_addr(in, t, &s->dst, "mbarrier.init");
+		if (a < 0)
+			return;
+		if (a % 8 || s->n < 1 || s->n > TX_LIMIT) {
+			ierr(in, t, "mbarrier.init: address %" PRId64 " not 8-byte aligned or count %d outside "
+			     "1..%d", a, s->n, TX_LIMIT);
+			return;
+		}
+		mbar *b = mbar_at(c, a);
+		if (!b) {
+			if (c->nbars == c->capbars) {
+				int nc = c->capbars ? 2 * c->capbars : 16;
+				mbar *nb = realloc(c->bars, sizeof(*nb) * (size_t)nc);
+				if (!nb) {
+					ierr(in, t, "out of memory");
+					return;
+				}
+				c->bars = nb, c->capbars = nc;
+			}
+			b = &c->bars[c->nbars++];
+		}
+		b->addr = a, b->count = b->pending = s->n, b->tx = 0, b->phase = 0;
+		return;
+	}
+	case TINYC_GS_MBAR_EXPECT_TX: {
+		cta *c = &in->ctas[t->cta];
+		int64_t a = ref_addr(in, t, &s->dst, "mbarrier.expect_tx");
+		int64_t bytes = eval_index(in, t, s->value);
+		mbar *b = a < 0 ? NULL : mbar_get(in, t, c, a, "mbarrier.expect_tx");
+		if (!b)
+			return;
+		if (bytes < 0 || bytes > TX_LIMIT) {
+			ierr(in, t, "mbarrier.expect_tx of %" PRId64 " bytes, outside 0..%d", bytes, TX_LIMIT);
+			return;
+		}
+		if (mbar_tx(in, t, c, b, bytes) == 0 && !s->flag)
+			mbar_arrive(in, t, c, b);
+		return;
+	}
+	case TINYC_GS_MBAR_ARRIVE: {
+		int64_t rank = s->value ? eval_index(in, t, s->value) : t->cta;
+		int64_t a = ref_addr(in, t, &s->dst, "mbarrier.arrive");
+		if (a < 0)
+			return;
+		if (rank < 0 || rank >= in->ncta) {
+			ierr(in, t, "mbarrier.arrive on CTA rank %" PRId64 ", outside the cluster of %d", rank,
+			     in->ncta);
+			return;
+		}
+		cta *c = &in->ctas[rank];
+		mbar *b = mbar_get(in, t, c, a, "mbarrier.arrive");
+		if (b)
+			mbar_arrive(in, t, c, b);
+		return;
+	}
+	case TINYC_GS_TMA_LOAD:
+		exec_tma(in, t, s);
+		return;
 	case TINYC_GS_CP_COMMIT:
-	case TINYC_GS_CP_WAIT:
-	case TINYC_GS_MBAR_INIT:
-	case TINYC_GS_MBAR_EXPECT_TX:
-	case TINYC_GS_MBAR_ARRIVE:
-	case TINYC_GS_MBAR_WAIT:
+	case TINYC_GS_CP_WAIT:	/* cp.async copies complete at once: nothing to wait for */
 	case TINYC_GS_FENCE:
 	case TINYC_GS_COMMENT:
 	case TINYC_GS_TMAP_PREFETCH:	/* a cache hint */
-		return;	/* copies complete at once: nothing to wait for */
-	case TINYC_GS_TMA_LOAD:
-		ierr(in, t, "TMA loads are not interpreted");
 		return;
 	default:
 		ierr(in, t, "statement %s not interpreted", tinyc_gs_op_name(s->op));
@@ -578,7 +1148,7 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 	}
 }
 
-/* Run thread t until it finishes or waits at a barrier or a warp collective. */
+/* Run thread t until it finishes or waits at a barrier, a collective or an mbarrier. */
 static void run_thread(interp *in, ithread *t)
 {
 	while (t->state == T_RUN && !in->failed) {
@@ -646,6 +1216,25 @@ static void run_thread(interp *in, ithread *t)
 			t->state = T_WARP;
 			t->wait = next;
 			return;
+		case TINYC_GS_WGMMA_FENCE:
+		case TINYC_GS_WGMMA:
+		case TINYC_GS_WGMMA_COMMIT:
+		case TINYC_GS_WGMMA_WAIT:
+		case TINYC_GS_SETMAXNREG:
+			t->state = T_WG;
+			t->wait = next;
+			return;
+		case TINYC_GS_MBAR_WAIT: {
+			t->wait_bar = ref_addr(in, t, &next->dst, "mbarrier.wait");
+			t->wait_par = (int)(eval_index(in, t, next->value) & 1);
+			t->wait = next;
+			int r = t->wait_bar < 0 ? -1 : mbar_try_wait(in, t);
+			if (r == 0)
+				t->state = T_MBAR;
+			if (r <= 0)
+				return;
+			break;
+		}
 		default:
 			exec_simple(in, t, next);
 			break;
@@ -850,12 +1439,271 @@ static void exec_collective(interp *in, ithread **lane, int n, const tinyc_gstmt
 	ierr(in, lane[0], "not a collective");
 }
 
+/* ------------------------------------------------- warpgroup collectives ---- */
+
+/* The wgmma shared-memory matrix descriptor the CUDA text builds for an operand at
+ * shared address a with layout l (codegen/cuda.c, tinyc_wg_desc): start address >> 4 in
+ * bits 0..13, leading byte offset >> 4 in 16..29 (K-major: 16, unused; MN-major: the
+ * bytes between blocks of 64 m (n)), stride byte offset >> 4 in 32..45 (1024: 8-row or
+ * 8-k groups), base offset 0, swizzle mode 1 (128 bytes) in bits 62..63. */
+static uint64_t wg_desc(int64_t a, tinyc_gwg_layout l)
+{
+	uint64_t lbo = l.k_major ? 16u : (uint64_t)l.mn_block;
+	return (((uint64_t)a & 0x3FFFFu) >> 4) | (((lbo >> 4) & 0x3FFFu) << 16) |
+	       ((uint64_t)((1024u >> 4) & 0x3FFFu) << 32) | (UINT64_C(1) << 62);
+}
+
+/* The shared byte address the tensor cores read for element (row, kk) of an operand
+ * (row: m for A, n for B) given its descriptor: the canonical 128-byte swizzled layouts
+ * (CUTLASS's GMMA atoms, in bytes; T = 16-byte chunks):
+ *   K-major:  Swizzle<3,4,3> o ((8, m), (T, 2k)) : ((128, SBO), (1, 16))
+ *   MN-major: Swizzle<3,4,3> o ((T, 8, m), (8, k)) : ((1, 16, LBO), (128, SBO)) */
+static int64_t wg_read_addr(uint64_t desc, int kmajor, int esz, int row, int kk)
+{
+	int64_t start = (int64_t)(desc & 0x3FFFu) << 4;
+	int64_t lbo = (int64_t)((desc >> 16) & 0x3FFFu) << 4, sbo = (int64_t)((desc >> 32) & 0x3FFFu) << 4;
+	int per_row = 128 / esz;	/* elements of a 128-byte row */
+	int64_t a = kmajor ? start + (row / 8) * sbo + (row % 8) * 128 + (int64_t)kk * esz
+			   : start + (row / per_row) * lbo + (int64_t)(row % per_row) * esz + (kk / 8) * sbo +
+				     (kk % 8) * 128;
+	return swizzle(a, 128);
+}
+
+/* Read the operand matrix of a wgmma from shared array v through descriptor desc:
+ * out[row * K + kk] for rows 0..rows, k 0..K; the byte range read in *lo, *hi.
+ * 0 or -1. */
+static int wg_read(interp *in, ithread *t, int v, uint64_t desc, int kmajor, int rows, int K, int bf,
+		   double *out, int64_t *lo, int64_t *hi, const char *which)
+{
+	const tinyc_gvar *x = &in->k->vars[v];
+	cta *c = &in->ctas[t->cta];
+	int esz = tinyc_dtype_size(x->dtype);
+	int64_t start = (int64_t)(desc & 0x3FFFu) << 4;
+	int64_t vlo = in->sm_off[v], vhi = vlo + x->count * esz;
+	if ((start >> 7) & 7)
+		return ierr(in, t, "wgmma operand %s (%s): the descriptor's start address %" PRId64 " is not "
+			    "at a 1024-byte boundary of the swizzle pattern (its row bits are %d) while its "
+			    "base offset is 0: what the tensor cores read is not modelled", which, x->name,
+			    start, (int)((start >> 7) & 7));
+	*lo = INT64_MAX, *hi = INT64_MIN;
+	for (int r = 0; r < rows; r++)
+		for (int kk = 0; kk < K; kk++) {
+			int64_t a = wg_read_addr(desc, kmajor, esz, r, kk);
+			if (a < vlo || a + esz > vhi)
+				return ierr(in, t, "wgmma operand %s reads %s out of bounds: element (%d, %d) at "
+					    "byte %" PRId64 " of the array's %" PRId64, which, x->name, r, kk,
+					    a - vlo, vhi - vlo);
+			if (sh_check(in, t, c, a, esz, 0) < 0)
+				return -1;
+			uint64_t u = 0;
+			memcpy(&u, c->sm + a, (size_t)esz);
+			out[r * K + kk] = esz == 4 ? tf32_operand(tinyc_bits_to_float(TINYC_FLOAT, u))
+						   : b16val(bf, (uint16_t)u);
+			*lo = a < *lo ? a : *lo;
+			*hi = a + esz > *hi ? a + esz : *hi;
+		}
+	return 0;
+}
+
+/* Note register elements [lo, hi) of v as used by t's wgmma in flight (group g; acc:
+ * its accumulators, else A's fragment). */
+static int infl_reg(interp *in, ithread *t, int v, int64_t lo, int64_t hi, int64_t g, int acc)
+{
+	if (t->ninfl == t->capinfl) {
+		int nc = t->capinfl ? 2 * t->capinfl : 8;
+		rinfl *n = realloc(t->infl, sizeof(*n) * (size_t)nc);
+		if (!n)
+			return ierr(in, t, "out of memory");
+		t->infl = n, t->capinfl = nc;
+	}
+	t->infl[t->ninfl++] = (rinfl){v, lo, hi, g, acc};
+	return 0;
+}
+
+/* Note shared bytes [lo, hi) of v as read by a wgmma in flight of warpgroup w (group g). */
+static int infl_shared(interp *in, ithread *t, cta *c, wgstate *w, int v, int64_t lo, int64_t hi,
+		       int64_t g)
+{
+	if (w->ninfl == w->capinfl) {
+		int nc = w->capinfl ? 2 * w->capinfl : 8;
+		sinfl *n = realloc(w->infl, sizeof(*n) * (size_t)nc);
+		if (!n)
+			return ierr(in, t, "out of memory");
+		w->infl = n, w->capinfl = nc;
+	}
+	w->infl[w->ninfl++] = (sinfl){lo, hi, g, v};
+	c->nsinfl++;
+	return 0;
+}
+
+/* wgmma.mma_async for the warpgroup th[0..128): D (+)= A B (see the file comment). */
+static void exec_wgmma(interp *in, ithread **th, const tinyc_gstmt *s)
+{
+	const tinyc_gkernel *k = in->k;
+	ithread *t0 = th[0];
+	cta *c = &in->ctas[t0->cta];
+	wgstate *w = &c->wg[t0->linear / 128];
+	const tinyc_gvar *av = &k->vars[s->src.var], *bv = &k->vars[s->src2.var], *dv = &k->vars[s->dst.var];
+	int areg = av->kind == TINYC_GV_REG_ARRAY, N = s->n;
+	int tf32 = bv->dtype == TINYC_FLOAT, bf = bv->dtype == TINYC_BFLOAT16;
+	int K = tf32 ? 8 : 16;
+	if (N < 8 || N > 256 || N % 8 || dv->kind != TINYC_GV_REG_ARRAY || dv->dtype != TINYC_FLOAT ||
+	    bv->kind != TINYC_GV_SHARED || (!areg && av->kind != TINYC_GV_SHARED)) {
+		ierr(in, t0, "wgmma m64n%dk%d: D %s must be a float register array, B %s shared, A %s shared "
+		     "or registers", N, K, dv->name, bv->name, av->name);
+		return;
+	}
+	if (tf32 ? areg || av->dtype != TINYC_FLOAT || !s->wg_a.k_major || !s->wg_b.k_major
+		 : tinyc_dtype_size(bv->dtype) != 2 || (!areg && av->dtype != bv->dtype) ||
+			   (areg && tinyc_dtype_size(av->dtype) != 2 && tinyc_dtype_size(av->dtype) != 4)) {
+		ierr(in, t0, "wgmma: operands %s (%s) and %s (%s) are neither 16-bit nor K-major float (tf32) "
+		     "tiles", av->name, tinyc_dtype_name(av->dtype), bv->name, tinyc_dtype_name(bv->dtype));
+		return;
+	}
+	/* the operands every thread passes: one value for the warpgroup */
+	int64_t ai = 0, bi = 0, doff = 0, sd = 1;
+	for (int i = 0; i < 128 && !in->failed; i++) {
+		ithread *t = th[i];
+		int64_t a = s->src.index ? eval_index(in, t, s->src.index) : 0;
+		int64_t b = s->src2.index ? eval_index(in, t, s->src2.index) : 0;
+		int64_t d = s->dst.index ? eval_index(in, t, s->dst.index) : 0;
+		int64_t z = s->value ? (int64_t)(eval(in, t, s->value).u != 0) : 1;
+		if (i == 0)
+			ai = a, bi = b, doff = d, sd = z;
+		else if (a != ai || b != bi || d != doff || z != sd)
+			ierr(in, t, "wgmma: operands differ across the warpgroup (A %" PRId64 ", B %" PRId64
+			     ", D %" PRId64 ", scale-d %" PRId64 " in its first thread)", ai, bi, doff, sd);
+		if (t->touched[s->dst.var] || (areg && t->touched[s->src.var]))
+			ierr(in, t, "wgmma: registers of %s were accessed since the warpgroup's last wgmma.fence "
+			     "(PTX requires one between a register access and a wgmma using them)",
+			     t->touched[s->dst.var] ? dv->name : av->name);
+	}
+	if (in->failed)
+		return;
+	if (doff < 0 || doff + N / 2 > dv->count) {
+		ierr(in, t0, "wgmma: accumulators %s[%" PRId64 "..%" PRId64 "] out of bounds", dv->name, doff,
+		     doff + N / 2);
+		return;
+	}
+	double *A = in->wga, *B = in->wgb;	/* A[m][k], B[n][k] */
+	if (!A && !(A = in->wga = malloc(sizeof(double) * 64 * 16)))
+		return (void)ierr(in, t0, "out of memory");
+	if (!B && !(B = in->wgb = malloc(sizeof(double) * 256 * 16)))
+		return (void)ierr(in, t0, "out of memory");
+	int64_t alo = 0, ahi = 0, blo, bhi;
+	for (int p = 0; p < 2; p++) {	/* the descriptors: 16-byte aligned start addresses */
+		if (p == 0 && areg)
+			continue;
+		int v = p ? s->src2.var : s->src.var;
+		int64_t a = sh_addr(in, v, p ? bi : ai);
+		if (a % 16 || (p ? bi : ai) < 0 || (p ? bi : ai) >= k->vars[v].count) {
+			ierr(in, t0, "wgmma operand %s: %s[%" PRId64 "] is not a 16-byte aligned element of the "
+			     "array", p ? "B" : "A", k->vars[v].name, p ? bi : ai);
+			return;
+		}
+	}
+	uint64_t bdesc = wg_desc(sh_addr(in, s->src2.var, bi), s->wg_b);
+	if (wg_read(in, t0, s->src2.var, bdesc, s->wg_b.k_major, N, K, bf, B, &blo, &bhi, "B") < 0)
+		return;
+	if (!areg) {
+		uint64_t adesc = wg_desc(sh_addr(in, s->src.var, ai), s->wg_a);
+		if (wg_read(in, t0, s->src.var, adesc, s->wg_a.k_major, 64, K, bf, A, &alo, &ahi, "A") < 0)
+			return;
+	}
+	in->in_wgmma = 1;
+	if (areg)	/* each warp's m16k16 fragment in mma.sync's A layout */
+		for (int i = 0; i < 128 && !in->failed; i++) {
+			int r0 = 16 * (i / 32) + (i % 32) / 4, q = i % 4;
+			for (int h = 0; h < 2; h++) {
+				A[r0 * 16 + 2 * q + h] = b16val(bf, get16(in, th[i], s->src.var, ai, 0 + h));
+				A[(r0 + 8) * 16 + 2 * q + h] = b16val(bf, get16(in, th[i], s->src.var, ai, 2 + h));
+				A[r0 * 16 + 2 * q + 8 + h] = b16val(bf, get16(in, th[i], s->src.var, ai, 4 + h));
+				A[(r0 + 8) * 16 + 2 * q + 8 + h] = b16val(bf, get16(in, th[i], s->src.var, ai, 6 + h));
+			}
+		}
+	/* D in PTX's fragment: register j of thread i: row 16 (warp) + lane / 4 + 8 (j / 2 % 2),
+	 * column 8 (j / 4) + 2 (lane % 4) + j % 2 */
+	for (int i = 0; i < 128 && !in->failed; i++) {
+		ithread *t = th[i];
+		int lane = i % 32;
+		for (int j = 0; j < N / 2 && !in->failed; j++) {
+			int row = 16 * (i / 32) + lane / 4 + 8 * (j / 2 % 2), col = 8 * (j / 4) + 2 * (lane % 4) + j % 2;
+			double acc = sd ? load(in, t, s->dst.var, doff + j).f : 0.0;
+			for (int kk = 0; kk < K; kk++)
+				acc += A[row * K + kk] * B[col * K + kk];
+			float f = (float)acc;
+			if (tf32 && isfinite(f) && fabs((double)f) > fabs(acc))
+				f = nextafterf(f, 0.0f);	/* tf32: truncated, as mma.sync .tf32 */
+			store(in, t, s->dst.var, doff + j, fval(TINYC_FLOAT, f));
+		}
+	}
+	in->in_wgmma = 0;
+	if (in->failed)
+		return;
+	/* in flight until a wait retires the open group */
+	int64_t g = w->committed;
+	for (int i = 0; i < 128; i++) {
+		if (infl_reg(in, th[i], s->dst.var, doff, doff + N / 2, g, 1) < 0)
+			return;
+		if (areg && infl_reg(in, th[i], s->src.var, ai, ai + (tinyc_dtype_size(av->dtype) == 2 ? 8 : 4), g,
+				     0) < 0)
+			return;
+	}
+	if (infl_shared(in, t0, c, w, s->src2.var, blo, bhi, g) < 0)
+		return;
+	if (!areg)
+		infl_shared(in, t0, c, w, s->src.var, alo, ahi, g);
+}
+
+/* Execute the warpgroup collective s for the threads th[0..128) of one warpgroup. */
+static void exec_wg_collective(interp *in, ithread **th, const tinyc_gstmt *s)
+{
+	cta *c = &in->ctas[th[0]->cta];
+	wgstate *w = &c->wg[th[0]->linear / 128];
+	switch (s->op) {
+	case TINYC_GS_WGMMA_FENCE:	/* the registers are the tensor cores' from here */
+		for (int i = 0; i < 128; i++)
+			memset(th[i]->touched, 0, (size_t)in->k->nvar);
+		return;
+	case TINYC_GS_WGMMA:
+		exec_wgmma(in, th, s);
+		return;
+	case TINYC_GS_WGMMA_COMMIT:
+		w->committed++;
+		return;
+	case TINYC_GS_WGMMA_WAIT: {	/* retire all but the s->n most recent groups */
+		int64_t keep = w->committed - s->n;
+		for (int i = 0; i < 128; i++) {
+			ithread *t = th[i];
+			int n = 0;
+			for (int j = 0; j < t->ninfl; j++)
+				if (t->infl[j].group >= keep)
+					t->infl[n++] = t->infl[j];
+			t->ninfl = n;
+		}
+		int n = 0;
+		for (int j = 0; j < w->ninfl; j++)
+			if (w->infl[j].group >= keep)
+				w->infl[n++] = w->infl[j];
+		c->nsinfl -= w->ninfl - n;
+		w->ninfl = n;
+		return;
+	}
+	case TINYC_GS_SETMAXNREG:	/* the register file's split: nothing to interpret */
+		return;
+	default:
+		ierr(in, th[0], "not a warpgroup collective");
+		return;
+	}
+}
+
+
 /* ------------------------------------------------------------------ launch ---- */
 
-/* Free the per-thread storage of the block. */
+/* Free the per-thread storage of the cluster's threads and the CTAs' state. */
 static void free_threads(interp *in)
 {
-	for (int i = 0; i < in->nth; i++) {
+	for (int i = 0; in->th && i < in->nall; i++) {
 		ithread *t = &in->th[i];
 		for (int v = 0; v < in->k->nvar; v++) {
 			if (t->arr) free(t->arr[v]);
@@ -866,121 +1714,269 @@ static void free_threads(interp *in)
 		free(t->init);
 		free(t->arr);
 		free(t->arr_init);
+		free(t->touched);
+		free(t->infl);
 	}
 	free(in->th);
 	in->th = NULL;
+	for (int r = 0; in->ctas && r < in->ncta; r++) {
+		cta *c = &in->ctas[r];
+		for (int i = 0; i < c->npend; i++)
+			free(c->pend[i].data);
+		for (int w = 0; c->wg && w < c->nwg; w++)
+			free(c->wg[w].infl);
+		free(c->pend);
+		free(c->bars);
+		free(c->wg);
+		free(c->pmap);
+		free(c->sm);
+	}
+	free(in->ctas);
+	in->ctas = NULL;
+	free(in->wga);
+	free(in->wgb);
 }
 
-/* Run the current block (in->bid) to completion. */
-static int run_block(interp *in)
+/* Describe what the blocked thread t waits for (a deadlock's diagnostic). */
+static void describe_wait(interp *in, const ithread *t, char *buf, size_t size)
+{
+	const int *b = in->ctas[t->cta].bid;
+	int n = snprintf(buf, size, "thread (%d,%d,%d) of block (%d,%d,%d) ", t->tid[0], t->tid[1],
+			 t->tid[2], b[0], b[1], b[2]);
+	if (n < 0 || (size_t)n >= size)
+		return;
+	buf += n, size -= (size_t)n;
+	switch (t->state) {
+	case T_MBAR: {
+		char nm[96];
+		sh_name(in, t->wait_bar, nm, sizeof(nm));
+		const mbar *m = mbar_at(&in->ctas[t->cta], t->wait_bar);
+		if (m)
+			snprintf(buf, size, "waits on mbarrier %s for the phase of parity %d (phase %" PRId64
+				 " in progress: %d of %d arrivals and %" PRId64 " transaction bytes pending)", nm,
+				 t->wait_par, m->phase, m->pending, m->count, m->tx);
+		else
+			snprintf(buf, size, "waits on mbarrier %s", nm);
+		break;
+	}
+	case T_BARRIER:
+		snprintf(buf, size, "waits at a %sbarrier", t->wait->flag ? "cluster " : "");
+		break;
+	case T_WARP:
+		snprintf(buf, size, "waits at the warp collective %s", tinyc_gs_op_name(t->wait->op));
+		break;
+	case T_WG:
+		snprintf(buf, size, "waits at the warpgroup collective %s", tinyc_gs_op_name(t->wait->op));
+		break;
+	default:
+		snprintf(buf, size, "is stuck");
+		break;
+	}
+}
+
+/* The collectives of CTA rank ci whose threads all arrived: executed.  Sets *progress. */
+static int run_collectives(interp *in, int ci, int *progress)
+{
+	ithread *base = &in->th[(int64_t)ci * in->nth];
+	for (int w = 0; w * 32 < in->nth; w++) {	/* warps */
+		ithread *lane[32];
+		int n = 0, waiting = 0, other = 0;
+		const tinyc_gstmt *at = NULL;
+		for (int i = w * 32; i < in->nth && i < w * 32 + 32; i++) {
+			ithread *t = &base[i];
+			lane[n++] = t;
+			if (t->state == T_WARP) {
+				if (at && at != t->wait)
+					return ierr(in, t, "lanes of a warp at different collectives");
+				at = t->wait;
+				waiting++;
+			} else {
+				other++;
+			}
+		}
+		if (waiting && !other) {
+			exec_collective(in, lane, n, at);
+			for (int i = 0; i < n; i++)
+				lane[i]->state = T_RUN;
+			*progress = 1;
+		}
+	}
+	for (int g = 0; g * 128 < in->nth && !in->failed; g++) {	/* warpgroups */
+		ithread *wt[128];
+		int n = 0, waiting = 0, other = 0;
+		const tinyc_gstmt *at = NULL;
+		for (int i = g * 128; i < in->nth && i < g * 128 + 128; i++) {
+			ithread *t = &base[i];
+			wt[n++] = t;
+			if (t->state == T_WG) {
+				if (at && at != t->wait)
+					return ierr(in, t, "threads of a warpgroup at different warpgroup statements "
+						    "(%s and %s)", tinyc_gs_op_name(at->op), tinyc_gs_op_name(t->wait->op));
+				at = t->wait;
+				waiting++;
+			} else {
+				other++;
+			}
+		}
+		if (waiting && !other) {
+			if (n != 128)
+				return ierr(in, wt[0], "%s needs a whole warpgroup (128 threads), the block has %d "
+					    "threads", tinyc_gs_op_name(at->op), in->nth);
+			exec_wg_collective(in, wt, at);
+			for (int i = 0; i < n; i++)
+				wt[i]->state = T_RUN;
+			*progress = 1;
+		}
+	}
+	return in->failed ? -1 : 0;
+}
+
+/* Release the barrier that threads th[0..n) wait at if every live one does (flag: the
+ * cluster's barriers, else the CTA's).  Sets *progress.  0 or -1. */
+static int run_barrier(interp *in, ithread *th, int n, int flag, int *progress)
+{
+	int live = 0, done = 0, at_bar = 0;
+	const tinyc_gstmt *bar = NULL;
+	for (int i = 0; i < n; i++) {
+		ithread *t = &th[i];
+		if (t->state == T_DONE) {
+			done++;
+			continue;
+		}
+		live++;
+		if (t->state == T_BARRIER && t->wait->flag == flag) {
+			/* a cluster barrier may be spelled several times (the roles' own
+			 * statements, as barrier.cluster is on the GPU); a CTA's may not */
+			if (!flag && bar && bar != t->wait)
+				return ierr(in, t, "threads wait at different barriers");
+			bar = t->wait;
+			at_bar++;
+		}
+	}
+	if (!at_bar || at_bar < live)
+		return 0;
+	if (done)
+		return ierr(in, NULL, "barrier divergence: %d threads exited while others wait at a %sbarrier",
+			    done, flag ? "cluster " : "");
+	for (int i = 0; i < n; i++)
+		th[i].state = T_RUN;
+	*progress = 1;
+	return 0;
+}
+
+/* Run the current cluster (in->ctas set up) to completion. */
+static int run_cluster(interp *in)
 {
 	const tinyc_gkernel *k = in->k;
 	int nv = k->nvar;
-	for (int i = 0; i < in->nth; i++) {
+	for (int i = 0; i < in->nall; i++) {
 		ithread *t = &in->th[i];
 		t->state = T_RUN;
 		t->nstack = 0;
+		t->ninfl = 0;
 		memset(t->init, 0, (size_t)nv);
+		memset(t->touched, 0, (size_t)nv);
 		for (int v = 0; v < nv; v++)
 			if (t->arr_init[v])
 				memset(t->arr_init[v], 0, (size_t)k->vars[v].count);
 		if (push(in, t, k->body) < 0)
 			return -1;
 	}
-	for (int v = 0; v < nv; v++)	/* shared memory starts as zeros here */
-		if (in->smem[v])
-			memset(in->smem[v], 0, (size_t)(k->vars[v].count * tinyc_dtype_size(k->vars[v].dtype)));
-	if (in->dyn)
-		memset(in->dyn, 0, (size_t)k->dyn_smem);
+	for (int r = 0; r < in->ncta; r++) {	/* shared memory starts as zeros here */
+		cta *c = &in->ctas[r];
+		memset(c->sm, 0, (size_t)in->sm_bytes);
+		if (c->pmap)
+			memset(c->pmap, 0, (size_t)in->sm_bytes * sizeof(*c->pmap));
+		for (int i = 0; i < c->npend; i++) {
+			free(c->pend[i].data);
+			c->pend[i].data = NULL;
+			c->pend[i].live = 0;
+		}
+		c->npend = c->nlive = c->nbars = c->nsinfl = 0;
+		for (int w = 0; w < c->nwg; w++)
+			c->wg[w].committed = 0, c->wg[w].ninfl = 0;
+	}
 	for (;;) {
-		for (int i = 0; i < in->nth && !in->failed; i++)
-			run_thread(in, &in->th[i]);
-		if (in->failed)
-			return -1;
-		int progress = 0, done = 0, barrier = 0;
-		/* warp collectives: the lanes of a warp all waiting at the same statement */
-		for (int w = 0; w * 32 < in->nth; w++) {
-			ithread *lane[32];
-			int n = 0, waiting = 0, other = 0;
-			const tinyc_gstmt *at = NULL;
-			for (int i = w * 32; i < in->nth && i < w * 32 + 32; i++) {
-				ithread *t = &in->th[i];
-				lane[n++] = t;
-				if (t->state == T_WARP) {
-					if (at && at != t->wait)
-						return ierr(in, t, "lanes of a warp at different collectives");
-					at = t->wait;
-					waiting++;
-				} else {
-					other++;
-				}
+		int progress = 0;
+		for (int i = 0; i < in->nall && !in->failed; i++) {
+			ithread *t = &in->th[i];
+			if (t->state == T_MBAR) {
+				int r = mbar_try_wait(in, t);
+				if (r < 0)
+					return -1;
+				if (r)
+					t->state = T_RUN;
 			}
-			if (waiting && !other) {
-				exec_collective(in, lane, n, at);
-				for (int i = 0; i < n; i++)
-					lane[i]->state = T_RUN;
+			if (t->state == T_RUN) {
+				run_thread(in, t);
 				progress = 1;
 			}
 		}
+		for (int r = 0; r < in->ncta && !in->failed; r++)
+			if (run_collectives(in, r, &progress) < 0)
+				return -1;
 		if (in->failed)
 			return -1;
 		if (progress)
 			continue;
-		const tinyc_gstmt *bar = NULL;
-		int warp_wait = 0;
-		for (int i = 0; i < in->nth; i++) {
-			ithread *t = &in->th[i];
-			if (t->state == T_DONE)
-				done++;
-			else if (t->state == T_BARRIER) {
-				if (bar && bar != t->wait)
-					return ierr(in, t, "threads wait at different barriers");
-				bar = t->wait;
-				barrier++;
-			} else if (t->state == T_WARP) {
-				warp_wait++;
-			}
-		}
-		if (done == in->nth)
-			return 0;
-		if (warp_wait)
-			return ierr(in, NULL, "deadlock: part of a warp waits at a collective");
-		if (barrier && done)
-			return ierr(in, NULL, "barrier divergence: %d threads exited while others wait at a barrier",
-				    done);
-		if (barrier == in->nth) {
-			for (int i = 0; i < in->nth; i++)
-				in->th[i].state = T_RUN;
+		for (int r = 0; r < in->ncta; r++)
+			if (run_barrier(in, &in->th[(int64_t)r * in->nth], in->nth, 0, &progress) < 0)
+				return -1;
+		if (run_barrier(in, in->th, in->nall, 1, &progress) < 0)
+			return -1;
+		if (progress)
 			continue;
+		int done = 0, mb = 0, bar = 0, warp = 0, wg = 0;
+		const ithread *first = NULL;
+		for (int i = 0; i < in->nall; i++) {
+			const ithread *t = &in->th[i];
+			switch (t->state) {
+			case T_DONE: done++; continue;
+			case T_MBAR: mb++; break;
+			case T_BARRIER: bar++; break;
+			case T_WARP: warp++; break;
+			case T_WG: wg++; break;
+			default: break;
+			}
+			if (!first || (first->state != T_MBAR && t->state == T_MBAR))
+				first = t;	/* an mbarrier waiter says most */
 		}
-		return ierr(in, NULL, "deadlock");
+		if (done == in->nall)
+			return 0;
+		char what[320];
+		describe_wait(in, first, what, sizeof(what));
+		if (warp && !mb && !bar && !wg)
+			return ierr(in, NULL, "deadlock: part of a warp waits at a collective (%s)", what);
+		return ierr(in, NULL, "deadlock: %s; %d threads wait on mbarriers, %d at barriers, %d at warp "
+			    "and %d at warpgroup collectives, %d exited", what, mb, bar, warp, wg, done);
 	}
 }
 
-/* Whether a statement tree holds Hopper warpgroup statements (wgmma, setmaxnreg). */
-static int uses_warpgroup_ops(const tinyc_gstmt *s)
+/* The byte address of every shared variable in a CTA's shared memory (the dynamic
+ * segment at 0, the static arrays after it at their alignment); the total in *bytes. */
+static void layout_shared(const tinyc_gkernel *k, int64_t *off, int64_t *bytes)
 {
-	if (!s)
-		return 0;
-	switch (s->op) {
-	case TINYC_GS_WGMMA_FENCE:
-	case TINYC_GS_WGMMA:
-	case TINYC_GS_WGMMA_COMMIT:
-	case TINYC_GS_WGMMA_WAIT:
-	case TINYC_GS_SETMAXNREG:
-		return 1;
-	case TINYC_GS_BLOCK:
-		for (int i = 0; i < s->nstmts; i++)
-			if (uses_warpgroup_ops(s->stmts[i]))
-				return 1;
-		return 0;
-	case TINYC_GS_FOR:
-		return uses_warpgroup_ops(s->body);
-	case TINYC_GS_IF:
-		return uses_warpgroup_ops(s->body) || uses_warpgroup_ops(s->else_body);
-	default:
-		return 0;
+	int64_t end = k->dyn_smem > 0 ? k->dyn_smem : 0;
+	for (int v = 0; v < k->nvar; v++) {
+		const tinyc_gvar *x = &k->vars[v];
+		if (x->kind != TINYC_GV_SHARED)
+			continue;
+		int64_t sz = x->count * tinyc_dtype_size(x->dtype);
+		if (x->dynamic) {
+			off[v] = x->offset;
+			end = x->offset + sz > end ? x->offset + sz : end;
+		}
 	}
+	for (int v = 0; v < k->nvar; v++) {
+		const tinyc_gvar *x = &k->vars[v];
+		if (x->kind != TINYC_GV_SHARED || x->dynamic)
+			continue;
+		int64_t al = x->align > tinyc_dtype_size(x->dtype) ? x->align : tinyc_dtype_size(x->dtype);
+		end = (end + al - 1) / al * al;
+		off[v] = end;
+		end += x->count * tinyc_dtype_size(x->dtype);
+	}
+	*bytes = end > 0 ? end : 1;
 }
 
 int tinyc_gpu_interp(tinyc_ctx *ctx, const tinyc_gpu_module *m, const tinyc_gkernel *k,
@@ -995,67 +1991,58 @@ int tinyc_gpu_interp(tinyc_ctx *ctx, const tinyc_gpu_module *m, const tinyc_gker
 		if (tinyc_gpu_eval_int(k->grid[d], mem->sym, &in.grid[d]) < 0)
 			return tinyc_error(ctx, "GpuInterpError", "kernel %s: grid extent %c needs an unbound symbol",
 					   k->name, "xyz"[d]);
-	if (k->cluster_x > 1)	/* its CTAs run together and share their shared memory */
-		return tinyc_error(ctx, "GpuInterpUnsupported", "kernel %s: thread-block clusters are not "
-				   "interpreted (the kernel runs on a GPU only)", k->name);
-	for (int v = 0; v < k->nvar; v++)
-		if (k->vars[v].kind == TINYC_GV_PARAM_TMAP)
-			return tinyc_error(ctx, "GpuInterpUnsupported", "kernel %s: tensor maps (TMA) are not "
-					   "interpreted: the Hopper wgmma template runs on a GPU only (plan another "
-					   "template, e.g. TINYC_MATMUL=mma, or target sm_80, to interpret)", k->name);
-	if (uses_warpgroup_ops(k->body))
-		return tinyc_error(ctx, "GpuInterpUnsupported", "kernel %s: wgmma/setmaxnreg are not "
-				   "interpreted: the Hopper wgmma template runs on a GPU only (plan another "
-				   "template, e.g. TINYC_MATMUL=mma, or target sm_80, to interpret)", k->name);
+	in.ncta = k->cluster_x > 1 ? k->cluster_x : 1;
+	if (in.grid[0] % in.ncta)
+		return tinyc_error(ctx, "GpuInterpError", "kernel %s: grid x extent %" PRId64 " is not a "
+				   "multiple of its cluster's %d CTAs", k->name, in.grid[0], in.ncta);
 	if (in.grid[0] <= 0 || in.grid[1] <= 0 || in.grid[2] <= 0)
 		return 0;	/* an empty launch */
 	in.nth = k->block[0] * k->block[1] * k->block[2];
+	in.nall = in.nth * in.ncta;
 	int nv = k->nvar;
-	in.th = calloc((size_t)in.nth, sizeof(*in.th));
-	in.smem = calloc((size_t)nv + 1, sizeof(*in.smem));
-	if (!in.th || !in.smem)
+	in.th = calloc((size_t)in.nall, sizeof(*in.th));
+	in.ctas = calloc((size_t)in.ncta, sizeof(*in.ctas));
+	in.sm_off = calloc((size_t)nv + 1, sizeof(*in.sm_off));
+	if (!in.th || !in.ctas || !in.sm_off)
 		goto oom;
-	for (int i = 0; i < in.nth; i++) {
+	layout_shared(k, in.sm_off, &in.sm_bytes);
+	for (int r = 0; r < in.ncta; r++) {
+		cta *c = &in.ctas[r];
+		c->nwg = (in.nth + 127) / 128;
+		if (!(c->sm = calloc((size_t)in.sm_bytes, 1)) || !(c->wg = calloc((size_t)c->nwg, sizeof(*c->wg))))
+			goto oom;
+	}
+	for (int i = 0; i < in.nall; i++) {
 		ithread *t = &in.th[i];
-		t->linear = i;
-		t->tid[0] = i % k->block[0];
-		t->tid[1] = (i / k->block[0]) % k->block[1];
-		t->tid[2] = i / (k->block[0] * k->block[1]);
+		int li = i % in.nth;
+		t->cta = i / in.nth;
+		t->linear = li;
+		t->tid[0] = li % k->block[0];
+		t->tid[1] = (li / k->block[0]) % k->block[1];
+		t->tid[2] = li / (k->block[0] * k->block[1]);
 		t->reg = calloc((size_t)nv + 1, sizeof(ival));
 		t->init = calloc((size_t)nv + 1, 1);
+		t->touched = calloc((size_t)nv + 1, 1);
 		t->arr = calloc((size_t)nv + 1, sizeof(*t->arr));
 		t->arr_init = calloc((size_t)nv + 1, sizeof(*t->arr_init));
-		if (!t->reg || !t->init || !t->arr || !t->arr_init)
+		if (!t->reg || !t->init || !t->touched || !t->arr || !t->arr_init)
 			goto oom;
 	}
-	for (int v = 0; v < nv; v++) {
-		const tinyc_gvar *x = &k->vars[v];
-		if (x->kind == TINYC_GV_SHARED && !x->dynamic &&
-		    !(in.smem[v] = calloc((size_t)x->count, (size_t)tinyc_dtype_size(x->dtype))))
-			goto oom;
-	}
-	if (k->dyn_smem > 0 && !(in.dyn = calloc((size_t)k->dyn_smem, 1)))
-		goto oom;
 	int rc = 0;
 	for (int64_t z = 0; z < in.grid[2] && rc == 0; z++)
 		for (int64_t y = 0; y < in.grid[1] && rc == 0; y++)
-			for (int64_t x = 0; x < in.grid[0] && rc == 0; x++) {
-				in.bid[0] = (int)x, in.bid[1] = (int)y, in.bid[2] = (int)z;
-				rc = run_block(&in);
+			for (int64_t x = 0; x < in.grid[0] && rc == 0; x += in.ncta) {
+				for (int r = 0; r < in.ncta; r++) {
+					in.ctas[r].bid[0] = (int)(x + r);
+					in.ctas[r].bid[1] = (int)y, in.ctas[r].bid[2] = (int)z;
+				}
+				rc = run_cluster(&in);
 			}
 	free_threads(&in);
-	for (int v = 0; v < nv; v++)
-		free(in.smem[v]);
-	free(in.smem);
-	free(in.dyn);
+	free(in.sm_off);
 	return rc;
 oom:
-	if (in.th)
-		free_threads(&in);
-	if (in.smem)
-		for (int v = 0; v < nv; v++)
-			free(in.smem[v]);
-	free(in.smem);
-	free(in.dyn);
+	free_threads(&in);
+	free(in.sm_off);
 	return tinyc_error(ctx, "OutOfMemory", "GPU IR interpreter");
 }
