@@ -263,13 +263,18 @@ void tinyc_streamk_print(const tinyc_schedule *s, const tinyc_mm_problem *prob,
 		return;
 	int64_t R = units / walkers, T = units % walkers, sp = t->tail_split;
 	const char *w = t->cluster > 1 ? "pairs of tiles" : "tiles";
-	tinyc_buf_printf(out, "  stream-K tail: %" PRId64 " %s on %" PRId64 " walkers = %" PRId64
-			 " full rounds (whole K, the epilogue in registers) + a tail of T = %" PRId64
-			 " split along K into s = %" PRId64 " units each (%" PRId64 " units of %" PRId64
-			 "-%" PRId64 " of the %" PRId64 " k tiles); a unit stores its fp32 partial tile "
-			 "into a workspace [T, s, BM x BN], per warp an arrival counter, the tile's last "
-			 "warp sums the s partials in k order (its own from registers) and runs the "
-			 "epilogue: deterministic, one kernel; %.3g rounds against %" PRId64 "\n",
-			 units, w, walkers, R, T, sp, T * sp, kt / sp, (kt + sp - 1) / sp, kt,
+	char len[48];
+	if (kt % sp)
+		snprintf(len, sizeof(len), "%" PRId64 "-%" PRId64, kt / sp, kt / sp + 1);
+	else
+		snprintf(len, sizeof(len), "%" PRId64, kt / sp);
+	tinyc_buf_printf(out, "  stream-K tail: %" PRId64 " %s on %" PRId64 " walkers: %" PRId64
+			 " full round%s (whole K, the epilogue in registers), then the last %" PRId64
+			 " %s split along K into %" PRId64 " units each (%" PRId64 " units of %s of the %"
+			 PRId64 " k tiles); a unit stores its fp32 partial tile into a workspace [tile, k "
+			 "range, BM x BN], per warp an arrival counter, the tile's last warp sums the %"
+			 PRId64 " partials in k order (its own from registers) and runs the epilogue: "
+			 "deterministic, one kernel; %.3g rounds against %" PRId64 "\n",
+			 units, w, walkers, R, R == 1 ? "" : "s", T, w, sp, T * sp, len, kt, sp,
 			 tinyc_streamk_rounds(s, prob, t), R + 1);
 }
