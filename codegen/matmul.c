@@ -1207,14 +1207,14 @@ static int wgmma_epilogue(wgmma_ring *w, tinyc_gstmt *ctile)
 	f.stage_warps = 4 * C;
 	if (b->fix && b->fix->dsmem)	/* split-K summed over the cluster */
 		return tinyc_splitk_dsmem(b, &f, ctile);
+	/* the warp's place among the tile's: 4 per consumer that works on it */
 	tinyc_gexpr *wit = PP ? bin(b, TINYC_GX_MOD, b->warp, I(b, 4)) : bin(b, TINYC_GX_SUB, b->warp, I(b, 4));
 	if (w->tail)	/* a stream-K tail: its units' partials summed by the last warps */
 		return tinyc_streamk_epilogue(b, &f, ctile, w->tail, w->slot, w->part, wit);
 	if (tinyc_evt_emit_epilogue(b, &f, ctile) < 0)
 		return -1;
-	/* split-K summed here: a tile's warps are 4 per consumer that works on it */
-	return b->fix ? tinyc_splitk_fixup(b, &f, ctile, PP ? bin(b, TINYC_GX_MOD, b->warp, I(b, 4))
-							     : bin(b, TINYC_GX_SUB, b->warp, I(b, 4))) : 0;
+	/* split-K summed here */
+	return b->fix ? tinyc_splitk_fixup(b, &f, ctile, wit) : 0;
 }
 
 /* Warpgroups 1.., the consumers: the accumulators, then per tile of theirs (cooperative:

@@ -25,7 +25,10 @@
  *         row lengths: 4097, 333) is either copied by the producer's threads (element
  *         loads) or packed: a packing kernel launched before the matmul copies it into a
  *         workspace whose rows are padded to 16 bytes (zeros in the pad), which TMA then
- *         loads (the tensor map's extents are the operand's);
+ *         loads (the tensor map's extents are the operand's).  With a stream-K tail
+ *         (tail_split, TINYC_WGMMA_STREAMK; sched/splitk.c) the tiles of a partly idle
+ *         last round are split along K into units walked after the whole ones, their
+ *         fp32 partials summed in k order by each tile's last warp before the epilogue;
  *
  *   tf32x3 fp32 operands on tensor cores (sm_80+): the two-stage register prefetch of the
  *         SIMT tile, 128x128 tiles of 8 warps, each fp32 value split into hi = tf32(x) and

@@ -275,6 +275,7 @@ void tinyc_streamk_print(const tinyc_schedule *s, const tinyc_mm_problem *prob,
 			 "range, BM x BN], per warp an arrival counter, the tile's last warp sums the %"
 			 PRId64 " partials in k order (its own from registers) and runs the epilogue: "
 			 "deterministic, one kernel; %.3g rounds against %" PRId64 "\n",
-			 units, w, walkers, R, R == 1 ? "" : "s", T, w, sp, T * sp, len, kt, sp,
+			 units, w, walkers, R, R == 1 ? "" : "s", T, T > 1 ? w : t->cluster > 1 ? "pair of tiles"
+			 : "tile", sp, T * sp, len, kt, sp,
 			 tinyc_streamk_rounds(s, prob, t), R + 1);
 }
