@@ -22,8 +22,9 @@
  *             (BK = 32) from zero plus K/32 round-to-nearest adds keep the error of fp32
  *             FMAs.
  *
- * The GPU IR interpreter does not run wgmma: this kernel is tested on the GPU (tests/gpu);
- * the CPU tests of fp32 contractions take the mma.sync 3xTF32 tile (codegen/tf32_tile.c).
+ * Tested on the GPU (tests/gpu/tf32wg) and on the GPU IR interpreter against the reference
+ * evaluator (tests/unit/test_hopper_interp.c: wgmma .tf32 with its truncating sums); the
+ * other CPU tests of fp32 contractions take the mma.sync 3xTF32 tile (codegen/tf32_tile.c).
  */
 #include <string.h>
 

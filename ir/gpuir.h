@@ -577,10 +577,14 @@ typedef struct tinyc_gpu_mem {
 	int64_t *sym;		/* per graph symbol: its value */
 } tinyc_gpu_mem;
 
-/* Run kernel k on the CPU: every block of the grid, its threads interleaved at barriers
- * and warp-collective operations (shuffles, ldmatrix, mma) the way a GPU would order
- * them.  Out-of-bounds accesses, reads of uninitialised registers, barrier divergence and
- * deadlocks are GpuInterpError diagnostics.  Returns 0 or -1. */
+/* Run kernel k on the CPU: every block of the grid (the CTAs of a thread-block cluster
+ * together), its threads interleaved at barriers, warp-collective operations (shuffles,
+ * ldmatrix, mma), warpgroup operations (wgmma, setmaxnreg) and mbarrier waits the way a
+ * GPU would order them; Hopper's TMA loads, mbarriers, wgmma and distributed shared
+ * memory with the PTX semantics (ir/gpuir_interp.c).  Out-of-bounds accesses, reads of
+ * uninitialised registers, barrier divergence, mbarrier misuse, races with asynchronous
+ * operations (a TMA load read before a wait observed it, wgmma registers or operands
+ * touched in flight) and deadlocks are GpuInterpError diagnostics.  Returns 0 or -1. */
 int tinyc_gpu_interp(tinyc_ctx *ctx, const tinyc_gpu_module *m, const tinyc_gkernel *k,
 		     const tinyc_gpu_mem *mem);
 /* Evaluate a module-level integer expression (grid extents) under symbol values. */

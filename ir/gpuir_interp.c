@@ -210,11 +210,13 @@ static int ierr(interp *in, const ithread *t, const char *fmt, ...)
 
 /* --------------------------------------------------------- value helpers ---- */
 
+/* Whether t is a floating type. */
 static int is_f(tinyc_dtype t)
 {
 	return tinyc_dtype_is_float(t);
 }
 
+/* Whether t is a signed integer type. */
 static int is_s(tinyc_dtype t)
 {
 	return tinyc_dtype_is_int(t) && tinyc_dtype_is_signed(t);
@@ -775,11 +777,10 @@ static int mbar_tx(interp *in, ithread *t, cta *c, mbar *b, int64_t bytes)
 	return 0;
 }
 
-/* Land the TMA entries of CTA c that complete on the barrier at address a in a phase that
- * has completed (a thread of c observed it). */
-static void mbar_observed(interp *in, cta *c, const mbar *b)
+/* Land the TMA entries of CTA c that complete on barrier b in a phase that has completed
+ * (a thread of c observed it). */
+static void mbar_observed(cta *c, const mbar *b)
 {
-	(void)in;
 	for (int i = 0; i < c->npend && c->nlive; i++) {
 		pend *p = &c->pend[i];
 		if (!p->live || p->bar != b->addr || p->phase >= b->phase)
@@ -802,7 +803,7 @@ static int mbar_try_wait(interp *in, ithread *t)
 		return -1;
 	if ((b->phase & 1) == t->wait_par)
 		return 0;	/* the phase of that parity is the current one: not complete */
-	mbar_observed(in, c, b);
+	mbar_observed(c, b);
 	return 1;
 }
 
@@ -1774,57 +1775,50 @@ static void describe_wait(interp *in, const ithread *t, char *buf, size_t size)
 	}
 }
 
+/* The group g of `size` threads (a warp: 32, a warpgroup: 128) of the CTA whose threads
+ * start at base, into grp[0..*n): the collective they all wait at in state st, or NULL
+ * (not all there yet, or an error: two collectives at once). */
+static const tinyc_gstmt *group_at(interp *in, ithread *base, int g, int size, int st, ithread **grp,
+				   int *n)
+{
+	const tinyc_gstmt *at = NULL;
+	int other = 0;
+	*n = 0;
+	for (int i = g * size; i < in->nth && i < g * size + size; i++) {
+		ithread *t = &base[i];
+		grp[(*n)++] = t;
+		if (t->state != st) {
+			other++;
+		} else if (at && at != t->wait) {
+			ierr(in, t, "%s at different collectives (%s and %s)", size == 32 ? "lanes of a warp"
+			     : "threads of a warpgroup", tinyc_gs_op_name(at->op), tinyc_gs_op_name(t->wait->op));
+			return NULL;
+		} else {
+			at = t->wait;
+		}
+	}
+	return other ? NULL : at;
+}
+
 /* The collectives of CTA rank ci whose threads all arrived: executed.  Sets *progress. */
 static int run_collectives(interp *in, int ci, int *progress)
 {
-	ithread *base = &in->th[(int64_t)ci * in->nth];
-	for (int w = 0; w * 32 < in->nth; w++) {	/* warps */
-		ithread *lane[32];
-		int n = 0, waiting = 0, other = 0;
-		const tinyc_gstmt *at = NULL;
-		for (int i = w * 32; i < in->nth && i < w * 32 + 32; i++) {
-			ithread *t = &base[i];
-			lane[n++] = t;
-			if (t->state == T_WARP) {
-				if (at && at != t->wait)
-					return ierr(in, t, "lanes of a warp at different collectives");
-				at = t->wait;
-				waiting++;
-			} else {
-				other++;
-			}
-		}
-		if (waiting && !other) {
-			exec_collective(in, lane, n, at);
-			for (int i = 0; i < n; i++)
-				lane[i]->state = T_RUN;
-			*progress = 1;
-		}
-	}
-	for (int g = 0; g * 128 < in->nth && !in->failed; g++) {	/* warpgroups */
-		ithread *wt[128];
-		int n = 0, waiting = 0, other = 0;
-		const tinyc_gstmt *at = NULL;
-		for (int i = g * 128; i < in->nth && i < g * 128 + 128; i++) {
-			ithread *t = &base[i];
-			wt[n++] = t;
-			if (t->state == T_WG) {
-				if (at && at != t->wait)
-					return ierr(in, t, "threads of a warpgroup at different warpgroup statements "
-						    "(%s and %s)", tinyc_gs_op_name(at->op), tinyc_gs_op_name(t->wait->op));
-				at = t->wait;
-				waiting++;
-			} else {
-				other++;
-			}
-		}
-		if (waiting && !other) {
-			if (n != 128)
-				return ierr(in, wt[0], "%s needs a whole warpgroup (128 threads), the block has %d "
+	ithread *base = &in->th[(int64_t)ci * in->nth], *grp[128];
+	for (int pass = 0; pass < 2 && !in->failed; pass++) {	/* warps, then warpgroups */
+		int size = pass ? 128 : 32, n;
+		for (int g = 0; g * size < in->nth && !in->failed; g++) {
+			const tinyc_gstmt *at = group_at(in, base, g, size, pass ? T_WG : T_WARP, grp, &n);
+			if (!at)
+				continue;
+			if (pass && n != 128)
+				return ierr(in, grp[0], "%s needs a whole warpgroup (128 threads), the block has %d "
 					    "threads", tinyc_gs_op_name(at->op), in->nth);
-			exec_wg_collective(in, wt, at);
+			if (pass)
+				exec_wg_collective(in, grp, at);
+			else
+				exec_collective(in, grp, n, at);
 			for (int i = 0; i < n; i++)
-				wt[i]->state = T_RUN;
+				grp[i]->state = T_RUN;
 			*progress = 1;
 		}
 	}
