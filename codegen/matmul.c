@@ -710,6 +710,58 @@ static void wgmma_tile_coords(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *tile,
 	b->n0 = let(b, blk, nm, mul(b, bin(b, TINYC_GX_DIV, rr, gs), I(b, t->bn)));
 }
 
+/* The k tiles of walk unit u (an expression without lets): ktiles for a whole tile, else
+ * those of its tail k range p = (u - full_units) % s, (p + 1) kt / s - p kt / s. */
+static tinyc_gexpr *wgmma_unit_len(wgmma_ring *w, tinyc_gexpr *u)
+{
+	tinyc_mmk *b = w->b;
+	if (w->nunits == w->full_units)
+		return I(b, w->ktiles);
+	int64_t s = b->fix->split, kt = w->ktiles;
+	tinyc_gexpr *p = bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_MAX, bin(b, TINYC_GX_SUB, u, I(b, w->full_units)),
+						  I(b, 0)), I(b, s));
+	tinyc_gexpr *len = bin(b, TINYC_GX_SUB, bin(b, TINYC_GX_DIV, mul(b, add(b, p, I(b, 1)), I(b, kt)), I(b, s)),
+			       bin(b, TINYC_GX_DIV, mul(b, p, I(b, kt)), I(b, s)));
+	return tinyc_gx_select(b->k, bin(b, TINYC_GX_GE, u, I(b, w->full_units)), len, I(b, kt));
+}
+
+/* Walk unit u of a CTA (lets with suffix sfx appended to blk): its tile index (the
+ * return value) and k tiles [*kb, *ke).  Without a stream-K tail the tile u, k tiles
+ * [0, ktiles).  With one, the units below w->full_units are whole tiles and unit
+ * full_units + v is k range p = v % s of tile full_units + v / s, k tiles [p kt / s,
+ * (p + 1) kt / s); then *tail (the unit is one of the tail's), *slot (v / s: its tile
+ * among the tail's) and *part (p); else these are NULL.  The producer and the consumers
+ * call it alike, so that they walk the same units. */
+static tinyc_gexpr *wgmma_unit(wgmma_ring *w, tinyc_gstmt *blk, tinyc_gexpr *u, const char *sfx,
+			       tinyc_gexpr **kb, tinyc_gexpr **ke, tinyc_gexpr **tail,
+			       tinyc_gexpr **slot, tinyc_gexpr **part)
+{
+	tinyc_mmk *b = w->b;
+	*tail = *slot = *part = NULL;
+	if (w->nunits == w->full_units) {
+		*kb = I(b, 0), *ke = I(b, w->ktiles);
+		return u;
+	}
+	int64_t s = b->fix->split, kt = w->ktiles, fu = w->full_units;
+	char nm[24];
+	snprintf(nm, sizeof(nm), "sk_tail%s", sfx);
+	*tail = let(b, blk, nm, bin(b, TINYC_GX_GE, u, I(b, fu)));
+	snprintf(nm, sizeof(nm), "sk_v%s", sfx);
+	tinyc_gexpr *v = let(b, blk, nm, bin(b, TINYC_GX_MAX, bin(b, TINYC_GX_SUB, u, I(b, fu)), I(b, 0)));
+	snprintf(nm, sizeof(nm), "sk_slot%s", sfx);
+	*slot = let(b, blk, nm, bin(b, TINYC_GX_DIV, v, I(b, s)));
+	snprintf(nm, sizeof(nm), "sk_part%s", sfx);
+	*part = let(b, blk, nm, bin(b, TINYC_GX_MOD, v, I(b, s)));
+	snprintf(nm, sizeof(nm), "kb%s", sfx);
+	*kb = let(b, blk, nm, bin(b, TINYC_GX_DIV, mul(b, *part, I(b, kt)), I(b, s)));
+	snprintf(nm, sizeof(nm), "ke%s", sfx);
+	*ke = let(b, blk, nm, tinyc_gx_select(b->k, *tail, bin(b, TINYC_GX_DIV, mul(b, add(b, *part, I(b, 1)),
+										       I(b, kt)), I(b, s)),
+					       I(b, kt)));
+	snprintf(nm, sizeof(nm), "sk_tile%s", sfx);
+	return let(b, blk, nm, tinyc_gx_select(b->k, *tail, add(b, I(b, fu), *slot), u));
+}
+
 /* The copy of one operand's k tile by the 128 threads of the producer warpgroup, for
  * operands TMA cannot load (rows not 16-byte aligned): element loads (zero outside the
  * matrix) stored at their place in the 128-byte-swizzled layout that TMA would have
@@ -916,7 +968,7 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	tinyc_gkernel *k = b->k;
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, BNS = tinyc_wgmma_stage_n(t);
 	int generic = w->generic, batched = w->batched;
-	int64_t tiles_m = w->tiles_m, tiles_n = w->tiles_n, ntiles = w->ntiles, ktiles = w->ktiles;
+	int64_t tiles_m = w->tiles_m, tiles_n = w->tiles_n;
 	int64_t tma_bytes = w->tma_bytes;
 	int As = w->As, Bs = w->Bs, full = w->full, empty = w->empty, pipe = w->pipe;
 	int ta = w->ta, tb = w->tb, tilev = w->tilev, ktv = w->ktv, itp = w->itp;
@@ -927,7 +979,9 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 	tinyc_gstmt *issuer = tinyc_gs_block(k);
 	tinyc_mmk_append(b, issuer, tinyc_gs_decl(k, itp, I(b, 0)));
 	tinyc_gstmt *ptile = tinyc_gs_block(k);
-	wgmma_tile_coords(b, ptile, tinyc_gx_var(k, tilev), tiles_m, tiles_n, batched, w->rank, "p");
+	tinyc_gexpr *pkb, *pke, *ptail, *pslot, *ppart;
+	tinyc_gexpr *ptv = wgmma_unit(w, ptile, tinyc_gx_var(k, tilev), "p", &pkb, &pke, &ptail, &pslot, &ppart);
+	wgmma_tile_coords(b, ptile, ptv, tiles_m, tiles_n, batched, w->rank, "p");
 	tinyc_gexpr *pm0 = b->m0, *pn0 = b->n0, *pl = b->l;
 	tinyc_gstmt *pk = tinyc_gs_block(k);
 	tinyc_gexpr *IT = tinyc_gx_var(k, itp);
@@ -1004,8 +1058,8 @@ static tinyc_gstmt *wgmma_producer(wgmma_ring *w)
 		tinyc_mmk_append(b, pk, tinyc_gs_if(k, bin(b, TINYC_GX_GT, IT, I(b, 0)), sp, NULL));
 	}
 	tinyc_mmk_append(b, pk, tinyc_gs_assign(k, itp, add(b, IT, I(b, 1))));
-	tinyc_mmk_append(b, ptile, tinyc_gs_for_range(k, ktv, I(b, 0), I(b, ktiles), I(b, 1), 0, pk));
-	tinyc_mmk_append(b, issuer, tinyc_gs_for_range(k, tilev, bid, I(b, ntiles), nbid, 0, ptile));
+	tinyc_mmk_append(b, ptile, tinyc_gs_for_range(k, ktv, pkb, pke, I(b, 1), 0, pk));
+	tinyc_mmk_append(b, issuer, tinyc_gs_for_range(k, tilev, bid, I(b, w->nunits), nbid, 0, ptile));
 	if (w->rank) {	/* clusters: stay until the peer is done with this CTA */
 		tinyc_mmk_append(b, issuer, tinyc_gs_comment(k, "the producer's tail: both CTAs' "
 								 "consumers released the last stages"));
@@ -1065,7 +1119,6 @@ static void wgmma_kloop(wgmma_ring *w, tinyc_gstmt *ctile, tinyc_gexpr *NT)
 	tinyc_gkernel *k = b->k;
 	int BM = t->bm, BN = t->bn, BK = t->bk, S = t->stages, WN = t->wgn, PP = t->pingpong;
 	int MI = PP ? BM / 64 : 1;	/* m64 instructions per consumer */
-	int64_t ktiles = w->ktiles;
 	int As = w->As, Bs = w->Bs, full = w->full, turn = w->turn;
 	int pipe = w->pipe, itc = w->itc, cktv = w->cktv, ntv = w->ntv;
 	tinyc_gexpr *cw = w->cw;
@@ -1087,7 +1140,7 @@ static void wgmma_kloop(wgmma_ring *w, tinyc_gstmt *ctile, tinyc_gexpr *NT)
 			for (int nb = 0; nb < BN / WN; nb++) {
 				int64_t boff = t->b_kmajor ? (int64_t)nb * WN * 64 + ks * 16
 							   : (int64_t)(nb * WN / 64) * 64 * 64 + ks * 16 * 64;
-				tinyc_gexpr *sd = ks == 0 ? bin(b, TINYC_GX_GT, KT, I(b, 0)) : NULL;
+				tinyc_gexpr *sd = ks == 0 ? bin(b, TINYC_GX_GT, KT, w->kb) : NULL;
 				tinyc_mmk_append(b, ck, tinyc_gs_wgmma(k, b->acc,
 								       tinyc_gx_int(k, TINYC_INT, mi * BN / 2 + nb * WN / 2),
 								       As, aix, la, Bs, add(b, cbb, I(b, boff)), lb, WN, sd));
@@ -1099,14 +1152,15 @@ static void wgmma_kloop(wgmma_ring *w, tinyc_gstmt *ctile, tinyc_gexpr *NT)
 	wgmma_release(w, rel, bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S)));
 	tinyc_mmk_append(b, ck, tinyc_gs_comment(k, "the previous k tile's wgmma group is done: "
 						     "release its stage"));
-	tinyc_mmk_append(b, ck, tinyc_gs_if(k, bin(b, TINYC_GX_GT, KT, I(b, 0)), rel, NULL));
+	tinyc_mmk_append(b, ck, tinyc_gs_if(k, bin(b, TINYC_GX_GT, KT, w->kb), rel, NULL));
 	tinyc_mmk_append(b, ck, tinyc_gs_assign(k, itc, add(b, ITC, I(b, 1))));
-	tinyc_mmk_append(b, ctile, tinyc_gs_for_range(k, cktv, I(b, 0), I(b, ktiles), I(b, 1), 0, ck));
+	tinyc_mmk_append(b, ctile, tinyc_gs_for_range(k, cktv, w->kb, w->ke, I(b, 1), 0, ck));
 	tinyc_mmk_append(b, ctile, tinyc_gs_wgmma_wait(k, 0, b->acc));
 	wgmma_release(w, ctile, bin(b, TINYC_GX_MOD, add(b, ITC, I(b, S - 1)), I(b, S)));
 	if (PP) {	/* the other's turn; skip its tile in the ring */
 		tinyc_mmk_append(b, ctile, tinyc_gs_mbar_arrive(k, -1, turn, bin(b, TINYC_GX_SUB, I(b, 1), cw)));
-		tinyc_mmk_append(b, ctile, tinyc_gs_assign(k, itc, add(b, ITC, I(b, ktiles))));
+		tinyc_mmk_append(b, ctile, tinyc_gs_assign(k, itc, add(b, ITC, wgmma_unit_len(w,
+			add(b, tinyc_gx_var(k, w->ctilev), w->nbid)))));
 		tinyc_mmk_append(b, ctile, tinyc_gs_assign(k, ntv, add(b, NT, I(b, 1))));
 	}
 }
@@ -1153,11 +1207,14 @@ static int wgmma_epilogue(wgmma_ring *w, tinyc_gstmt *ctile)
 	f.stage_warps = 4 * C;
 	if (b->fix && b->fix->dsmem)	/* split-K summed over the cluster */
 		return tinyc_splitk_dsmem(b, &f, ctile);
+	/* the warp's place among the tile's: 4 per consumer that works on it */
+	tinyc_gexpr *wit = PP ? bin(b, TINYC_GX_MOD, b->warp, I(b, 4)) : bin(b, TINYC_GX_SUB, b->warp, I(b, 4));
+	if (w->tail)	/* a stream-K tail: its units' partials summed by the last warps */
+		return tinyc_streamk_epilogue(b, &f, ctile, w->tail, w->slot, w->part, wit);
 	if (tinyc_evt_emit_epilogue(b, &f, ctile) < 0)
 		return -1;
-	/* split-K summed here: a tile's warps are 4 per consumer that works on it */
-	return b->fix ? tinyc_splitk_fixup(b, &f, ctile, PP ? bin(b, TINYC_GX_MOD, b->warp, I(b, 4))
-							     : bin(b, TINYC_GX_SUB, b->warp, I(b, 4))) : 0;
+	/* split-K summed here */
+	return b->fix ? tinyc_splitk_fixup(b, &f, ctile, wit) : 0;
 }
 
 /* Warpgroups 1.., the consumers: the accumulators, then per tile of theirs (cooperative:
@@ -1171,7 +1228,7 @@ static tinyc_gstmt *wgmma_consumer(wgmma_ring *w)
 	int BM = t->bm, BN = t->bn, PP = t->pingpong;
 	int MI = PP ? BM / 64 : 1;
 	int batched = w->batched;
-	int64_t tiles_m = w->tiles_m, tiles_n = w->tiles_n, ntiles = w->ntiles, ktiles = w->ktiles;
+	int64_t tiles_m = w->tiles_m, tiles_n = w->tiles_n;
 	int turn = w->turn, itc = w->itc, ctilev = w->ctilev, ntv = w->ntv;
 	tinyc_gexpr *wg = w->wg, *bid = w->bid, *nbid = w->nbid;
 	tinyc_gstmt *cons = tinyc_gs_block(k);
@@ -1185,9 +1242,13 @@ static tinyc_gstmt *wgmma_consumer(wgmma_ring *w)
 		return NULL;
 	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, b->acc, tinyc_gx_float(k, TINYC_FLOAT, 0)));
 	/* pingpong: consumer c starts at the ring position of the CTA's tile c */
-	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, itc, PP ? mul(b, cw, I(b, ktiles)) : I(b, 0)));
+	tinyc_mmk_append(b, cons, tinyc_gs_decl(k, itc, PP ? mul(b, cw, wgmma_unit_len(w, bid)) : I(b, 0)));
 	tinyc_gstmt *ctile = tinyc_gs_block(k);
-	wgmma_tile_coords(b, ctile, tinyc_gx_var(k, ctilev), tiles_m, tiles_n, batched, w->rank, "");
+	tinyc_gexpr *ctv = wgmma_unit(w, ctile, tinyc_gx_var(k, ctilev), "", &w->kb, &w->ke, &w->tail,
+				      &w->slot, &w->part);
+	if (w->slot && w->rank)	/* clusters: a slot per CTA of the pair */
+		w->slot = let(b, ctile, "sk_cslot", add(b, mul(b, w->slot, I(b, 2)), w->rank));
+	wgmma_tile_coords(b, ctile, ctv, tiles_m, tiles_n, batched, w->rank, "");
 	tinyc_gexpr *NT = tinyc_gx_var(k, ntv);
 	if (PP) {	/* the CTA's tile j = 2 nt + cw waits for the other's tile j - 1 */
 		tinyc_mmk_append(b, cons, tinyc_gs_decl(k, ntv, I(b, 0)));
@@ -1208,7 +1269,7 @@ static tinyc_gstmt *wgmma_consumer(wgmma_ring *w)
 		return NULL;
 	tinyc_gexpr *first = PP ? add(b, bid, mul(b, cw, nbid)) : bid;
 	tinyc_gexpr *step = PP ? mul(b, nbid, I(b, 2)) : nbid;
-	tinyc_mmk_append(b, cons, tinyc_gs_for_range(k, ctilev, first, I(b, ntiles), step, 0, ctile));
+	tinyc_mmk_append(b, cons, tinyc_gs_for_range(k, ctilev, first, I(b, w->nunits), step, 0, ctile));
 	return cons;
 }
 
@@ -1262,6 +1323,17 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 					   "needs one consumer warpgroup and no pairs", name);
 		grid = w.ntiles;
 		k->cluster_x = b->fix->split;
+	}
+	w.full_units = w.nunits = w.ntiles;
+	if (b->fix && b->fix->tail_tiles) {	/* a stream-K tail: whole rounds, then the tail */
+		int64_t walkers = grid / CL, T = w.ntiles % walkers;
+		if (batched || w.tf32 || t->a_nhwc || w.ntiles < walkers || T != b->fix->tail_tiles ||
+		    w.ktiles < b->fix->split)
+			return tinyc_error(b->ctx, "CodegenError", "matmul %s: the stream-K tail of %d "
+					   "tiles does not fit %" PRId64 " tiles on %" PRId64 " walkers",
+					   name, b->fix->tail_tiles, w.ntiles, walkers);
+		w.full_units = w.ntiles - T;
+		w.nunits = w.full_units + T * b->fix->split;
 	}
 	k->grid[0] = tinyc_gx_int(k, TINYC_LONG, grid);
 	k->grid[1] = k->grid[2] = tinyc_gx_int(k, TINYC_LONG, 1);
@@ -1459,6 +1531,8 @@ static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *pr
 		return -1;
 	if (t->split > 1)	/* the partials' kernel (this function again), the reduction */
 		return tinyc_splitk_emit(ctx, gm, prob, t, name);
+	if (t->tail_split > 1 && !fix)	/* the workspaces, then this function again */
+		return tinyc_streamk_emit(ctx, gm, prob, t, name);
 	if (t->variant == TINYC_MM_WGMMA && t->consumers < 1)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: wgmma tiles without consumers", name);
 	if (t->variant == TINYC_MM_MMA && gm->arch_major < 8)
@@ -1520,9 +1594,10 @@ static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *pr
 		else if (t->variant == TINYC_MM_WGMMA)
 			snprintf(comment, sizeof(comment), "%s: matmul wgmma m64n%d%s tile [%d,%d,%d], "
 				 "%d stages (TMA, mbarriers), 1 producer + %d consumer warpgroups, "
-				 "persistent, epilogue %d nodes", name, t->wgn,
+				 "persistent%s, epilogue %d nodes", name, t->wgn,
 				 t->tf32x3 ? "k8 3xTF32" : "k16", t->bm, t->bn, t->bk,
-				 t->stages, t->consumers, prob->evt->n);
+				 t->stages, t->consumers, t->tail_split > 1 ? " with a stream-K tail" : "",
+				 prob->evt->n);
 		else
 			snprintf(comment, sizeof(comment), "%s: matmul mma.sync m16n8k16 tile [%d,%d,%d], "
 				 "%d stages%s, warps %dx%d, epilogue %d nodes", name, t->bm, t->bn, t->bk,

@@ -117,6 +117,12 @@ typedef struct tinyc_sk_fix {
 	int dsmem;			/* 1: no workspace, no counters: the split CTAs of a tile
 					 * form a cluster and sum through distributed shared
 					 * memory (codegen/splitk_dsmem.c) */
+	int tail_tiles;			/* > 0: a stream-K tail (tiles.tail_split; whole is the
+					 * kernel's own problem): the kernel walks whole tiles,
+					 * then these tiles (clusters: pairs) in `split` k ranges
+					 * each; ws holds [tiles x CTAs a pair][split][the tile's
+					 * warps][accumulators][32 lanes] partials, cnt a counter
+					 * per tile slot and warp (tinyc_streamk_epilogue) */
 } tinyc_sk_fix;
 
 /* Start a matmul kernel (grid over n, m, l tiles; block (16, 16) for SIMT, else
@@ -188,6 +194,20 @@ int tinyc_splitk_tile_warps(const tinyc_mm_tiles *t);
  * last, the sum of the partials and b->fix->whole's epilogue.  0 or -1. */
 int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
 		       tinyc_gexpr *warp_in_tile);
+/* codegen/splitk.c: a wgmma plan with a stream-K tail (t->tail_split > 1): the partials'
+ * workspace and the counters, then the kernel through tinyc_matmul_emit_fixed.  0 or -1. */
+int tinyc_streamk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		       const tinyc_mm_tiles *t, const char *name);
+/* codegen/splitk.c: the epilogue of a stream-K kernel's unit on fragment f (appended to
+ * body; b->fix->tail_tiles > 0): when `tail` (bool, CTA-uniform) the unit's fp32
+ * accumulators go to its k range `part` of workspace slot `slot` (the thread's values at
+ * consecutive warps' lanes: coalesced), the warp (warp_in_tile) counts its arrival, and the
+ * last of the slot's `split` sums the partials in k order (its own from its registers)
+ * into its accumulators; then whole tiles and those last warps run the epilogue graph.
+ * 0 or -1. */
+int tinyc_streamk_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
+			   tinyc_gexpr *tail, tinyc_gexpr *slot, tinyc_gexpr *part,
+			   tinyc_gexpr *warp_in_tile);
 /* codegen/splitk_dsmem.c: split-K over a cluster (b->fix->dsmem; the wgmma template, one
  * consumer warpgroup, one tile per CTA, the CTA of cluster rank r the k range r): after
  * the main loop (fragment f, appended to body) the accumulators go to shared memory; after

@@ -105,6 +105,52 @@ int tinyc_splitk_tile_warps(const tinyc_mm_tiles *t)
 	return t->warps_m * t->warps_n;
 }
 
+/* The arrival counters of a kernel that sums its partials (b->fix): the counters' and the
+ * partials' parameters, the shared copy of each warp's count and lane 0's register. */
+typedef struct sk_arrival {
+	int pc, pw;			/* PARAM_PTRs of the counters and the partials */
+	int seen;			/* shared int[warps]: the count each warp's lane 0 saw */
+	int old;			/* lane 0's register of the count before its add */
+} sk_arrival;
+
+/* The variables of the arrival counters (in this order: the dumps name them so).  0 or -1. */
+static int sk_arrival_vars(tinyc_mmk *b, sk_arrival *a)
+{
+	tinyc_gkernel *k = b->k;
+	a->pc = tinyc_mmk_param(b, b->fix->cnt, 1), a->pw = tinyc_mmk_param(b, b->fix->ws, 1);
+	a->seen = tinyc_gk_shared(k, "sk_seen", TINYC_INT, b->threads / 32, 16, 0);
+	a->old = tinyc_gk_reg(k, "sk_old", TINYC_INT);
+	return a->pc < 0 || a->pw < 0 || a->seen < 0 || a->old < 0 ? -1 : 0;
+}
+
+/* A warp's arrival on counter `cell` once its partials are stored and fenced (appended to
+ * body): lane 0 adds 1 and keeps the count it saw in sk_seen[warp]; then the warp's lanes
+ * meet.  The expression "the warp arrived last of fix->split" (a shared load: warp-uniform,
+ * so the epilogue's warp collectives may run under a branch on it). */
+static tinyc_gexpr *sk_arrive(tinyc_mmk *b, const sk_arrival *a, tinyc_gstmt *body, tinyc_gexpr *cell)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_gstmt *lead = tinyc_gs_block(k);
+	tinyc_mmk_append(b, lead, tinyc_gs_atomic_old(k, TINYC_GA_ADD, a->old, a->pc, cell,
+						      tinyc_gx_int(k, TINYC_INT, 1), NULL));
+	tinyc_mmk_append(b, lead, tinyc_gs_store(k, a->seen, b->warp, tinyc_gx_var(k, a->old), NULL));
+	tinyc_mmk_append(b, body, tinyc_gs_decl(k, a->old, tinyc_gx_int(k, TINYC_INT, 0)));
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, op2(b, TINYC_GX_EQ, b->lane, I(b, 0)), lead, NULL));
+	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
+	return op2(b, TINYC_GX_EQ, tinyc_gx_load(k, a->seen, b->warp, NULL),
+		   tinyc_gx_int(k, TINYC_INT, b->fix->split - 1));
+}
+
+/* The last warp's start (appended to fin): the partials' stores are visible to it, and
+ * lane 0 zeroes counter `cell` for the next launch. */
+static void sk_reset(tinyc_mmk *b, const sk_arrival *a, tinyc_gstmt *fin, tinyc_gexpr *cell)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_mmk_append(b, fin, tinyc_gs_fence(k, TINYC_GF_GLOBAL));
+	tinyc_mmk_append(b, fin, tinyc_gs_store(k, a->pc, cell, tinyc_gx_int(k, TINYC_INT, 0),
+						op2(b, TINYC_GX_EQ, b->lane, I(b, 0))));
+}
+
 int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
 		       tinyc_gexpr *warp_in_tile)
 {
@@ -112,10 +158,8 @@ int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gkernel *k = b->k;
 	int64_t tiles_n = (fx->N + t->bn - 1) / t->bn;
-	int pc = tinyc_mmk_param(b, fx->cnt, 1), pw = tinyc_mmk_param(b, fx->ws, 1);
-	int seen = tinyc_gk_shared(k, "sk_seen", TINYC_INT, b->threads / 32, 16, 0);
-	int old = tinyc_gk_reg(k, "sk_old", TINYC_INT);
-	if (pc < 0 || pw < 0 || seen < 0 || old < 0)
+	sk_arrival a;
+	if (sk_arrival_vars(b, &a) < 0)
 		return -1;
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "split-K: the warp's partials are stored; it "
 						       "counts its arrival, and the tile's last warp sums "
@@ -127,26 +171,14 @@ int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
 				op2(b, TINYC_GX_DIV, b->n0, I(b, t->bn)));
 	tinyc_gexpr *cell = tinyc_mmk_let(b, body, "sk_cell", op2(b, TINYC_GX_ADD,
 		op2(b, TINYC_GX_MUL, tile, I(b, tinyc_splitk_tile_warps(t))), warp_in_tile));
-	tinyc_gstmt *lead = tinyc_gs_block(k);
-	tinyc_mmk_append(b, lead, tinyc_gs_atomic_old(k, TINYC_GA_ADD, old, pc, cell,
-						      tinyc_gx_int(k, TINYC_INT, 1), NULL));
-	tinyc_mmk_append(b, lead, tinyc_gs_store(k, seen, b->warp, tinyc_gx_var(k, old), NULL));
-	tinyc_mmk_append(b, body, tinyc_gs_decl(k, old, tinyc_gx_int(k, TINYC_INT, 0)));
-	tinyc_gexpr *lane0 = op2(b, TINYC_GX_EQ, b->lane, I(b, 0));
-	tinyc_mmk_append(b, body, tinyc_gs_if(k, lane0, lead, NULL));
-	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
-	/* read through shared memory: warp-uniform, so the epilogue's warp collectives may
-	 * run under the branch */
-	tinyc_gexpr *last = tinyc_mmk_let(b, body, "sk_last", op2(b, TINYC_GX_EQ,
-		tinyc_gx_load(k, seen, b->warp, NULL), tinyc_gx_int(k, TINYC_INT, fx->split - 1)));
+	tinyc_gexpr *last = tinyc_mmk_let(b, body, "sk_last", sk_arrive(b, &a, body, cell));
 	tinyc_gstmt *fin = tinyc_gs_block(k);
-	tinyc_mmk_append(b, fin, tinyc_gs_fence(k, TINYC_GF_GLOBAL));
-	tinyc_mmk_append(b, fin, tinyc_gs_store(k, pc, cell, tinyc_gx_int(k, TINYC_INT, 0), lane0));
-	for (int a = 0; a < f->tr; a++) {
+	sk_reset(b, &a, fin, cell);
+	for (int r = 0; r < f->tr; r++) {
 		char nm[24];
-		snprintf(nm, sizeof(nm), "sk_row%d", a);
+		snprintf(nm, sizeof(nm), "sk_row%d", r);
 		tinyc_gexpr *row = tinyc_mmk_let(b, fin, nm, op2(b, TINYC_GX_ADD, b->m0,
-			op2(b, TINYC_GX_ADD, f->row_base, I(b, f->row_off[a]))));
+			op2(b, TINYC_GX_ADD, f->row_base, I(b, f->row_off[r]))));
 		for (int c = 0; c < f->tc; c++) {
 			tinyc_gexpr *col = op2(b, TINYC_GX_ADD, b->n0, op2(b, TINYC_GX_ADD, f->col_base,
 									    I(b, f->col_off[c])));
@@ -158,11 +190,11 @@ int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
 			tinyc_gexpr *ix = op2(b, TINYC_GX_ADD, op2(b, TINYC_GX_MUL, row, I(b, fx->N)), col);
 			tinyc_gexpr *sum = NULL;
 			for (int l = 0; l < fx->split; l++) {
-				tinyc_gexpr *v = tinyc_gx_load(k, pw, op2(b, TINYC_GX_ADD, ix,
+				tinyc_gexpr *v = tinyc_gx_load(k, a.pw, op2(b, TINYC_GX_ADD, ix,
 						I(b, (int64_t)l * fx->M * fx->N)), in);
 				sum = sum ? op2(b, TINYC_GX_ADD, sum, v) : v;
 			}
-			tinyc_mmk_append(b, fin, tinyc_gs_store(k, b->acc, I(b, tinyc_mm_frag_acc(f, a, c)),
+			tinyc_mmk_append(b, fin, tinyc_gs_store(k, b->acc, I(b, tinyc_mm_frag_acc(f, r, c)),
 								tinyc_gx_cast(k, fx->whole->acc, sum), NULL));
 		}
 	}
@@ -170,6 +202,60 @@ int tinyc_splitk_fixup(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
 		return -1;
 	tinyc_mmk_append(b, body, tinyc_gs_if(k, last, fin, NULL));
 	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));	/* sk_seen read before it is reused */
+	return b->error ? -1 : 0;
+}
+
+int tinyc_streamk_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *body,
+			   tinyc_gexpr *tail, tinyc_gexpr *slot, tinyc_gexpr *part,
+			   tinyc_gexpr *warp_in_tile)
+{
+	const tinyc_sk_fix *fx = b->fix;
+	tinyc_gkernel *k = b->k;
+	int64_t nacc = (int64_t)f->tr * f->tc, tw = tinyc_splitk_tile_warps(b->t);
+	int64_t ps = tw * nacc * 32;	/* the partials of one k range of a tile */
+	sk_arrival a;
+	int lastv = tinyc_gk_reg(k, "sk_last", TINYC_BOOL);
+	if (sk_arrival_vars(b, &a) < 0 || lastv < 0)
+		return -1;
+	/* whole tiles run the epilogue; a tail unit's warp only when it arrives last */
+	tinyc_mmk_append(b, body, tinyc_gs_decl(k, lastv, tinyc_gx_bool(k, 1)));
+	tinyc_gstmt *tb = tinyc_gs_block(k);
+	tinyc_mmk_append(b, tb, tinyc_gs_comment(k, "stream-K tail: the unit's fp32 partials into its "
+						     "k range of the tile's slot (value i of lane l of a "
+						     "warp at i * 32 + l); the warp counts its arrival, the "
+						     "last sums the k ranges in order"));
+	tinyc_gexpr *base = tinyc_mmk_let(b, tb, "sk_base", op2(b, TINYC_GX_ADD,
+		op2(b, TINYC_GX_ADD, op2(b, TINYC_GX_MUL, slot, I(b, fx->split * ps)),
+		    op2(b, TINYC_GX_MUL, warp_in_tile, I(b, nacc * 32))), b->lane));
+	tinyc_gexpr *mine = tinyc_mmk_let(b, tb, "sk_mine", op2(b, TINYC_GX_ADD, base,
+								op2(b, TINYC_GX_MUL, part, I(b, ps))));
+	for (int64_t i = 0; i < nacc; i++)
+		tinyc_mmk_append(b, tb, tinyc_gs_store(k, a.pw, op2(b, TINYC_GX_ADD, mine, I(b, i * 32)),
+						       tinyc_gx_load(k, b->acc, I(b, i), NULL), NULL));
+	tinyc_mmk_append(b, tb, tinyc_gs_fence(k, TINYC_GF_GLOBAL));
+	tinyc_mmk_append(b, tb, tinyc_gs_syncwarp(k));
+	tinyc_gexpr *cell = tinyc_mmk_let(b, tb, "sk_cell", op2(b, TINYC_GX_ADD, op2(b, TINYC_GX_MUL, slot, I(b, tw)),
+								warp_in_tile));
+	tinyc_mmk_append(b, tb, tinyc_gs_assign(k, lastv, sk_arrive(b, &a, tb, cell)));
+	tinyc_mmk_append(b, tb, tinyc_gs_syncwarp(k));	/* sk_seen read before it is reused */
+	tinyc_gstmt *fin = tinyc_gs_block(k);
+	sk_reset(b, &a, fin, cell);
+	for (int64_t i = 0; i < nacc; i++) {
+		tinyc_gexpr *acc = tinyc_gx_load(k, b->acc, I(b, i), NULL), *sum = NULL;
+		for (int l = 0; l < fx->split; l++) {
+			tinyc_gexpr *v = tinyc_gx_select(k, op2(b, TINYC_GX_EQ, part, I(b, l)), acc,
+				tinyc_gx_load(k, a.pw, op2(b, TINYC_GX_ADD, base, I(b, l * ps + i * 32)), NULL));
+			sum = sum ? op2(b, TINYC_GX_ADD, sum, v) : v;
+		}
+		tinyc_mmk_append(b, fin, tinyc_gs_store(k, b->acc, I(b, i), sum, NULL));
+	}
+	tinyc_gstmt *lastb = tinyc_gs_if(k, tinyc_gx_var(k, lastv), fin, NULL);
+	tinyc_mmk_append(b, tb, lastb);
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, tail, tb, NULL));
+	tinyc_gstmt *epi = tinyc_gs_block(k);
+	if (tinyc_evt_emit_epilogue(b, f, epi) < 0)
+		return -1;
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, tinyc_gx_var(k, lastv), epi, NULL));
 	return b->error ? -1 : 0;
 }
 
@@ -253,4 +339,26 @@ int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 	free(b.param);
 	free(b.ws);
 	return failed ? -1 : 0;
+}
+
+int tinyc_streamk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		       const tinyc_mm_tiles *t, const char *name)
+{
+	int64_t M = dim_value(gm, &prob->m), N = dim_value(gm, &prob->n);
+	int CL = t->cluster > 1 ? 2 : 1;
+	if (M < 1 || N < 1 || t->variant != TINYC_MM_WGMMA || t->tail_tiles < 1 || t->split > 1)
+		return tinyc_error(ctx, "CodegenError", "matmul %s: a stream-K tail needs the wgmma "
+				   "template and bound sizes", name);
+	/* the partials: [tail tiles x CTAs of a pair][split][BM x BN], the counters: a tile
+	 * slot's warps */
+	int64_t slots = (int64_t)t->tail_tiles * CL;
+	char wname[160], cname[160];
+	snprintf(wname, sizeof(wname), "sk_%s", name);
+	snprintf(cname, sizeof(cname), "skc_%s", name);
+	int ws = tinyc_mm_add_temp(gm, wname, TINYC_FLOAT, slots * t->tail_split * t->bm * t->bn);
+	int cnt = ws < 0 ? -1 : tinyc_mm_add_temp(gm, cname, TINYC_INT, slots * tinyc_splitk_tile_warps(t));
+	if (cnt < 0)
+		return -1;
+	tinyc_sk_fix fix = {prob, ws, cnt, t->tail_split, M, N, 0, t->tail_tiles};
+	return tinyc_matmul_emit_fixed(ctx, gm, prob, t, name, &fix) < 0 ? -1 : 0;
 }

@@ -12,6 +12,12 @@ typedef struct wgmma_ring {
 	int batched;			/* the tiles run over the batch too */
 	int64_t tiles_m, tiles_n;	/* output tiles along m and n */
 	int64_t ntiles, ktiles;		/* tiles the CTAs walk; k tiles of one tile */
+	int64_t full_units, nunits;	/* the units the CTAs walk: the first full_units whole
+					 * tiles, then (a stream-K tail, b->fix->tail_tiles) the
+					 * tail's tiles in split k ranges each; nunits in all */
+	tinyc_gexpr *kb, *ke;		/* the consumer's unit: its k tiles [kb, ke) */
+	tinyc_gexpr *tail, *slot, *part;	/* stream-K: the unit is one of the tail's, its
+						 * tile's workspace slot and k range; else NULL */
 	int64_t tma_bytes;		/* bytes the TMA loads of one stage bring */
 	int As, Bs;			/* the ring's operand stages (shared) */
 	int full, empty, turn;		/* the ring's barriers; pingpong's turns (shared) */

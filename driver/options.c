@@ -56,6 +56,11 @@ static void read_knobs(tinyc_sched_options *o)
 	o->wgmma_pack = env_int("TINYC_WGMMA_PACK", -1);
 	o->wgmma_cluster = env_int("TINYC_WGMMA_CLUSTER", -1);
 	o->wgmma_fit = env_int("TINYC_WGMMA_FIT", -1);
+	const char *sk = getenv("TINYC_WGMMA_STREAMK");
+	int skv[2] = {0, 0};
+	if (sk && sscanf(sk, "%dx%d", &skv[0], &skv[1]) >= 1 && skv[0] >= 1 && skv[0] <= 64 &&
+	    skv[1] >= 0 && (skv[0] >= 2 || skv[1] == 0))
+		o->wgmma_streamk = skv[0], o->wgmma_streamk_grid = skv[1];
 	o->gemv_max_m = env_int("TINYC_GEMV_MAX_M", 0);
 	if (o->gemv_max_m < 0 || o->gemv_max_m > 16)
 		o->gemv_max_m = 0;

@@ -451,6 +451,9 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 		n += (size_t)snprintf(buf + n, size - n, " mma");
 	if (t->split > 1 && n < size)
 		snprintf(buf + n, size - n, " sk%d%s", t->split, t->split_fused == 2 ? " dsmem" : "");
+	n = strlen(buf);
+	if (t->tail_split > 1 && n < size)
+		snprintf(buf + n, size - n, " tail%dx%d g%d", t->tail_tiles, t->tail_split, t->grid);
 }
 
 /* Whether prob has fp32 operands, products and accumulators (the 3xTF32 tile: its loads
@@ -738,6 +741,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	double slots = (double)s->dev.sm_count * t->ctas_per_sm;
 	double waves = ceil(ctas / slots);
 	double wave_eff = ctas / (waves * slots);
+	if (t->tail_split > 1)	/* stream-K: R full rounds, then the tail's shorter units */
+		wave_eff = ctas / (tinyc_streamk_rounds(s, prob, t) * slots);
 	if (t->variant == TINYC_MM_WGMMA) {
 		/* persistent CTAs walk the tiles: the last round is partly idle; no block
 		 * barriers; the ring hides load latency from 4 stages on; narrow instructions
@@ -836,6 +841,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	/* NHWC: the transpose kernel reads and writes the conv's input once */
 	if (t->a_nhwc)
 		p->est_us += tinyc_conv_nhwc_copy_us(s, &t->nhwc) + LAUNCH_US;
+	/* stream-K: the tail's partials and fix-up */
+	p->est_us += tinyc_streamk_fixup_us(s, t);
 }
 
 /* The variant the options record forces (TINYC_MATMUL), or -1. */
@@ -921,6 +928,78 @@ tinyc_mm_plan *tinyc_matmul_plan_new(tinyc_ctx *ctx, const tinyc_mm_problem *pro
 	return mp;
 }
 
+/* Add the plan of tiles tp for prob to k: its estimate (split > 1: that of the split
+ * problem sp->prob plus the reduction's) and description.  1, or -1 on an error. */
+static int add_plan(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+		    const tinyc_mm_problem *prob, tinyc_mm_plan *sp, const tinyc_mm_tiles *tp,
+		    int split, int dsk)
+{
+	tinyc_plan p;
+	tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, tp, &p);
+	if (!mp)
+		return -1;
+	if (split > 1) {
+		sp->t = *tp;
+		estimate(s, sp, &p);
+		mp->flops = sp->flops, mp->bytes = sp->bytes;
+		mp->t_compute_us = sp->t_compute_us, mp->t_memory_us = sp->t_memory_us;
+		p.est_us += tinyc_splitk_reduce_us(s, prob, tp);
+	} else if (tp->warps_k > 1) {
+		tinyc_skinny_estimate(s, mp, &p);
+	} else {
+		estimate(s, mp, &p);
+	}
+	if (tp->variant == TINYC_MM_SIMT)
+		snprintf(p.desc, sizeof(p.desc),
+			 "matmul simt [%d,%d,%d] stages %d, 16x16 threads, "
+			 "micro %dx%d%s, smem %" PRId64 " B, %d CTA/SM",
+			 tp->bm, tp->bn, tp->bk, tp->stages, tp->tm, tp->tn, tp->stages == 2 ? " (4x4 quarters)" : "",
+			 tp->smem, tp->ctas_per_sm);
+	else if (tp->variant == TINYC_MM_TF32X3)
+		snprintf(p.desc, sizeof(p.desc),
+			 "matmul tf32x3 [%d,%d,%d] stages %d%s, warps %dx%d, 3xTF32 mma m16n8k8, "
+			 "smem %" PRId64 " B dynamic, %d CTA/SM", tp->bm, tp->bn, tp->bk, tp->stages,
+			 tp->a_nhwc ? " A nhwc" : "", tp->warps_m, tp->warps_n, tp->smem, tp->ctas_per_sm);
+	else if (tp->variant == TINYC_MM_MMA && tp->warps_k > 1)
+		snprintf(p.desc, sizeof(p.desc),
+			 "matmul mma [%d,%d,%d] stages %d cp.async, %d warps splitting each k tile, "
+			 "partials summed in shared memory, smem %" PRId64 " B dynamic, %d CTA/SM",
+			 tp->bm, tp->bn, tp->bk, tp->stages, tp->warps_k, tp->smem, tp->ctas_per_sm);
+	else if (tp->variant == TINYC_MM_MMA)
+		snprintf(p.desc, sizeof(p.desc),
+			 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
+			 "smem %" PRId64 " B%s, %d CTA/SM",
+			 tp->bm, tp->bn, tp->bk, tp->stages,
+			 tp->stages > 1 ? " cp.async" : " sync", tp->warps_m,
+			 tp->warps_n, tp->smem, tp->dyn_smem ? " dynamic" : "", tp->ctas_per_sm);
+	else
+		snprintf(p.desc, sizeof(p.desc),
+			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%d%s, "
+			 "smem %" PRId64 " B, persistent %d CTAs%s",
+			 tp->bm, tp->bn, tp->bk, tp->stages,
+			 tp->a_nhwc ? "A nhwc cp.async, B packed"
+			 : tp->pack_a && tp->pack_b ? "tma, A B packed" : tp->pack_a ? "tma, A packed"
+			 : tp->pack_b ? "tma, B packed"
+			 : tp->a_tma && tp->b_tma ? "tma" : tp->a_tma || tp->b_tma ? "tma+copy" : "copy",
+			 tp->consumers, tp->pingpong ? " pingpong" : "", tp->wgn, tp->tf32x3 ? "k8 3xTF32" : "k16",
+			 tp->smem, tp->grid, tp->cluster > 1 ? ", cluster 2x1" : "");
+	if (tp->tail_split > 1) {
+		size_t n = strlen(p.desc);
+		snprintf(p.desc + n, sizeof(p.desc) - n, ", stream-K tail %d x %d (%.3g rounds)",
+			 tp->tail_tiles, tp->tail_split, tinyc_streamk_rounds(s, prob, tp));
+	}
+	if (split > 1) {
+		size_t n = strlen(p.desc);
+		snprintf(p.desc + n, sizeof(p.desc) - n, ", split-K %d%s", split,
+			 dsk ? " over a cluster (DSMEM sum)" : "");
+	}
+	if (tinyc_plan_add(ctx, k, &p) < 0) {
+		tinyc_mm_plan_free(mp);
+		return -1;
+	}
+	return 1;
+}
+
 /* Add the candidate (v, bm, bn, bk, st) of prob to k when its tiles are valid and match
  * the forced tile (ft, when have_ft).  1 added, 0 not, -1 on an error. */
 static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
@@ -994,68 +1073,15 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	if (!dsk)
 		t.split_fused = split > 1 && (v == TINYC_MM_MMA || v == TINYC_MM_WGMMA) &&
 				o->splitk_sum == 1;
-	tinyc_plan p;
-	tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, &t, &p);
-	if (!mp) {
-		tinyc_mm_problem_clear(&sp.prob);
-		return -1;
-	}
-	if (split > 1) {
-		sp.t = t;
-		estimate(s, &sp, &p);
-		mp->flops = sp.flops, mp->bytes = sp.bytes;
-		mp->t_compute_us = sp.t_compute_us, mp->t_memory_us = sp.t_memory_us;
-		p.est_us += tinyc_splitk_reduce_us(s, prob, &t);
-		tinyc_mm_problem_clear(&sp.prob);
-	} else if (t.warps_k > 1) {
-		tinyc_skinny_estimate(s, mp, &p);
-	} else {
-		estimate(s, mp, &p);
-	}
-	if (t.variant == TINYC_MM_SIMT)
-		snprintf(p.desc, sizeof(p.desc),
-			 "matmul simt [%d,%d,%d] stages %d, 16x16 threads, "
-			 "micro %dx%d%s, smem %" PRId64 " B, %d CTA/SM",
-			 t.bm, t.bn, t.bk, t.stages, t.tm, t.tn, t.stages == 2 ? " (4x4 quarters)" : "",
-			 t.smem, t.ctas_per_sm);
-	else if (t.variant == TINYC_MM_TF32X3)
-		snprintf(p.desc, sizeof(p.desc),
-			 "matmul tf32x3 [%d,%d,%d] stages %d%s, warps %dx%d, 3xTF32 mma m16n8k8, "
-			 "smem %" PRId64 " B dynamic, %d CTA/SM", t.bm, t.bn, t.bk, t.stages,
-			 t.a_nhwc ? " A nhwc" : "", t.warps_m, t.warps_n, t.smem, t.ctas_per_sm);
-	else if (t.variant == TINYC_MM_MMA && t.warps_k > 1)
-		snprintf(p.desc, sizeof(p.desc),
-			 "matmul mma [%d,%d,%d] stages %d cp.async, %d warps splitting each k tile, "
-			 "partials summed in shared memory, smem %" PRId64 " B dynamic, %d CTA/SM",
-			 t.bm, t.bn, t.bk, t.stages, t.warps_k, t.smem, t.ctas_per_sm);
-	else if (t.variant == TINYC_MM_MMA)
-		snprintf(p.desc, sizeof(p.desc),
-			 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
-			 "smem %" PRId64 " B%s, %d CTA/SM",
-			 t.bm, t.bn, t.bk, t.stages,
-			 t.stages > 1 ? " cp.async" : " sync", t.warps_m,
-			 t.warps_n, t.smem, t.dyn_smem ? " dynamic" : "", t.ctas_per_sm);
-	else
-		snprintf(p.desc, sizeof(p.desc),
-			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%d%s, "
-			 "smem %" PRId64 " B, persistent %d CTAs%s",
-			 t.bm, t.bn, t.bk, t.stages,
-			 t.a_nhwc ? "A nhwc cp.async, B packed"
-			 : t.pack_a && t.pack_b ? "tma, A B packed" : t.pack_a ? "tma, A packed"
-			 : t.pack_b ? "tma, B packed"
-			 : t.a_tma && t.b_tma ? "tma" : t.a_tma || t.b_tma ? "tma+copy" : "copy",
-			 t.consumers, t.pingpong ? " pingpong" : "", t.wgn, t.tf32x3 ? "k8 3xTF32" : "k16",
-			 t.smem, t.grid, t.cluster > 1 ? ", cluster 2x1" : "");
-	if (split > 1) {
-		size_t n = strlen(p.desc);
-		snprintf(p.desc + n, sizeof(p.desc) - n, ", split-K %d%s", split,
-			 dsk ? " over a cluster (DSMEM sum)" : "");
-	}
-	if (tinyc_plan_add(ctx, k, &p) < 0) {
-		tinyc_mm_plan_free(mp);
-		return -1;
-	}
-	return 1;
+	/* the stream-K tail (sched/splitk.c): a twin of the plan beside it, or instead of it
+	 * where the options record forces the split */
+	tinyc_mm_tiles tt = t;
+	int twin = split <= 1 && tinyc_streamk_tiles(s, prob, &tt) == 0;
+	int r = twin && o->wgmma_streamk > 1 ? 1 : add_plan(ctx, s, k, prob, &sp, &t, split, dsk);
+	if (r > 0 && twin)
+		r = add_plan(ctx, s, k, prob, &sp, &tt, split, dsk);
+	tinyc_mm_problem_clear(&sp.prob);
+	return r;
 }
 
 /* The fitted width of bm-row wgmma tiles (clusters: pairs of m tiles) on prob, M >= 128:
@@ -1670,6 +1696,8 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 				 "partials into a workspace [%d, M, N], then a reduction kernel sums them in "
 				 "l order and runs the epilogue: deterministic (no atomics)\n", t->split,
 				 t->split, t->split);
+	if (t->tail_split > 1)
+		tinyc_streamk_print(s, pr, t, out);
 	tinyc_buf_puts(out, "  predicate_tail:");
 	if (t->pred_m)
 		tinyc_buf_puts(out, " m");

@@ -25,7 +25,10 @@
  *         row lengths: 4097, 333) is either copied by the producer's threads (element
  *         loads) or packed: a packing kernel launched before the matmul copies it into a
  *         workspace whose rows are padded to 16 bytes (zeros in the pad), which TMA then
- *         loads (the tensor map's extents are the operand's);
+ *         loads (the tensor map's extents are the operand's).  With a stream-K tail
+ *         (tail_split, TINYC_WGMMA_STREAMK; sched/splitk.c) the tiles of a partly idle
+ *         last round are split along K into units walked after the whole ones, their
+ *         fp32 partials summed in k order by each tile's last warp before the epilogue;
  *
  *   tf32x3 fp32 operands on tensor cores (sm_80+): the two-stage register prefetch of the
  *         SIMT tile, 128x128 tiles of 8 warps, each fp32 value split into hi = tf32(x) and
@@ -180,6 +183,13 @@ typedef struct tinyc_mm_tiles {
 					 * ranges are the CTAs of a cluster, summed through
 					 * distributed shared memory (codegen/splitk_dsmem.c);
 					 * 0 a reduction kernel */
+	int tail_split;			/* stream-K tail (> 1; wgmma, sched/splitk.c
+					 * tinyc_streamk_tiles): the tail_tiles tiles past the
+					 * last full round of the `grid` persistent CTAs are split
+					 * along K into this many units each, whose fp32 partials
+					 * the tile's last warp sums in k order before the
+					 * epilogue (codegen/splitk.c); 0: none */
+	int tail_tiles;			/* the tail's tiles (with clusters: pairs of tiles) */
 } tinyc_mm_tiles;
 
 /* The width of the wgmma template's B stage: a fitted tile's bn (a multiple of 8 that is
@@ -371,6 +381,28 @@ int tinyc_splitk_dsmem_tiles(const tinyc_device_info *dev, double smem_limit, in
  * epilogue reduction, at most half the SMs' count of 64 x 128 tiles, K a multiple of 128
  * and at least 1024. */
 int tinyc_splitk_wanted(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+
+/* The stream-K tail of the persistent wgmma kernel (the options record's wgmma_streamk):
+ * the tiles t->grid CTAs walk (clusters: pairs of m tiles, grid / 2 walkers) fill R full
+ * rounds and a last one of T < walkers tiles; those T are split along K into s units each
+ * (k tiles [p kt / s, (p + 1) kt / s) of unit p), walked after the R rounds.  The model
+ * (wgmma_streamk 1) takes the s in 2..8 with at least 4 k tiles a unit that minimises the
+ * tail's rounds ceil(T s / walkers) * ceil(kt / s) (k tiles), where the last round is at
+ * most half full and that beats kt; a forced split (>= 2) takes it wherever kt >= s and
+ * the tiles have a tail, on the forced grid if any.  For wgmma tiles without 3xTF32, NHWC
+ * gathers or split-K, L = 1.  0 and t->tail_split, tail_tiles (and grid) set, or -1. */
+int tinyc_streamk_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, tinyc_mm_tiles *t);
+/* The persistent rounds of stream-K tiles t (in whole tiles' k loops): R + ceil(T s /
+ * walkers) * ceil(kt / s) / kt, kt the k tiles of a tile (bound sizes of prob on s). */
+double tinyc_streamk_rounds(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			    const tinyc_mm_tiles *t);
+/* Microseconds the tail of stream-K tiles t adds: every unit's fp32 partial tile stored,
+ * the s - 1 others loaded by the tile's last warps (L2, at the share of the SMs the tail
+ * keeps busy), and a fix-up latency (fence, counter, dependent loads). */
+double tinyc_streamk_fixup_us(const tinyc_schedule *s, const tinyc_mm_tiles *t);
+/* The schedule dump's line of stream-K tiles t (prob's bound sizes on s). */
+void tinyc_streamk_print(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			 const tinyc_mm_tiles *t, tinyc_buf *out);
 
 /* Copy / free a problem (deep: the evt graph). */
 int tinyc_mm_problem_copy(tinyc_ctx *ctx, const tinyc_mm_problem *src, tinyc_mm_problem *dst);

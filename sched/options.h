@@ -46,6 +46,17 @@ typedef struct tinyc_sched_options {
 	int wgmma_fit;			/* TINYC_WGMMA_FIT=0: no fitted-width wgmma tiles (bn a
 					 * multiple of 8 that fills the last round of tiles;
 					 * sched/matmul.c fitted_bn); 1 or -1 (default): proposed */
+	int wgmma_streamk;		/* TINYC_WGMMA_STREAMK: the stream-K tail of the persistent
+					 * wgmma kernel (sched/splitk.c tinyc_streamk_tiles): 1
+					 * proposes it beside the plain candidates where the model
+					 * applies it (the last round of tiles at most half full);
+					 * S >= 2 (the form S or SxG) forces a tail split S ways on
+					 * every wgmma candidate that takes one, at any size, and
+					 * drops their plain twins (tests); 0 (default): never.
+					 * Not measured on a GPU yet */
+	int wgmma_streamk_grid;		/* TINYC_WGMMA_STREAMK=SxG: with a forced split, G
+					 * persistent CTAs (0: the tiles' own grid), so that small
+					 * problems have a tail */
 	int gemv_max_m;			/* TINYC_GEMV_MAX_M: the gemv plan for bound M up to
 					 * this (5 .. 16; 0: the default 4), for measurements */
 	int gemv_mma;			/* TINYC_GEMV_MMA: 1 propose the tensor-core gemv

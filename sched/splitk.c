@@ -16,7 +16,25 @@
  * templates): no reduction kernel; each warp counts its arrival on its tile's counter and
  * the last sums the partials in the same l order (codegen/splitk.c).  Measured slower on an
  * H100 (docs/matmul-results.md): its cost is the partials' bytes plus a serial tail.
+ *
+ * The stream-K tail (tiles.tail_split, opt-in: TINYC_WGMMA_STREAMK; the persistent wgmma
+ * kernel, codegen/matmul.c and codegen/splitk.c): where the tiles fill R full rounds of
+ * the persistent CTAs and a last one of T tiles, only those T are split along K, s units
+ * each, so that the last round's work spreads over T s CTAs; a unit stores its fp32
+ * partial tile into a workspace and the tile's last arriving warp (the counters above)
+ * sums the s partials in k order and runs the epilogue.  One kernel, deterministic.
+ *
+ *   rounds  = R + ceil(T s / W) * ceil(kt / s) / kt   (W walkers, kt k tiles a tile)
+ *   time    = the plan's estimate at the waves those rounds make (instead of R + 1)
+ *             + the partials' bytes (s stored, s - 1 loaded per tail tile, from L2 at
+ *             the share of the SMs the tail keeps busy) + a fix-up latency
+ *
+ * s: 2..8 with at least 4 k tiles a unit, the fewest tail k tiles (ties: the smaller s);
+ * only where the last round is at most half full (T <= W / 2).  2048 x 11008 x 4096 with
+ * 128 x 256 tiles: 688 tiles = 5 rounds of 132 + 28; s = 4 (112 units of 16 of the 64 k
+ * tiles): 5.25 rounds against 6.  Not measured on a GPU yet.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +51,14 @@
 				 * two cluster barriers, the peers' slices (H100: the kernel
 				 * 0.1-0.3 us over the reduction plan's partials kernel at
 				 * 64 x 4096 x 4096 / 11008, 64 x 64 tiles, split 2) */
+
+#define STREAMK_MAX_SPLIT 8	/* the tail's units per tile: the last warps' loads grow with s */
+#define STREAMK_MIN_KTILES 4	/* k tiles a unit at least (the model's choice) */
+#define STREAMK_FIX_US 1.0	/* the fix-up's latency: fence, counter round trip, the
+				 * dependent loads and the epilogue of the tail's tiles (a
+				 * guess, SPLITK_TAIL_US's order less the loads counted) */
+#define STREAMK_L2_X 3.0	/* L2 bandwidth over DRAM's (H100: ~7.5 TB/s measured with
+				 * 128 x 256 tiles against 3.35 nominal DRAM, as sched/matmul.c) */
 
 /* The value of dim d under sym, or -1. */
 static int64_t dim_value(const tinyc_dim *d, const int64_t *sym)
@@ -145,4 +171,111 @@ int tinyc_splitk_wanted(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 	 * at 16 x 11008 x 4096 went 33.8 -> 35.8 us) */
 	int64_t tiles = ((M + 63) / 64) * ((N + 127) / 128);
 	return 2 * tiles <= (int64_t)s->dev.sm_count;
+}
+
+/* The walkers' tiles of wgmma tiles t on prob (clusters: pairs of m tiles) and the walkers
+ * (t->grid CTAs, / 2 with clusters); k tiles per tile.  -1 when a size is unbound. */
+static int streamk_shape(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			 const tinyc_mm_tiles *t, int64_t *units, int64_t *walkers, int64_t *kt)
+{
+	int64_t M = tinyc_sched_dim(s, &prob->m), N = tinyc_sched_dim(s, &prob->n);
+	int64_t K = tinyc_sched_dim(s, &prob->k);
+	int CL = t->cluster > 1 ? 2 : 1;
+	if (M < 1 || N < 1 || K < 1 || t->bm < 1 || t->bn < 1 || t->bk < 1)
+		return -1;
+	int64_t tm = (M + t->bm - 1) / t->bm, tn = (N + t->bn - 1) / t->bn;
+	*units = (CL > 1 ? (tm + 1) / 2 : tm) * tn;
+	*walkers = t->grid / CL;
+	*kt = (K + t->bk - 1) / t->bk;
+	return *walkers >= 1 ? 0 : -1;
+}
+
+int tinyc_streamk_tiles(const tinyc_schedule *s, const tinyc_mm_problem *prob, tinyc_mm_tiles *t)
+{
+	const tinyc_sched_options *o = &s->opt;
+	int CL = t->cluster > 1 ? 2 : 1;
+	if (o->wgmma_streamk < 1 || t->variant != TINYC_MM_WGMMA || t->tf32x3 || t->a_nhwc ||
+	    t->split > 1 || tinyc_sched_dim(s, &prob->l) != 1 || !prob->evt || prob->evt->batched)
+		return -1;
+	tinyc_mm_tiles st = *t;
+	int forced = o->wgmma_streamk > 1;
+	if (forced && o->wgmma_streamk_grid > 0 && o->wgmma_streamk_grid < st.grid)
+		st.grid = o->wgmma_streamk_grid / CL * CL;	/* fewer CTAs: a tail at small sizes */
+	int64_t units, walkers, kt;
+	if (st.grid < CL || streamk_shape(s, prob, &st, &units, &walkers, &kt) < 0)
+		return -1;
+	int64_t R = units / walkers, T = units % walkers;
+	if (R < 1 || T < 1)
+		return -1;
+	int split = 0;
+	if (forced) {
+		split = o->wgmma_streamk;
+		if (kt < split)
+			return -1;
+	} else {
+		if (2 * T > walkers)	/* the last round more than half full */
+			return -1;
+		int64_t best = kt;
+		for (int sp = 2; sp <= STREAMK_MAX_SPLIT && kt / sp >= STREAMK_MIN_KTILES; sp++) {
+			int64_t r = (T * sp + walkers - 1) / walkers * ((kt + sp - 1) / sp);
+			if (r < best)
+				best = r, split = sp;
+		}
+		if (!split)
+			return -1;
+	}
+	st.tail_split = split;
+	st.tail_tiles = (int)T;
+	*t = st;
+	return 0;
+}
+
+double tinyc_streamk_rounds(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			    const tinyc_mm_tiles *t)
+{
+	int64_t units, walkers, kt;
+	if (streamk_shape(s, prob, t, &units, &walkers, &kt) < 0)
+		return 1;
+	int64_t R = units / walkers, T = units % walkers, sp = t->tail_split;
+	if (sp < 2 || !T)
+		return (double)((units + walkers - 1) / walkers);
+	return (double)R + (double)((T * sp + walkers - 1) / walkers) * (double)((kt + sp - 1) / sp) /
+				   (double)kt;
+}
+
+double tinyc_streamk_fixup_us(const tinyc_schedule *s, const tinyc_mm_tiles *t)
+{
+	if (t->tail_split < 2)
+		return 0;
+	double tiles = (double)t->tail_tiles * (t->cluster > 1 ? 2 : 1), sp = t->tail_split;
+	double bytes = tiles * (2 * sp - 1) * t->bm * t->bn * 4;
+	double busy = tiles * sp < t->grid ? tiles * sp : t->grid;
+	double share = s->dev.sm_count > 0 ? busy / s->dev.sm_count : 1;
+	return bytes / (STREAMK_L2_X * s->dev.peak_bandwidth_gbs * 1e9 * (share > 0.05 ? share : 0.05)) *
+	       1e6 + STREAMK_FIX_US;
+}
+
+void tinyc_streamk_print(const tinyc_schedule *s, const tinyc_mm_problem *prob,
+			 const tinyc_mm_tiles *t, tinyc_buf *out)
+{
+	int64_t units, walkers, kt;
+	if (t->tail_split < 2 || streamk_shape(s, prob, t, &units, &walkers, &kt) < 0)
+		return;
+	int64_t R = units / walkers, T = units % walkers, sp = t->tail_split;
+	const char *w = t->cluster > 1 ? "pairs of tiles" : "tiles";
+	char len[48];
+	if (kt % sp)
+		snprintf(len, sizeof(len), "%" PRId64 "-%" PRId64, kt / sp, kt / sp + 1);
+	else
+		snprintf(len, sizeof(len), "%" PRId64, kt / sp);
+	tinyc_buf_printf(out, "  stream-K tail: %" PRId64 " %s on %" PRId64 " walkers: %" PRId64
+			 " full round%s (whole K, the epilogue in registers), then the last %" PRId64
+			 " %s split along K into %" PRId64 " units each (%" PRId64 " units of %s of the %"
+			 PRId64 " k tiles); a unit stores its fp32 partial tile into a workspace [tile, k "
+			 "range, BM x BN], per warp an arrival counter, the tile's last warp sums the %"
+			 PRId64 " partials in k order (its own from registers) and runs the epilogue: "
+			 "deterministic, one kernel; %.3g rounds against %" PRId64 "\n",
+			 units, w, walkers, R, R == 1 ? "" : "s", T, T > 1 ? w : t->cluster > 1 ? "pair of tiles"
+			 : "tile", sp, T * sp, len, kt, sp,
+			 tinyc_streamk_rounds(s, prob, t), R + 1);
 }

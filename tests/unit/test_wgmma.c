@@ -19,7 +19,10 @@
  *    CUBIN for sm_90a without register-cap warnings, and the big mma tiles (dynamic shared
  *    memory) compile for sm_80;
  *  - tune: the shape class, the tuning file round trip and a stored configuration chosen
- *    over the model's estimate on a (pretended) real device.
+ *    over the model's estimate on a (pretended) real device;
+ *  - stream_k_tail: the stream-K tail's candidates (TINYC_WGMMA_STREAMK) and its kernels
+ *    compiled for sm_90a without spills (ptxas -v); their runs on the GPU IR interpreter
+ *    are tests/lit/schedule/matmul-streamk.test.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -1116,4 +1119,122 @@ Test(wgmma_nvrtc, cluster_2x1_b_multicast, .timeout = 300)
 	unsetenv("TINYC_MATMUL");
 	if (!nv)
 		cr_skip_test("nvrtc is not available");
+}
+
+/* Compile the CUDA of c for sm_90a with ptxas's report: no spills. */
+static void nvrtc_no_spills(compiled *c, const char *what)
+{
+	char *cuda = dump(c, "cuda");
+	tinyc_blob blob;
+	memset(&blob, 0, sizeof(blob));
+	static const char *const v[] = {"--ptxas-options=-v"};
+	int rc = tinyc_nvrtc_compile_opts(c->ctx, cuda, "wgmma.cu", "sm_90a", 1, v, 1, &blob);
+	if (rc < 0)
+		tinyc_ctx_print_diags(c->ctx, stderr);
+	cr_assert_eq(rc, 0, "%s: nvrtc", what);
+	cr_assert(blob.log && strstr(blob.log, "0 bytes spill stores, 0 bytes spill loads") &&
+		  !strstr(blob.log, "C7508"), "%s: %s", what, blob.log ? blob.log : "(no log)");
+	tinyc_blob_clear(&blob);
+	free(cuda);
+}
+
+/* Candidates of the first kernel whose tiles have a stream-K tail. */
+static int tail_candidates(const compiled *c)
+{
+	const tinyc_schedule *s = tinyc_module_schedule(c->m);
+	int n = 0;
+	for (int i = 0; i < s->kerns[0].ncand; i++) {
+		const tinyc_mm_plan *mp = s->kerns[0].cands[i].ext;
+		n += s->kerns[0].cands[i].kind == TINYC_PLAN_MATMUL && mp && mp->t.tail_split > 1;
+	}
+	return n;
+}
+
+/* The stream-K tail (TINYC_WGMMA_STREAMK; sched/splitk.c tinyc_streamk_tiles): off by
+ * default; the model's pick at 2048 x 11008 x 4096 (688 tiles of 128 x 256 on 132 SMs: the
+ * last 28 split 4 ways, 5.25 rounds) and at decode 8 x 11008 x 4096 (172 tiles of 64 x 64:
+ * the last 40 split 3 ways); not at 4096^3 (128 x 256: the last round 88% full; other
+ * tiles' twins lose), none for fp32 operands (3xTF32) or where a forced split exceeds the k tiles; a forced split
+ * on a forced grid at a small size.  The kernels compile for sm_90a without spills:
+ * cooperative 128 x 256 (the benchmark's), pingpong and 2-CTA clusters. */
+Test(wgmma_nvrtc, stream_k_tail, .timeout = 600)
+{
+	compiled c;
+	const char *big = "M=2048,N=11008,K=4096";
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", big, "schedule"), 0);
+	cr_assert_eq(tail_candidates(&c), 0, "off by default");
+	compiled_free(&c);
+	setenv("TINYC_WGMMA_STREAMK", "1", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", big, "schedule"), 0);
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert(mp->t.variant == TINYC_MM_WGMMA && mp->t.bm == 128 && mp->t.bn == 256 &&
+		  mp->t.tail_split == 4 && mp->t.tail_tiles == 28 && mp->t.grid == 132 && !mp->t.pingpong &&
+		  !mp->t.cluster, "[%d,%d] tail %d x %d grid %d", mp->t.bm, mp->t.bn, mp->t.tail_tiles,
+		  mp->t.tail_split, mp->t.grid);
+	const tinyc_schedule *s = tinyc_module_schedule(c.m);
+	cr_assert_float_eq(tinyc_streamk_rounds(s, &mp->prob, &mp->t), 5.25, 1e-9);
+	char key[160];
+	tinyc_matmul_config_key(&mp->t, key, sizeof(key));
+	cr_assert_str_eq(key, "wgmma 128x256x64 s4 c2 n256 tail28x4 g132");
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=4096,N=4096,K=4096", "schedule"), 0);
+	cr_assert_eq(chosen(&c)->t.tail_split, 0, "4096^3: 128 x 256, the last round 88%% full");
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=8,N=11008,K=4096", "schedule"), 0);
+	mp = chosen(&c);
+	cr_assert(mp->t.bm == 64 && mp->t.bn == 64 && mp->t.tail_split == 3 && mp->t.tail_tiles == 40,
+		  "[%d,%d] tail %d x %d", mp->t.bm, mp->t.bn, mp->t.tail_tiles, mp->t.tail_split);
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, TINYC_SOURCE_DIR "/examples/linear_fp32.uop", NULL, "sm_90a",
+				"M=2048,N=11008,K=4096", "schedule"), 0);
+	cr_assert_eq(tail_candidates(&c), 0, "3xTF32: no tail");
+	compiled_free(&c);
+	/* forced: 4 tiles of 128 x 128 on 3 CTAs, the last one split 3 ways; no tail where
+	 * K has fewer k tiles than the split (the plain plans stay) */
+	setenv("TINYC_WGMMA_STREAMK", "3x3", 1);
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	setenv("TINYC_MATMUL_TILE", "128x128x64x4", 1);
+	setenv("TINYC_WGMMA_CLUSTER", "1", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=200,N=136,K=400", "schedule"), 0);
+	mp = chosen(&c);
+	cr_assert(mp->t.tail_split == 3 && mp->t.tail_tiles == 1 && mp->t.grid == 3,
+		  "tail %d x %d grid %d", mp->t.tail_tiles, mp->t.tail_split, mp->t.grid);
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=200,N=136,K=128", "schedule"), 0);
+	cr_assert(tail_candidates(&c) == 0 && chosen(&c)->t.variant == TINYC_MM_WGMMA);
+	compiled_free(&c);
+	if (tinyc_nvrtc_version() < 0) {
+		unsetenv("TINYC_WGMMA_CLUSTER");
+		unsetenv("TINYC_MATMUL_TILE");
+		unsetenv("TINYC_MATMUL");
+		unsetenv("TINYC_WGMMA_STREAMK");
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	/* pingpong 64 x 128 with a tail at odd sizes; 2-CTA clusters of 128 x 128 */
+	setenv("TINYC_WGMMA_STREAMK", "2x5", 1);
+	setenv("TINYC_MATMUL_TILE", "64x128x64x4", 1);
+	setenv("TINYC_WGMMA_PP", "1", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=200,N=136,K=300", "cuda"), 0);
+	cr_assert(chosen(&c)->t.pingpong && chosen(&c)->t.tail_split == 2);
+	nvrtc_no_spills(&c, "pingpong 64x128 stream-K");
+	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_PP");
+	setenv("TINYC_WGMMA_STREAMK", "2x6", 1);
+	setenv("TINYC_MATMUL_TILE", "128x128x64x4", 1);
+	setenv("TINYC_WGMMA_CLUSTER", "2", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=300,N=136,K=200", "cuda"), 0);
+	cr_assert(chosen(&c)->t.cluster == 2 && chosen(&c)->t.tail_split == 2);
+	nvrtc_no_spills(&c, "cluster 2x1 stream-K");
+	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_CLUSTER");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_MATMUL");
+	/* the benchmark's kernel: 128 x 256, 128 accumulators a consumer thread */
+	setenv("TINYC_WGMMA_STREAMK", "1", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", big, "cuda"), 0);
+	cr_assert_eq(chosen(&c)->t.tail_split, 4);
+	nvrtc_no_spills(&c, "bias_relu 2048x11008x4096 stream-K");
+	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_STREAMK");
 }
