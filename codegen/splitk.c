@@ -344,7 +344,7 @@ int tinyc_splitk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_probl
 int tinyc_streamk_emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
 		       const tinyc_mm_tiles *t, const char *name)
 {
-	int64_t M = dim_value(gm, &prob->m), N = dim_value(gm, &prob->n);
+	int64_t M = tinyc_mmk_bound(gm, &prob->m), N = tinyc_mmk_bound(gm, &prob->n);
 	int CL = t->cluster > 1 ? 2 : 1;
 	if (M < 1 || N < 1 || t->variant != TINYC_MM_WGMMA || t->tail_tiles < 1 || t->split > 1)
 		return tinyc_error(ctx, "CodegenError", "matmul %s: a stream-K tail needs the wgmma "
