@@ -44,6 +44,19 @@ static inline void compiled_free(compiled *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Free a checked run: the reference's and the run's outputs, the nin inputs and their
+ * array, and the compiled graph. */
+static inline void checked_run_free(compiled *c, tinyc_io *ref, tinyc_io *got, tinyc_tensor **in,
+				    int nin)
+{
+	tinyc_io_clear_outputs(ref);
+	tinyc_io_clear_outputs(got);
+	for (int i = 0; i < nin; i++)
+		tinyc_tensor_free(in[i]);
+	free(in);
+	compiled_free(c);
+}
+
 /* Compile path (with compile-time bindings `bind`, may be NULL) for target (NULL: the
  * device's).  Returns 0, 1 when the graph (or the binding) is not valid, -1 when the back
  * end failed; diagnostics on ctx. */

@@ -428,12 +428,7 @@ static int64_t gemv_mma_check(const char *path, const char *target, const char *
 		tinyc_blob_clear(&blob);
 		tinyc_buf_free(&text);
 	}
-	tinyc_io_clear_outputs(&ref);
-	tinyc_io_clear_outputs(&got);
-	for (int i = 0; i < nin; i++)
-		tinyc_tensor_free(in[i]);
-	free(in);
-	compiled_free(&c);
+	checked_run_free(&c, &ref, &got, in, nin);
 	tinyc_ctx_free(ctx);
 	unsetenv("TINYC_GEMV_MMA");
 	unsetenv("TINYC_MATMUL");

@@ -590,12 +590,7 @@ static int run_graph(tinyc_ctx *ctx, const char *path, const char *bind, const c
 		}
 	}
 	free(sym);
-	tinyc_io_clear_outputs(&ref);
-	tinyc_io_clear_outputs(&got);
-	for (int i = 0; i < nin; i++)
-		tinyc_tensor_free(in[i]);
-	free(in);
-	compiled_free(&c);
+	checked_run_free(&c, &ref, &got, in, nin);
 	snprintf(envs, sizeof(envs), "%s", env ? env : "");
 	for (char *e = strtok_r(envs, " ", &save); e; e = strtok_r(NULL, " ", &save)) {
 		char *eq = strchr(e, '=');
