@@ -180,6 +180,12 @@ typedef struct tinyc_mm_tiles {
 					 * ranges are the CTAs of a cluster, summed through
 					 * distributed shared memory (codegen/splitk_dsmem.c);
 					 * 0 a reduction kernel */
+	int swap;			/* wgmma: the tiles are those of the swapped problem
+					 * C^T = B^T A^T (sched/swapab.c: m and n exchanged, the
+					 * weight's columns on wgmma's rows, the tokens its N;
+					 * split-K splits the problem first, then swaps); bm, bn,
+					 * the tails and the operand layouts are the swapped
+					 * problem's */
 } tinyc_mm_tiles;
 
 /* The width of the wgmma template's B stage: a fitted tile's bn (a multiple of 8 that is
@@ -371,6 +377,31 @@ int tinyc_splitk_dsmem_tiles(const tinyc_device_info *dev, double smem_limit, in
  * epilogue reduction, at most half the SMs' count of 64 x 128 tiles, K a multiple of 128
  * and at least 1024. */
 int tinyc_splitk_wanted(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+
+/* ---- swapab.c: swapped-operand wgmma plans for small M (tiles.swap) ---- */
+
+/* The swapped problem of prob: C^T[n, m] = sum_k B^T[n, k] A^T[k, m], i.e. m and n
+ * exchanged, A' = B transposed (strides (B's n, B's k, l)), B' = A transposed, the TMA
+ * bits exchanged, and in the epilogue graph every tensor's m and n strides exchanged
+ * with row and column broadcasts (and reductions) exchanged: a pure data transformation,
+ * every index the templates and the epilogue emission compute follows from the strides.
+ * A unit axis of zero stride (decode's M = 1 dropped) gets the stride of a K-long row
+ * (padded to 8 elements: TMA's strides), never used (its only index is 0).  sym: the bound
+ * sizes.  0; -1 when prob cannot be swapped (a gathered operand); -2 on an error. */
+int tinyc_mm_problem_swap(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const int64_t *sym,
+			  tinyc_mm_problem *out);
+/* Whether prob (its tma_ok bits set) takes the swapped wgmma plans on s: sm_90a, every
+ * size bound, 1 <= M <= 32 < N, L = 1, half or bfloat16 operands with fp32 accumulation,
+ * both operands TMA-loadable as they are, no epilogue reduction. */
+int tinyc_swapab_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+/* The wgmma N of the swapped tiles of M tokens: M rounded up to 8. */
+int tinyc_swapab_tokens(int64_t M);
+/* The pipeline factor of swapped tiles t (their estimate, sched/matmul.c) over ktiles k
+ * tiles: the SM's one CTA keeps its ring's stages in flight (Little's law against the
+ * DRAM latency under load). */
+double tinyc_swapab_pipe(const tinyc_schedule *s, const tinyc_mm_tiles *t, double ktiles);
+/* The schedule dump's line of a swapped plan (after its tile line). */
+void tinyc_swapab_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
 
 /* Copy / free a problem (deep: the evt graph). */
 int tinyc_mm_problem_copy(tinyc_ctx *ctx, const tinyc_mm_problem *src, tinyc_mm_problem *dst);
