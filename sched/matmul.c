@@ -1163,9 +1163,11 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 	if (s->opt.gemv_mma == 2)
 		gemv = 0;
 	/* the swap-AB wgmma plans (sched/swapab.c), not measured on a GPU: only when the options
-	 * record asks for it (TINYC_WGMMA_SWAP=1: beside the other candidates; 2: alone) */
+	 * record asks for it (TINYC_WGMMA_SWAP=1: beside the other candidates for M >= 2, M = 1
+	 * keeping the measured FMA gemv; 2: alone, at any M <= 32) */
 	int swap = s->opt.wgmma_swap && (force < 0 || force == TINYC_MM_WGMMA) &&
-		   tinyc_swapab_applies(s, &prob);
+		   tinyc_swapab_applies(s, &prob) &&
+		   (s->opt.wgmma_swap == 2 || tinyc_sched_dim(s, &prob0->m) >= 2);
 	if (prob0->unit_axis && !gemv && !gemv_mma && !swap)
 		return 0;
 	if (swap) {
