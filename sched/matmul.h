@@ -27,6 +27,11 @@
  *         workspace whose rows are padded to 16 bytes (zeros in the pad), which TMA then
  *         loads (the tensor map's extents are the operand's);
  *
+ *         With tiles.swap (sched/swapab.c; decode M <= 32, only with TINYC_WGMMA_SWAP: not
+ *         measured) the same kernel on the swapped problem C^T = B^T A^T: 64 or 128 of the
+ *         weight's columns as wgmma's rows (its MN-major A), the tokens as its N = M rounded
+ *         up to 8 (bn 8 .. 32, the K-major B), rings of up to 12 stages, unstaged stores;
+ *
  *   tf32x3 fp32 operands on tensor cores (sm_80+): the two-stage register prefetch of the
  *         SIMT tile, 128x128 tiles of 8 warps, each fp32 value split into hi = tf32(x) and
  *         lo = tf32(x - hi) in registers, acc += a_lo b_hi + a_hi b_lo + a_hi b_hi by
