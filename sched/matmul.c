@@ -1123,7 +1123,7 @@ static int swapab_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_sker
 {
 	static const int bms[] = {128, 64}, splits[] = {4, 2, 8, 1}, stg[] = {11, 8, 6, 4};
 	int64_t M = tinyc_sched_dim(s, &prob->m), K = tinyc_sched_dim(s, &prob->k);
-	int bn = tinyc_swapab_tokens(M), added = 0, r;
+	int bn = tinyc_gemv_mma_tokens(M), added = 0, r;
 	int dsk = s->opt.splitk_sum == 3 ? 2 : 1;
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < 4; j++)

@@ -338,7 +338,8 @@ int tinyc_gemv_mma_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_ske
 			      const tinyc_mm_problem *prob, tinyc_dtype idx, const int *ft);
 /* The schedule dump's lines of a tensor-core gemv plan after its tile line. */
 void tinyc_gemv_mma_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
-/* The token rows of the tensor-core gemv's mma tiles: M rounded up to 8. */
+/* The token rows of the tensor-core gemv's mma tiles (and the wgmma N of the swap-AB
+ * tiles, sched/swapab.c): M rounded up to 8. */
 int tinyc_gemv_mma_tokens(int64_t M);
 
 /* ---- skinny.c: the skinny tensor-core tile (mma, warps_k > 1) for decode shapes ---- */
@@ -399,8 +400,6 @@ int tinyc_mm_problem_swap(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const in
  * size bound, 1 <= M <= 32 < N, L = 1, half or bfloat16 operands with fp32 accumulation,
  * both operands TMA-loadable as they are, no epilogue reduction. */
 int tinyc_swapab_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob);
-/* The wgmma N of the swapped tiles of M tokens: M rounded up to 8. */
-int tinyc_swapab_tokens(int64_t M);
 /* The pipeline factor of swapped tiles t (their estimate, sched/matmul.c) over ktiles k
  * tiles: the SM's one CTA keeps its ring's stages in flight (Little's law against the
  * DRAM latency under load). */

@@ -101,11 +101,6 @@ int tinyc_mm_problem_swap(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const in
 	return 0;
 }
 
-int tinyc_swapab_tokens(int64_t M)
-{
-	return (int)((M + 7) / 8 * 8);
-}
-
 int tinyc_swapab_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 {
 	int64_t M = tinyc_sched_dim(s, &prob->m), N = tinyc_sched_dim(s, &prob->n);
