@@ -1518,6 +1518,48 @@ static int pack_operand(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	return 0;
 }
 
+static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+		const tinyc_mm_tiles *t, const char *name, tinyc_gkernel *host_b,
+		const tinyc_sk_fix *fix);
+
+/* A swap-AB plan (t->swap, sched/swapab.c) after its split: the template on the swapped
+ * problem C^T = B^T A^T (tiles t are its tiles); a cluster's split-K sum runs the swapped
+ * whole problem's epilogue.  0 or -1. */
+static int emit_swapped(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *prob,
+			const tinyc_mm_tiles *t, const char *name, const tinyc_sk_fix *fix)
+{
+	if (t->variant != TINYC_MM_WGMMA || (fix && !fix->dsmem))
+		return tinyc_error(ctx, "CodegenError", "matmul %s: swapped operands need the wgmma "
+				   "template and, split, a reduction kernel or the cluster sum", name);
+	tinyc_mm_problem sw, whole;
+	memset(&whole, 0, sizeof(whole));
+	if (tinyc_mm_problem_swap(ctx, prob, gm->sym_bound, &sw) < 0)
+		return tinyc_ctx_error_count(ctx) ? -1 : tinyc_error(ctx, "CodegenError", "matmul %s: "
+								     "cannot swap the operands", name);
+	tinyc_sk_fix sfix;
+	if (fix) {	/* the cluster's sum: the whole problem swapped too */
+		sfix = *fix;
+		if (tinyc_mm_problem_swap(ctx, fix->whole, gm->sym_bound, &whole) < 0) {
+			tinyc_mm_problem_clear(&sw);
+			return -1;
+		}
+		sfix.whole = &whole, sfix.M = fix->N, sfix.N = fix->M;
+	}
+	tinyc_mm_tiles st = *t;
+	st.swap = 0;
+	int r = emit(ctx, gm, &sw, &st, name, NULL, fix ? &sfix : NULL);
+	for (int i = 0; r == 0 && i < gm->nkernel; i++)	/* say so in the kernel's comment */
+		if (!strcmp(gm->kernels[i]->name, name) && gm->kernels[i]->comment) {
+			char c[400];
+			snprintf(c, sizeof(c), "%s; swap-AB: C^T = B^T A^T, tile rows = N, columns = M "
+				 "(not measured)", gm->kernels[i]->comment);
+			gm->kernels[i]->comment = tinyc_gpu_strdup(gm, c);
+		}
+	tinyc_mm_problem_clear(&sw);
+	tinyc_mm_problem_clear(&whole);
+	return r;
+}
+
 /* tinyc_matmul_emit; host_b: a kernel of 256 threads launched earlier whose extra blocks
  * pack B (the transpose kernel of the conv whose epilogue stores this one's NHWC input),
  * or NULL. */
@@ -1531,6 +1573,8 @@ static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *pr
 		return -1;
 	if (t->split > 1)	/* the partials' kernel (this function again), the reduction */
 		return tinyc_splitk_emit(ctx, gm, prob, t, name);
+	if (t->swap)	/* this function again on the swapped (split) problem */
+		return emit_swapped(ctx, gm, prob, t, name, fix);
 	if (t->tail_split > 1 && !fix)	/* the workspaces, then this function again */
 		return tinyc_streamk_emit(ctx, gm, prob, t, name);
 	if (t->variant == TINYC_MM_WGMMA && t->consumers < 1)

@@ -268,12 +268,14 @@ static void wgmma_knobs(const tinyc_sched_options *o, tinyc_mm_tiles *t)
 
 /* The tiles of the Hopper template (see tinyc_matmul_tiles); pingpong: the consumers
  * alternate whole tiles; pack: the operands TMA cannot load are packed first (-1 when
- * there is none). */
+ * there is none); narrow: prob is the swapped problem of a swap-AB plan (sched/swapab.c):
+ * bn 8 .. 32 (the tokens), B K-major, both operands by TMA as they are, cooperative,
+ * rings of up to 12 stages, no staging buffers (its outputs are stored unstaged). */
 static int fp32_operands(const tinyc_mm_problem *prob);
 
 static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 		       const int64_t *sym, int bm, int bn, int bk, int stages, int pingpong,
-		       int pack, tinyc_mm_tiles *t)
+		       int pack, int narrow, tinyc_mm_tiles *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->variant = TINYC_MM_WGMMA;
@@ -290,8 +292,9 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	if (bm == 128 && mrows >= 1 && mrows <= 64)
 		return -1;	/* a 64-row tile holds M: the second consumer's rows would be padding */
 	/* bn: 64, 128, 192, 256, or a fitted width (a multiple of 8: checked below) */
-	if ((bk != 64 && !t->tf32x3) || (bm != 64 && bm != 128) ||
-	    bn % 8 || bn < 64 || bn > 256 || stages < 2 || stages > 8)
+	if ((bk != 64 && !t->tf32x3) || (bm != 64 && bm != 128) || bn % 8 ||
+	    bn < (narrow ? 8 : 64) || bn > (narrow ? 32 : 256) || stages < 2 ||
+	    stages > (narrow ? 12 : 8))
 		return -1;
 	for (int i = 0; prob->evt && i < prob->evt->n; i++)
 		if (tinyc_evt_is_reduction(prob->evt->nodes[i].kind))
@@ -325,8 +328,10 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		t->pack_a = !t->a_tma, t->pack_b = !t->b_tma;
 		t->a_tma = t->b_tma = 1;
 	}
+	if (narrow && (!t->b_kmajor || !t->a_tma || !t->b_tma || pack || pingpong || t->tf32x3))
+		return -1;
 	/* a fitted width: whole 64-column boxes of an n-major B by TMA, cooperative */
-	if (bn % 64 && (t->tf32x3 || pack || !t->a_tma || !t->b_tma || t->b_kmajor || pingpong))
+	if (!narrow && bn % 64 && (t->tf32x3 || pack || !t->a_tma || !t->b_tma || t->b_kmajor || pingpong))
 		return -1;
 	t->pingpong = pingpong;
 	/* cooperative: a consumer per 64 rows; pingpong: two consumers, each a whole tile
@@ -339,7 +344,7 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	/* the ring, its barriers, the epilogue's staging buffers (16 rows of 64 halves + 16
 	 * bytes per consumer warp) */
 	t->smem = (int64_t)stages * (bm + tinyc_wgmma_stage_n(t)) * bk * 2 + 2 * 8 * stages +
-		  (int64_t)4 * t->consumers * 16 * 144;
+		  (narrow ? 0 : (int64_t)4 * t->consumers * 16 * 144);
 	if (t->tf32x3)	/* fp32 hi and lo stages, the ready barriers */
 		t->smem += (int64_t)stages * (bm + bn) * bk * 6 + 8 * stages;
 	if ((double)t->smem > optin_limit(dev) - 1024 || t->threads > dev->max_threads_per_block)
@@ -440,10 +445,10 @@ void tinyc_matmul_config_key(const tinyc_mm_tiles *t, char *buf, size_t size)
 {
 	static const char *const names[] = {"simt", "mma", "wgmma", "gemv", "tf32x3"};
 	if (t->variant == TINYC_MM_WGMMA)
-		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s%s%s", t->bm, t->bn, t->bk, t->stages,
+		snprintf(buf, size, "wgmma %dx%dx%d s%d c%d n%d%s%s%s%s%s", t->bm, t->bn, t->bk, t->stages,
 			 t->consumers, t->wgn, t->pingpong ? " pp" : "", t->tf32x3 ? " tf32x3" : "",
 			 t->a_nhwc ? " nhwc" : t->pack_a && t->pack_b ? " packAB" : t->pack_a ? " packA"
-			 : t->pack_b ? " packB" : "", t->cluster > 1 ? " cl2" : "");
+			 : t->pack_b ? " packB" : "", t->cluster > 1 ? " cl2" : "", t->swap ? " swap" : "");
 	else
 		snprintf(buf, size, "%s %dx%dx%d s%d", names[t->variant], t->bm, t->bn, t->bk, t->stages);
 	size_t n = strlen(buf);
@@ -481,7 +486,7 @@ int tinyc_matmul_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	int sa = tinyc_dtype_size(prob->a.dtype), sb = tinyc_dtype_size(prob->b.dtype);
 	int warps;
 	if (v == TINYC_MM_WGMMA)
-		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, 0, 0, t);
+		return wgmma_tiles(prob, dev, sym, bm, bn, bk, stages, 0, 0, 0, t);
 	if (v == TINYC_MM_TF32X3) {
 		/* codegen/tf32_tile.c: 128x128 (8 warps of 64x32) or 128x64 (8 warps of 32x32),
 		 * two stages of fp32 rows of bk + 8 floats, dynamic shared memory */
@@ -756,6 +761,8 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		 * 9.6 us at 4 stages, 11.1 with 6 and another tile), so only for 32+ k tiles */
 		if (t->stages >= 4 && mp->t_memory_us > mp->t_compute_us && ceil(K / t->bk) >= 32)
 			pipe = t->stages >= 6 ? 0.98 : t->stages == 5 ? 0.95 : 0.92;
+		if (t->swap)	/* decode's one tile a CTA: the ring is what is in flight */
+			pipe = tinyc_swapab_pipe(s, t, ceil(K / t->bk));
 		instr = t->wgn >= 256 ? 1.0 : t->wgn >= 128 ? 0.95 : 0.8;
 		double kt = ceil(K / t->bk);
 		/* pingpong: a consumer's epilogue runs under the other's main loop, all but the
@@ -826,6 +833,10 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 	 * with M = 8 or 16 the 64 x 64 tiles were slower, 16.3 against 11.0) */
 	if (t->split > 1 && util_m >= 1.0)
 		eff_mem /= instr;
+	/* swap-AB: the narrow instruction and the padded tiles (tokens past M, columns past N:
+	 * zero-filled by TMA, never read) cost tensor-core time, not DRAM time */
+	if (t->swap)
+		eff_mem = eff / (instr * util);
 	double tc = mp->t_compute_us / eff, tm = mp->t_memory_us / eff_mem;
 	p->est_us = (tc > tm ? tc : tm) + LAUNCH_US * (1 + reduction_count(prob));
 	/* packing: each packed operand is read and written once more by its packing kernel
@@ -938,12 +949,13 @@ static int add_plan(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 	tinyc_mm_plan *mp = tinyc_matmul_plan_new(ctx, prob, tp, &p);
 	if (!mp)
 		return -1;
-	if (split > 1) {
+	if (split > 1 || tp->swap) {	/* the split (swapped) problem's estimate */
 		sp->t = *tp;
 		estimate(s, sp, &p);
 		mp->flops = sp->flops, mp->bytes = sp->bytes;
 		mp->t_compute_us = sp->t_compute_us, mp->t_memory_us = sp->t_memory_us;
-		p.est_us += tinyc_splitk_reduce_us(s, prob, tp);
+		if (split > 1)
+			p.est_us += tinyc_splitk_reduce_us(s, prob, tp);
 	} else if (tp->warps_k > 1) {
 		tinyc_skinny_estimate(s, mp, &p);
 	} else {
@@ -974,13 +986,14 @@ static int add_plan(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			 tp->warps_n, tp->smem, tp->dyn_smem ? " dynamic" : "", tp->ctas_per_sm);
 	else
 		snprintf(p.desc, sizeof(p.desc),
-			 "matmul wgmma [%d,%d,%d] stages %d %s, 1+%d warpgroups%s, m64n%d%s, "
+			 "matmul wgmma [%d,%d,%d] stages %d %s%s, 1+%d warpgroups%s, m64n%d%s, "
 			 "smem %" PRId64 " B, persistent %d CTAs%s",
 			 tp->bm, tp->bn, tp->bk, tp->stages,
 			 tp->a_nhwc ? "A nhwc cp.async, B packed"
 			 : tp->pack_a && tp->pack_b ? "tma, A B packed" : tp->pack_a ? "tma, A packed"
 			 : tp->pack_b ? "tma, B packed"
 			 : tp->a_tma && tp->b_tma ? "tma" : tp->a_tma || tp->b_tma ? "tma+copy" : "copy",
+			 tp->swap ? ", swap-AB W^T x X^T" : "",
 			 tp->consumers, tp->pingpong ? " pingpong" : "", tp->wgn, tp->tf32x3 ? "k8 3xTF32" : "k16",
 			 tp->smem, tp->grid, tp->cluster > 1 ? ", cluster 2x1" : "");
 	if (tp->tail_split > 1) {
@@ -1009,6 +1022,7 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	const int64_t *sym = s->bind ? s->bind->val : NULL;
 	int cl = pp >> 3 & 1;	/* wgmma: pp bit 3, clusters of 2 CTAs */
 	int dsk = pp >> 4 & 1;	/* bit 4: split-K over a cluster (sched/splitk.c) */
+	int swp = pp >> 5 & 1;	/* bit 5: the swapped problem's tiles (sched/swapab.c) */
 	pp &= 7;
 	if (have_ft && (ft[4] ? split != ft[4] : split > 1))
 		return 0;
@@ -1023,6 +1037,17 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 		sp.prob.tma_ok = prob->tma_ok;
 		tp = &sp.prob;
 	}
+	/* swap-AB: the (split) problem swapped, C^T = B^T A^T (split first, so that the partials
+	 * land where the original problem's reduction reads them) */
+	if (swp) {
+		tinyc_mm_problem sw;
+		int r = v == TINYC_MM_WGMMA ? tinyc_mm_problem_swap(ctx, tp, sym, &sw) : -1;
+		tinyc_mm_problem_clear(&sp.prob);
+		if (r < 0)
+			return r == -2 ? -1 : 0;
+		sp.prob = sw;
+		tp = &sp.prob;
+	}
 	/* NHWC (pp bit 2): the problem on the channels-last copy of the conv's input */
 	tinyc_mm_problem np;
 	tinyc_conv_nhwc nh;
@@ -1033,7 +1058,7 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	}
 	tinyc_mm_tiles t;
 	if (v == TINYC_MM_WGMMA ? wgmma_tiles(tp, &s->dev, sym, bm, bn, bk, st, pp % 2,
-					      pp >= 4 ? 2 : pp / 2, &t) < 0 ||
+					      pp >= 4 ? 2 : pp / 2, swp, &t) < 0 ||
 					  (cl && wgmma_cluster(tp, &s->dev, sym, &t) < 0) ||
 					  (dsk && tinyc_splitk_dsmem_tiles(&s->dev, optin_limit(&s->dev),
 									    split, &t) < 0)
@@ -1043,7 +1068,9 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
 	}
-	if (have_ft && (t.bm != ft[0] || t.bn != ft[1] || t.bk != ft[2] || (ft[3] && t.stages != ft[3]))) {
+	/* a forced tile's 0 fields match any value for the swapped tiles (BN: the tokens) */
+	if (have_ft && (((ft[0] || !swp) && t.bm != ft[0]) || ((ft[1] || !swp) && t.bn != ft[1]) ||
+			((ft[2] || !swp) && t.bk != ft[2]) || (ft[3] && t.stages != ft[3]))) {
 		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
 	}
@@ -1062,21 +1089,22 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 		t.a_nhwc = 1;
 	if (t.a_nhwc)
 		t.nhwc = nh;
-	t.no_stage = o->no_stage;
+	t.no_stage = o->no_stage || swp;	/* swapped outputs: contiguous along the rows */
 	t.no_pair = o->no_pair;
 	t.index_dtype = idx;
 	t.split = split > 1 ? split : 0;
+	t.swap = swp;
 	/* the mma and wgmma templates can sum their own partials (codegen/splitk.c); not by
 	 * default: on an H100 the last warps' sums made the kernel 2.9 us slower at 8 x 4096 x
 	 * 4096 (12.86 us graph replay) than the partials' kernel plus the reduction kernel
 	 * (9.92 + 1.19 us); 1.2-1.8 us slower in all on the five split-K decode shapes */
-	if (!dsk)
+	if (!dsk)	/* (the last warps' sum reads the partials in the tile's coordinates) */
 		t.split_fused = split > 1 && (v == TINYC_MM_MMA || v == TINYC_MM_WGMMA) &&
-				o->splitk_sum == 1;
+				o->splitk_sum == 1 && !swp;
 	/* the stream-K tail (sched/splitk.c): a twin of the plan beside it, or instead of it
 	 * where the options record forces the split */
 	tinyc_mm_tiles tt = t;
-	int twin = split <= 1 && tinyc_streamk_tiles(s, prob, &tt) == 0;
+	int twin = split <= 1 && !swp && tinyc_streamk_tiles(s, prob, &tt) == 0;
 	int r = twin && o->wgmma_streamk > 1 ? 1 : add_plan(ctx, s, k, prob, &sp, &t, split, dsk);
 	if (r > 0 && twin)
 		r = add_plan(ctx, s, k, prob, &sp, &tt, split, dsk);
@@ -1110,6 +1138,35 @@ static int fitted_bn(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 	return bn > 128 && bn < 256 && bn % 64 ? (int)bn : 0;
 }
 
+/* The swap-AB candidates of prob (sched/swapab.c): 128- and 64-row tiles of the swapped
+ * problem (the weight's columns) by M rounded up to 8 tokens, rings of 11, 8, 6 and 4
+ * stages (a forced tile's only), split-K 4, 2, 8 or none where K / split is a multiple of
+ * 64 and at least 256 (a forced tile's split only), summed by the reduction kernel or,
+ * with TINYC_SPLITK_SUM=3, over a cluster.  Ties of the estimate go to the earlier
+ * candidate.  The number added, or -1. */
+static int swapab_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
+			     const tinyc_mm_problem *prob, int have_ft, const int *ft, tinyc_dtype idx)
+{
+	static const int bms[] = {128, 64}, splits[] = {4, 2, 8, 1}, stg[] = {11, 8, 6, 4};
+	int64_t M = tinyc_sched_dim(s, &prob->m), K = tinyc_sched_dim(s, &prob->k);
+	int bn = tinyc_gemv_mma_tokens(M), added = 0, r;
+	int dsk = s->opt.splitk_sum == 3 ? 2 : 1;
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 4; j++)
+			for (int q = 0; q < 4; q++)
+				for (int d = 0; d < dsk; d++) {
+					int split = splits[j], st = have_ft && ft[3] ? ft[3] : stg[q];
+					if ((have_ft && ft[3] && q) || (d && split < 2) ||
+					    (split > 1 && (K % (64 * split) || K / split < 256)))
+						continue;
+					if ((r = add_candidate(ctx, s, k, prob, TINYC_MM_WGMMA, bms[i], bn, 64, st,
+							       32 | (d ? 16 : 0), split, have_ft, ft, idx)) < 0)
+						return -1;
+					added += r;
+				}
+	return added;
+}
+
 /* The candidates of prob (see tinyc_matmul_candidates); use_tile: honour the forced tile. */
 static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		      const tinyc_mm_problem *prob0, int force, int use_tile)
@@ -1131,8 +1188,21 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		       (s->opt.gemv_mma == 2 || tinyc_sched_dim(s, &prob0->m) >= 2);
 	if (s->opt.gemv_mma == 2)
 		gemv = 0;
-	if (prob0->unit_axis && !gemv && !gemv_mma)
+	/* the swap-AB wgmma plans (sched/swapab.c), not measured on a GPU: only when the options
+	 * record asks for it (TINYC_WGMMA_SWAP=1: beside the other candidates for M >= 2, M = 1
+	 * keeping the measured FMA gemv; 2: alone, at any M <= 32) */
+	int swap = s->opt.wgmma_swap && (force < 0 || force == TINYC_MM_WGMMA) &&
+		   tinyc_swapab_applies(s, &prob) &&
+		   (s->opt.wgmma_swap == 2 || tinyc_sched_dim(s, &prob0->m) >= 2);
+	if (prob0->unit_axis && !gemv && !gemv_mma && !swap)
 		return 0;
+	if (swap) {
+		if ((r = swapab_candidates(ctx, s, k, &prob, have_ft, ft, idx)) < 0)
+			return -1;
+		added += r;
+		if (s->opt.wgmma_swap == 2 || (prob0->unit_axis && !gemv && !gemv_mma))
+			return added > 0 && tinyc_tune_apply(s, k, first) < 0 ? -1 : added;
+	}
 	if (gemv && (force < 0 || force == TINYC_MM_GEMV)) {
 		if ((r = tinyc_gemv_candidates(ctx, s, k, &prob, idx, have_ft ? ft : NULL)) < 0)
 			return -1;
@@ -1565,6 +1635,8 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 	} else if (t->variant == TINYC_MM_WGMMA) {
 		tinyc_buf_puts(out, " (TMA ring: a full and an empty mbarrier per stage, phase parity "
 			       "as the async token)\n");
+		if (t->swap)
+			tinyc_swapab_plan_print(t, out);
 		tinyc_buf_printf(out, "  bind: persistent grid of %d CTAs over the tiles (l, m.o, n.o) in "
 				 "groups of %d m tiles (L2 rasterisation)%s; warpgroups: 1 producer (%s), ",
 				 t->grid, t->raster, t->cluster > 1 ? ", clusters of 2 CTAs on m tiles 2p, 2p+1 "

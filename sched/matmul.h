@@ -30,6 +30,11 @@
  *         last round are split along K into units walked after the whole ones, their
  *         fp32 partials summed in k order by each tile's last warp before the epilogue;
  *
+ *         With tiles.swap (sched/swapab.c; decode M <= 32, only with TINYC_WGMMA_SWAP: not
+ *         measured) the same kernel on the swapped problem C^T = B^T A^T: 64 or 128 of the
+ *         weight's columns as wgmma's rows (its MN-major A), the tokens as its N = M rounded
+ *         up to 8 (bn 8 .. 32, the K-major B), rings of up to 12 stages, unstaged stores;
+ *
  *   tf32x3 fp32 operands on tensor cores (sm_80+): the two-stage register prefetch of the
  *         SIMT tile, 128x128 tiles of 8 warps, each fp32 value split into hi = tf32(x) and
  *         lo = tf32(x - hi) in registers, acc += a_lo b_hi + a_hi b_lo + a_hi b_hi by
@@ -190,6 +195,12 @@ typedef struct tinyc_mm_tiles {
 					 * the tile's last warp sums in k order before the
 					 * epilogue (codegen/splitk.c); 0: none */
 	int tail_tiles;			/* the tail's tiles (with clusters: pairs of tiles) */
+	int swap;			/* wgmma: the tiles are those of the swapped problem
+					 * C^T = B^T A^T (sched/swapab.c: m and n exchanged, the
+					 * weight's columns on wgmma's rows, the tokens its N;
+					 * split-K splits the problem first, then swaps); bm, bn,
+					 * the tails and the operand layouts are the swapped
+					 * problem's */
 } tinyc_mm_tiles;
 
 /* The width of the wgmma template's B stage: a fitted tile's bn (a multiple of 8 that is
@@ -337,7 +348,8 @@ int tinyc_gemv_mma_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_ske
 			      const tinyc_mm_problem *prob, tinyc_dtype idx, const int *ft);
 /* The schedule dump's lines of a tensor-core gemv plan after its tile line. */
 void tinyc_gemv_mma_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
-/* The token rows of the tensor-core gemv's mma tiles: M rounded up to 8. */
+/* The token rows of the tensor-core gemv's mma tiles (and the wgmma N of the swap-AB
+ * tiles, sched/swapab.c): M rounded up to 8. */
 int tinyc_gemv_mma_tokens(int64_t M);
 
 /* ---- skinny.c: the skinny tensor-core tile (mma, warps_k > 1) for decode shapes ---- */
@@ -403,6 +415,28 @@ double tinyc_streamk_fixup_us(const tinyc_schedule *s, const tinyc_mm_tiles *t);
 /* The schedule dump's line of stream-K tiles t (prob's bound sizes on s). */
 void tinyc_streamk_print(const tinyc_schedule *s, const tinyc_mm_problem *prob,
 			 const tinyc_mm_tiles *t, tinyc_buf *out);
+/* ---- swapab.c: swapped-operand wgmma plans for small M (tiles.swap) ---- */
+
+/* The swapped problem of prob: C^T[n, m] = sum_k B^T[n, k] A^T[k, m], i.e. m and n
+ * exchanged, A' = B transposed (strides (B's n, B's k, l)), B' = A transposed, the TMA
+ * bits exchanged, and in the epilogue graph every tensor's m and n strides exchanged
+ * with row and column broadcasts (and reductions) exchanged: a pure data transformation,
+ * every index the templates and the epilogue emission compute follows from the strides.
+ * A unit axis of zero stride (decode's M = 1 dropped) gets the stride of a K-long row
+ * (padded to 8 elements: TMA's strides), never used (its only index is 0).  sym: the bound
+ * sizes.  0; -1 when prob cannot be swapped (a gathered operand); -2 on an error. */
+int tinyc_mm_problem_swap(tinyc_ctx *ctx, const tinyc_mm_problem *prob, const int64_t *sym,
+			  tinyc_mm_problem *out);
+/* Whether prob (its tma_ok bits set) takes the swapped wgmma plans on s: sm_90a, every
+ * size bound, 1 <= M <= 32 < N, L = 1, half or bfloat16 operands with fp32 accumulation,
+ * both operands TMA-loadable as they are, no epilogue reduction. */
+int tinyc_swapab_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob);
+/* The pipeline factor of swapped tiles t (their estimate, sched/matmul.c) over ktiles k
+ * tiles: the SM's one CTA keeps its ring's stages in flight (Little's law against the
+ * DRAM latency under load). */
+double tinyc_swapab_pipe(const tinyc_schedule *s, const tinyc_mm_tiles *t, double ktiles);
+/* The schedule dump's line of a swapped plan (after its tile line). */
+void tinyc_swapab_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
 
 /* Copy / free a problem (deep: the evt graph). */
 int tinyc_mm_problem_copy(tinyc_ctx *ctx, const tinyc_mm_problem *src, tinyc_mm_problem *dst);

@@ -64,6 +64,11 @@ typedef struct tinyc_sched_options {
 					 * other candidates, 2 for M <= 32 and it alone among the
 					 * gemv forms (the FMA gemv not proposed: sweeps); 0 (the
 					 * default): never (not measured on a GPU yet) */
+	int wgmma_swap;			/* TINYC_WGMMA_SWAP: 1 propose the swapped-operand wgmma
+					 * plans (C^T = B^T A^T, sched/swapab.c) for bound 2 <= M
+					 * <= 32 beside the other candidates, 2 for M <= 32 and
+					 * only them where they apply (sweeps); 0 (the default):
+					 * never (not measured on a GPU yet) */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
 	int skinny;			/* TINYC_SKINNY=1: propose the skinny mma tile for M

@@ -21,12 +21,15 @@
                                                 bench's cold.log / warm.log per shape,
                                                 check.log, torch.log)
   tools/bench_matmul.py variants DIR TINYC GRAPH MxNxK[:ITERS] [...] --variants FILE
-                        [--rounds R] [--jobs J] [--dry-run]
+                        [--rounds R] [--jobs J] [--dry-run] [--target sm_XY]
       several plans of tinyc per shape against cuBLASLt fused (tools/bench-gemv-mma): FILE
       has one variant a line, "NAME [VAR=VALUE ...]" (the TINYC_* knobs that make it; NAME
       `default` with none is the default plan).  Per shape: each variant's chosen plan
-      (`TINYC --dump-stage=schedule`; a variant that forces a tile, TINYC_MATMUL_TILE
-      =0xBNxBKxU, is skipped when the plan is not that tile), its cold compilation and
+      (`TINYC --dump-stage=schedule`, for --target when given, sm_90a in a dry run, else the
+      GPU's; a variant that forces a tensor-core gemv tile, TINYC_MATMUL_TILE=0xBNxBKxU, is
+      skipped when the plan is not that tile; one with TINYC_WGMMA_SWAP when the plan is not
+      swap-AB or, forcing BMxBNxBKxSTAGES[xSPLIT] (0: any), not that tile), its cold
+      compilation and
       output (J at a time, each in its own kernel cache), the output checked as `check`
       does, then R rounds of every variant's whole plan and cuBLASLt fused by graph replay
       (as `rounds`; the variants' order rotating from round to round); prints "VARIANT
@@ -218,6 +221,8 @@ def plan_short(desc):
         return desc.split(",")[0]
     var, tile, st, rest = mm.groups()
     out = "%s %s s%s" % (var, tile, st)
+    if "swap-AB" in rest:
+        out += " swap-AB"
     if "packed" in rest:
         out += " " + re.search(r"(A B|A|B) packed", rest).group(0)
     if "pingpong" in rest:
@@ -317,11 +322,13 @@ def read_variants(path):
     return out
 
 
-def chosen_plan(tinyc, graph, bind, env):
-    """The chosen plan of the first kernel in `tinyc --dump-stage=schedule`: (its tile line,
-    its candidate description), or (None, error text)."""
+def chosen_plan(tinyc, graph, bind, env, target=None):
+    """The chosen plan of the first kernel in `tinyc --dump-stage=schedule` (for target, or
+    the GPU's when None): (its tile line, its candidate description), or (None, error
+    text)."""
     import subprocess
-    r = subprocess.run([tinyc, "--dump-stage=schedule", graph, "--bind", bind], env=env,
+    r = subprocess.run([tinyc, "--dump-stage=schedule", graph, "--bind", bind] +
+                       (["--target=" + target] if target else []), env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ch = re.search(r"^  choice: (\d+) \(matmul\).*?^  tile (.*)$", r.stdout, re.M | re.S)
     if r.returncode != 0 or not ch:
@@ -330,11 +337,25 @@ def chosen_plan(tinyc, graph, bind, env):
     return ch.group(2), desc.group(1) if desc else "-"
 
 
-def forced_tile_matches(settings, tile_line):
-    """Whether a variant that forces a tensor-core gemv tile (TINYC_MATMUL_TILE=0xBNxBKxU with
-    TINYC_GEMV_MMA) got it: the tile line "[BM,BN,BK] = [m,BN,BK], stages U (unroll: U
-    16-row k blocks ...".  Variants without a forced tile always match."""
+def forced_tile_matches(settings, tile_line, desc=""):
+    """Whether a variant got the plan it asks for: with TINYC_WGMMA_SWAP a swap-AB plan (desc,
+    the candidate's description) and, forcing TINYC_MATMUL_TILE=BMxBNxBKxSTAGES[xSPLIT], that
+    tile (0 fields any; no SPLIT: no split-K); forcing a tensor-core gemv tile
+    (TINYC_MATMUL_TILE=0xBNxBKxU with TINYC_GEMV_MMA), the tile line "[BM,BN,BK] = [m,BN,BK],
+    stages U (unroll: U 16-row k blocks ...".  Other variants always match."""
     ft = settings.get("TINYC_MATMUL_TILE")
+    if settings.get("TINYC_WGMMA_SWAP"):
+        if "swap-AB" not in (desc or ""):
+            return False
+        if not ft:
+            return True
+        want = [int(v) for v in ft.split("x")] + [0, 0]
+        mm = re.match(r"\[BM,BN,BK\] = \[(\d+),(\d+),(\d+)\], stages (\d+)", tile_line or "")
+        sk = re.search(r"split-K (\d+)", desc)
+        if not mm:
+            return False
+        got = [int(v) for v in mm.groups()] + [int(sk.group(1)) if sk else 0]
+        return all(w == 0 or w == g for w, g in zip(want[:4], got[:4])) and want[4] == got[4]
     if not ft or not settings.get("TINYC_GEMV_MMA"):
         return True
     want = [int(v) for v in ft.split("x")]
@@ -380,9 +401,10 @@ def variants(a):
             env = {key: val for key, val in os.environ.items() if not key.startswith("TINYC_")}
             env.update(settings)
             env["TINYC_CACHE_DIR"] = os.path.join(a.dir, "cache-%s-%s" % (sh, name))
-            tile, desc = chosen_plan(a.tinyc, a.graph, bind, env)
-            if not forced_tile_matches(settings, tile):
-                print("SKIP shape=%s name=%s: the forced tile is not a candidate here (plan: %s)" % (
+            tile, desc = chosen_plan(a.tinyc, a.graph, bind, env,
+                                     a.target or ("sm_90a" if a.dry_run else None))
+            if not forced_tile_matches(settings, tile, desc):
+                print("SKIP shape=%s name=%s: the asked-for plan is not a candidate here (plan: %s)" % (
                     sh, name, (desc or "-").split(",")[0]))
                 continue
             out = os.path.join(d, "Y-%s.npy" % name)
@@ -468,6 +490,8 @@ def main():
     ap.add_argument("--variants", help="variants mode: the variants file")
     ap.add_argument("--jobs", type=int, default=8, help="variants mode: cold compilations at a time")
     ap.add_argument("--dry-run", action="store_true", help="variants mode: the plans only")
+    ap.add_argument("--target", help="variants mode: plan for this target (default: the GPU's; "
+                    "sm_90a in a dry run)")
     a = ap.parse_args()
     if a.mode in ("gen", "check", "table"):
         a.dir, a.shapes = a.args[0], a.args[1:]

@@ -14,7 +14,8 @@
  *   - templates: every sm_90a template against the reference evaluator at small odd
  *     shapes (the wgmma matmul with epilogue graphs, forced tiles, pingpong and
  *     cooperative, 2-CTA clusters with multicast, packed operands, a fitted width, split-K
- *     over a cluster (DSMEM), 3xTF32 wgmma, the wgmma attention with P from registers on
+ *     over a cluster (DSMEM), swap-AB wgmma (the weight as the transposed A, the tokens as
+ *     a narrow N; split-K and the cluster sum), 3xTF32 wgmma, the wgmma attention with P from registers on
  *     causal, unmasked and GQA attention, T not a multiple of 64, NHWC convolutions, the
  *     small models); each case also checks that the plan really is the template's.
  * The sanitizer build runs a subset of the template cases (TINYC_SANITIZED).
@@ -471,7 +472,7 @@ static int holds(const tinyc_gstmt *s, tinyc_gs_op op)
 }
 
 /* What a module's kernels use. */
-enum { F_WGMMA = 1, F_TMA = 2, F_CLUSTER = 4, F_MULTICAST = 8, F_REMOTE = 16, F_AREG = 32 };
+enum { F_WGMMA = 1, F_TMA = 2, F_CLUSTER = 4, F_MULTICAST = 8, F_REMOTE = 16, F_AREG = 32, F_SWAP = 64 };
 
 /* Whether tree s holds a statement for which pred holds. */
 static int holds_if(const tinyc_gkernel *k, const tinyc_gstmt *s, int (*pred)(const tinyc_gkernel *, const tinyc_gstmt *))
@@ -504,6 +505,14 @@ static int is_areg(const tinyc_gkernel *k, const tinyc_gstmt *s)
 	return s->op == TINYC_GS_WGMMA && k->vars[s->src.var].kind == TINYC_GV_REG_ARRAY;
 }
 
+/* A swap-AB wgmma (sched/swapab.c): the weight as the transposed (MN-major) A from shared
+ * memory, the tokens as a narrow N below 64. */
+static int is_swapped(const tinyc_gkernel *k, const tinyc_gstmt *s)
+{
+	return s->op == TINYC_GS_WGMMA && k->vars[s->src.var].kind == TINYC_GV_SHARED &&
+	       !s->wg_a.k_major && s->n < 64;
+}
+
 static int features(const tinyc_gpu_module *gm)
 {
 	int f = 0;
@@ -515,6 +524,7 @@ static int features(const tinyc_gpu_module *gm)
 		f |= holds_if(k, k->body, is_multicast) ? F_MULTICAST : 0;
 		f |= holds_if(k, k->body, is_remote) ? F_REMOTE : 0;
 		f |= holds_if(k, k->body, is_areg) ? F_AREG : 0;
+		f |= holds_if(k, k->body, is_swapped) ? F_SWAP : 0;
 	}
 	return f;
 }
@@ -809,6 +819,18 @@ static const tcase cluster_cases[] = {
 	{MM, "M=64,N=128,K=1024", "TINYC_SPLITK_SUM=2", WG, 0, 0},
 };
 
+/* swap-AB (TINYC_WGMMA_SWAP, sched/swapab.c): the weight's columns on wgmma's rows, the
+ * tokens its N = M rounded up to 8; M = 1, 13, 32, N and K not multiples of the tile, split-K
+ * by the reduction kernel and over a cluster (tests/lit/schedule/matmul-swapab.test runs
+ * more, bf16 among them) */
+static const tcase swap_cases[] = {
+	{MM, "M=13,N=200,K=1000", "TINYC_WGMMA_SWAP=2 TINYC_MATMUL=wgmma TINYC_MATMUL_TILE=128x0x64x11", WG | F_SWAP, 0, 1},
+	{MM, "M=1,N=520,K=1024", "TINYC_WGMMA_SWAP=2 TINYC_MATMUL=wgmma TINYC_MATMUL_TILE=64x0x64x6x4", WG | F_SWAP, 0, 0},
+	{EPI "aux_twice.uop", "M=32,N=200,K=1024", "TINYC_WGMMA_SWAP=2 TINYC_MATMUL=wgmma TINYC_MATMUL_TILE=128x0x64x8x2", WG | F_SWAP, 0, 0},
+	{EPI "bias_relu.uop", "M=16,N=200,K=1024", "TINYC_SPLITK_SUM=3 TINYC_WGMMA_SWAP=2 TINYC_MATMUL=wgmma TINYC_MATMUL_TILE=64x0x64x6x2",
+	 WG | F_SWAP | F_CLUSTER | F_REMOTE, 0, 0},
+};
+
 static const tcase tf32_cases[] = {
 	{"tests/gpu/tf32wg/linear_gelu_res_fp32.uop", "M=200,N=136,K=100", "TINYC_MATMUL=tf32wg", WG, 0, 1},
 	{"examples/linear_fp32.uop", "M=130,N=72,K=260", "TINYC_MATMUL=tf32wg", WG, 0, 0},
@@ -863,5 +885,6 @@ static void run_cases(const tcase *cs, size_t n)
 Test(templates, wgmma_matmul_epilogues_tiles_schedules, .timeout = 900) { run_cases(matmul_cases, N_OF(matmul_cases)); }
 Test(templates, clusters_multicast_fitted_splitk_dsmem, .timeout = 900) { run_cases(cluster_cases, N_OF(cluster_cases)); }
 Test(templates, tf32_wgmma, .timeout = 900) { run_cases(tf32_cases, N_OF(tf32_cases)); }
+Test(templates, swap_ab_wgmma, .timeout = 900) { run_cases(swap_cases, N_OF(swap_cases)); }
 Test(templates, wgmma_attention, .timeout = 900) { run_cases(attention_cases, N_OF(attention_cases)); }
 Test(templates, models_and_convolutions, .timeout = 900) { run_cases(model_cases, N_OF(model_cases)); }

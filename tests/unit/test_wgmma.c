@@ -1238,3 +1238,56 @@ Test(wgmma_nvrtc, stream_k_tail, .timeout = 600)
 	compiled_free(&c);
 	unsetenv("TINYC_WGMMA_STREAMK");
 }
+
+/* Swap-AB (sched/swapab.c): not proposed without TINYC_WGMMA_SWAP (every candidate of 16 x
+ * 4096 x 4096 unswapped); with it = 1 the decode shape picks the swapped split-K plan (128
+ * weight columns x 16 tokens, the weight MN-major as wgmma's A, the tokens K-major as its
+ * B, 11 stages, split 4 over 128 CTAs), M = 1 keeps the gemv, a torch Linear weight [N, K]
+ * is a K-major A; the kernels at M = 8, 16, 32 and the [N, K] weight compile for sm_90a. */
+Test(wgmma_nvrtc, swap_ab_decode_plans, .timeout = 300)
+{
+	compiled c;
+	unsetenv("TINYC_WGMMA_SWAP");
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=16,N=4096,K=4096", "schedule"), 0);
+	const tinyc_schedule *s = tinyc_module_schedule(c.m);
+	for (int i = 0; i < s->kerns[0].ncand; i++) {
+		const tinyc_mm_plan *mp = s->kerns[0].cands[i].ext;
+		cr_assert(s->kerns[0].cands[i].kind != TINYC_PLAN_MATMUL || !mp->t.swap,
+			  "candidate %d swapped without the knob", i);
+	}
+	compiled_free(&c);
+	setenv("TINYC_WGMMA_SWAP", "1", 1);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=16,N=4096,K=4096", "schedule"), 0);
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert(mp->t.swap && mp->t.variant == TINYC_MM_WGMMA && mp->t.bm == 128 && mp->t.bn == 16 &&
+		  mp->t.stages == 11 && mp->t.split == 4 && mp->t.grid == 128 && mp->t.consumers == 2 &&
+		  !mp->t.a_kmajor && mp->t.b_kmajor && mp->t.wgn == 16 && !mp->t.split_fused,
+		  "swap %d [%d,%d] s%d split %d grid %d", mp->t.swap, mp->t.bm, mp->t.bn, mp->t.stages,
+		  mp->t.split, mp->t.grid);
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=1,N=4096,K=4096", "schedule"), 0);
+	cr_assert(chosen(&c)->t.variant == TINYC_MM_GEMV && !chosen(&c)->t.swap);
+	compiled_free(&c);
+	cr_assert_eq(compile_to(&c, NULL, W_NK, "sm_90a", "M=8,N=4096,K=4096", "schedule"), 0);
+	mp = chosen(&c);
+	cr_assert(mp->t.swap && mp->t.bn == 8 && mp->t.a_kmajor && mp->t.b_kmajor, "swap %d bn %d",
+		  mp->t.swap, mp->t.bn);
+	compiled_free(&c);
+	if (tinyc_nvrtc_version() < 0) {
+		unsetenv("TINYC_WGMMA_SWAP");
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	static const char *const binds[] = {"M=8,N=4096,K=4096", "M=16,N=4096,K=11008", "M=32,N=11008,K=4096"};
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", binds[i], "cuda"), 0);
+		cr_assert(chosen(&c)->t.swap, "%s", binds[i]);
+		nvrtc_ok(&c, "sm_90a", binds[i]);
+		compiled_free(&c);
+	}
+	cr_assert_eq(compile_to(&c, NULL, W_NK, "sm_90a", "M=13,N=520,K=1000", "cuda"), 0);
+	cuda_has_and_compiles(&c, "m64n16k16", "p, 1, 1, 0, 0;", "both operands K-major",
+			      "[N, K] weight 13x520x1000 swapped");
+	compiled_free(&c);
+	unsetenv("TINYC_WGMMA_SWAP");
+}
