@@ -71,9 +71,6 @@ typedef struct tinyc_sched_options {
 					 * never (not measured on a GPU yet) */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
-	int skinny;			/* TINYC_SKINNY=1: propose the skinny mma tile for M
-					 * <= 64 (sched/skinny.c; measured slower than split-K
-					 * wgmma on an H100), for measurements */
 	int splitk_sum;			/* TINYC_SPLITK_SUM: split-K partials summed 1 in the
 					 * matmul kernel (mma, wgmma), 2 by a reduction kernel
 					 * only, 3 over a cluster wherever it applies (every

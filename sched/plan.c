@@ -114,8 +114,6 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 		tinyc_buf_puts(out, " wgmma_streamk on,");
 	else if (o->wgmma_streamk > 1)
 		tinyc_buf_printf(out, " wgmma_streamk %dx%d,", o->wgmma_streamk, o->wgmma_streamk_grid);
-	if (o->skinny)	/* printed only when set */
-		tinyc_buf_puts(out, " skinny on,");
 	if (o->gemv_mma)	/* printed only when set */
 		tinyc_buf_printf(out, " gemv_mma %d,", o->gemv_mma);
 	if (o->wgmma_swap)	/* printed only when set */
