@@ -61,9 +61,6 @@ static void read_knobs(tinyc_sched_options *o)
 	if (sk && sscanf(sk, "%dx%d", &skv[0], &skv[1]) >= 1 && skv[0] >= 1 && skv[0] <= 64 &&
 	    skv[1] >= 0 && (skv[0] >= 2 || skv[1] == 0))
 		o->wgmma_streamk = skv[0], o->wgmma_streamk_grid = skv[1];
-	o->gemv_max_m = env_int("TINYC_GEMV_MAX_M", 0);
-	if (o->gemv_max_m < 0 || o->gemv_max_m > 16)
-		o->gemv_max_m = 0;
 	o->gemv_mma = env_int("TINYC_GEMV_MMA", 0);
 	if (o->gemv_mma < 0 || o->gemv_mma > 2)
 		o->gemv_mma = 0;

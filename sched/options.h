@@ -57,8 +57,6 @@ typedef struct tinyc_sched_options {
 	int wgmma_streamk_grid;		/* TINYC_WGMMA_STREAMK=SxG: with a forced split, G
 					 * persistent CTAs (0: the tiles' own grid), so that small
 					 * problems have a tail */
-	int gemv_max_m;			/* TINYC_GEMV_MAX_M: the gemv plan for bound M up to
-					 * this (5 .. 16; 0: the default 4), for measurements */
 	int gemv_mma;			/* TINYC_GEMV_MMA: 1 propose the tensor-core gemv
 					 * (sched/gemv_mma.c) for bound 2 <= M <= 32 beside the
 					 * other candidates, 2 for M <= 32 and it alone among the
