@@ -80,7 +80,6 @@ static void read_knobs(tinyc_sched_options *o)
 	if (at && sscanf(at, "%dx%dx%dx%dx%d", &a[0], &a[1], &a[2], &a[3], &a[4]) >= 2 && a[2] >= 0 &&
 	    a[2] <= 8 && a[3] >= 0 && a[3] <= 2 && a[4] >= 0 && a[4] <= 3)
 		memcpy(o->attn_tile, a, sizeof(a));
-	o->attn_lead = env_int("TINYC_ATTN_LEAD", -1);
 	o->attn_softmax = env_int("TINYC_ATTN_SOFTMAX", -1);
 	o->attn_wgmma = env_int("TINYC_ATTN_WGMMA", -1);
 	o->tune_off = env_zero("TINYC_TUNE");

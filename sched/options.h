@@ -84,9 +84,6 @@ typedef struct tinyc_sched_options {
 					 * the attention mma tile, blocks per SM (default 2),
 					 * 16-row blocks a warp (1, 2) and K/V ring stages (2,
 					 * 3; 0: the model's); [0] = 0: the model's */
-	int attn_lead;			/* TINYC_ATTN_LEAD: 16-bit attention with a warp's
-					 * first row block a key tile ahead (1), not (0);
-					 * -1: the model's */
 	int attn_softmax;		/* TINYC_ATTN_SOFTMAX: the 16-bit online softmax's
 					 * variants (bits: 1 lazy rescale, 2 row sums by
 					 * mma); -1: the model's */
