@@ -1197,88 +1197,6 @@ void tinyc_attn_row_sums(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, int mb0
 							ic(b, 0), b->lacc, ic(b, mb * 4)));
 }
 
-/* The softmax step of 16-row block mb on its scores of the tile at J0: the graph's scale
- * (and mask), the key bounds, the online-softmax update, P (appended to wb). */
-static void block_softmax(abuild *b, tinyc_gstmt *wb, const mma_tiles *t, const tinyc_attn_warps *w,
-			  tinyc_gexpr *const *wrow, tinyc_gexpr *J0, int mb, const int *mv, const int *lv)
-{
-	tinyc_attn_scores(b, wb, t->sacc, mb * t->NS, (mb + 1) * t->NS, t->NS, w, wrow, J0);
-	tinyc_attn_mask_keys(b, wb, t->sacc, mb * t->NS, t->NS, w->r0, wrow[mb], w->gq, w->tq2, J0, t->BN);
-	tinyc_attn_online_softmax(b, wb, t->sacc, t->pa, mb * t->NS, t->oacc, mb * t->NO, t->NS, t->NO,
-				  mv + 2 * mb, lv + 2 * mb, b->m->in_dtype, 1);
-}
-
-/* Zero the score fragments of 16-row block mb (appended to blk). */
-static void zero_scores(abuild *b, tinyc_gstmt *blk, const mma_tiles *t, int mb)
-{
-	for (int i = mb * t->NS; i < (mb + 1) * t->NS; i++)
-		app(b, blk, tinyc_gs_store(b->k, t->sacc, ic(b, i), fc(b, 0), NULL));
-}
-
-/* The key loop of a warp of two 16-row blocks with block 0 one key tile ahead (plan
- * `lead`): while block 1 takes the softmax of tile j, the tensor cores compute block 0's
- * scores of tile j + 1, and while block 0 takes its softmax, block 1's scores of tile j;
- * each block's chain (mma -> softmax -> mma) has the other block's independent work
- * beside it in the same warp.  K and V come through a 3-stage cp.async ring: tiles 0 and
- * 1 start before the loop; tile j waits for tile j + 1's copies (one barrier, which also
- * says that every warp is done with tile j - 1), then tile j + 2 goes into tile j - 1's
- * stage.  Block 0's scores of tile 0 are computed before the loop. */
-static void lead_loop(abuild *b, tinyc_gstmt *body, const mma_tiles *t, const tinyc_attn_warps *w,
-		      tinyc_gexpr *const *wrow, int cp, tinyc_gexpr *kend, int NT, const int *mv,
-		      const int *lv)
-{
-	tinyc_gkernel *k = b->k;
-	const int BN = t->BN;
-	tinyc_gexpr *const *p = w->p;
-	int j0 = iter(b, "j0");
-	tinyc_gstmt *tb = tinyc_gs_block(k), *ahead = tinyc_gs_block(k), *next = tinyc_gs_block(k);
-	if (j0 < 0)
-		return;
-	tinyc_gexpr *J0 = tinyc_gx_var(k, j0);
-	tinyc_attn_kv_copy(b, body, t->ks, t->QS, t->vs, t->VS, ic(b, 0), p, ic(b, 0), BN, NT);
-	app(b, body, tinyc_gs_cp_commit(k, cp));
-	tinyc_gstmt *t1 = tinyc_gs_block(k);
-	tinyc_attn_kv_copy(b, t1, t->ks, t->QS, t->vs, t->VS, ic(b, 1), p, ic(b, BN), BN, NT);
-	app(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_LT, ic(b, BN), kend), t1, NULL));
-	app(b, body, tinyc_gs_cp_commit(k, cp));
-	app(b, body, tinyc_gs_cp_wait(k, cp, 1));
-	app(b, body, tinyc_gs_barrier(k));
-	app(b, body, tinyc_gs_decl(k, t->sacc, fc(b, 0)));
-	app(b, body, tinyc_gs_decl(k, t->kb, NULL));
-	qk_mma(b, body, t, ic(b, 0), 0, 1);
-
-	int st = reg(b, tb, "stage", b->ix, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_DIV, J0, ic(b, BN)), ic(b, 3)));
-	if (st < 0)
-		return;
-	tinyc_emit_set_nonneg(b->em, st);
-	tinyc_gexpr *S = tinyc_gx_var(k, st);
-	app(b, tb, tinyc_gs_cp_wait(k, cp, 0));
-	app(b, tb, tinyc_gs_barrier(k));
-	tinyc_gexpr *J2 = bin(b, TINYC_GX_ADD, J0, ic(b, 2 * BN));
-	tinyc_attn_kv_copy(b, next, t->ks, t->QS, t->vs, t->VS, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, 2)), ic(b, 3)),
-		p, J2, BN, NT);
-	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J2, kend), next, NULL));
-	app(b, tb, tinyc_gs_cp_commit(k, cp));
-	tinyc_gexpr *kbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * t->QS));
-	tinyc_gexpr *vbase = bin(b, TINYC_GX_MUL, S, ic(b, BN * t->VS));
-	tinyc_gexpr *knext = bin(b, TINYC_GX_MUL, bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_ADD, S, ic(b, 1)), ic(b, 3)),
-				 ic(b, BN * t->QS));
-	zero_scores(b, tb, t, 1);
-	qk_mma(b, tb, t, kbase, 1, 2);
-	app(b, tb, tinyc_gs_decl(k, t->pa, NULL));
-	block_softmax(b, tb, t, w, wrow, J0, 0, mv, lv);
-	app(b, tb, tinyc_gs_decl(k, t->vb, NULL));
-	tinyc_attn_pv_mma(b, tb, t, vbase, 0, 1);
-	/* block 0's scores of the next tile, beside block 1's softmax of this one */
-	tinyc_gexpr *J1 = bin(b, TINYC_GX_ADD, J0, ic(b, BN));
-	zero_scores(b, ahead, t, 0);
-	qk_mma(b, ahead, t, knext, 0, 1);
-	app(b, tb, tinyc_gs_if(k, bin(b, TINYC_GX_LT, J1, kend), ahead, NULL));
-	block_softmax(b, tb, t, w, wrow, J0, 1, mv, lv);
-	tinyc_attn_pv_mma(b, tb, t, vbase, 1, 2);
-	tinyc_attn_close_key_loop(b, body, tb, j0, kend, BN, 0, 1, cp);
-}
-
 /* The online softmax's variant of plan ap (b->lazy, b->psum); under psum the row-sum
  * fragments lacc (4 floats for each of the warp's MB 16-row blocks, zero) and the ones
  * fragment, declared in body.  0 or -1. */
@@ -1304,10 +1222,9 @@ int tinyc_attn_softmax_variant(abuild *b, tinyc_gstmt *body, const tinyc_attn_pl
 /* The tensor-core variant (16-bit inputs): bm / 16 warps, each owning 16 query rows; Q K^T
  * and P V on mma.sync m16n8k16 with fp32 accumulators, fragments from padded shared tiles
  * by ldmatrix (V transposed); the score fragment becomes P's A fragment in registers.  K
- * and V stream through cp.async rings of ap->stages (2: kv_stream, 3: kv_ring, or with
- * ap->lead the staggered loop of lead_loop) when the views allow 16-byte copies (the next
- * tiles' copies in flight while this one is computed), else through synchronous element
- * loads. */
+ * and V stream through cp.async rings of ap->stages (2: kv_stream, 3: kv_ring) when the
+ * views allow 16-byte copies (the next tiles' copies in flight while this one is
+ * computed), else through synchronous element loads. */
 void tinyc_attn_build_mma(abuild *b, const tinyc_schedule *s, const tinyc_skernel *sk,
 			  const tinyc_attn_plan *ap, const tinyc_attn_warps *roles)
 {
@@ -1346,11 +1263,7 @@ void tinyc_attn_build_mma(abuild *b, const tinyc_schedule *s, const tinyc_skerne
 	const int pipe = ap->stages > 1 && tinyc_attn_tile_async_ok(b, m->k_side, 1, p) &&
 			 tinyc_attn_tile_async_ok(b, m->v_side, 2, p);
 	const int NR = pipe ? (ap->stages > 2 ? ap->stages : 2) : 1;	/* ring stages */
-	/* block 0 a tile ahead: two blocks a warp, the 3-stage ring, no tile-skip test of
-	 * an additive mask (mask_skip) */
-	const int lead = ap->lead && pipe && NR == 3 && MB == 2 && (m->bias < 0 || b->causal);
 	b->stages = NR;
-	b->lead = lead;
 	const int64_t kring = pipe ? (NR * BN * QS > BM * QS ? NR * BN * QS : BM * QS) : BN * QS;
 	int qs = pipe ? -1 : tinyc_gk_shared(k, "qtile_s", dt, BM * QS, 16, 0);
 	const int64_t vring = (int64_t)NR * BN * VS;
@@ -1386,38 +1299,34 @@ void tinyc_attn_build_mma(abuild *b, const tinyc_schedule *s, const tinyc_skerne
 	tinyc_gexpr *kend = tinyc_attn_loop_setup(b, body, oacc, MB, mv, lv, r0, BM, pipe);
 	if (!kend)
 		return;
-	if (lead) {
-		lead_loop(b, body, &t, &w, wrow, cp, kend, NT, mv, lv);
-	} else {
-		tinyc_gstmt *tb, *wb;
-		tinyc_gexpr *J0;
-		int j0 = tinyc_attn_key_loop(b, &tb, &wb, &J0);
-		if (j0 < 0)
-			return;
-		tinyc_gexpr *kbase, *vbase;
-		if (NR > 2)
-			kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);
-		else
-			tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend,
-					     NT, dt, &kbase, &vbase);
-		if (b->failed)
-			return;
-		app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
-		app(b, wb, tinyc_gs_decl(k, kb, NULL));
-		qk_mma(b, wb, &t, kbase, 0, MB);
-		/* scale (and an additive mask) through the graph, then the key bounds, row
-		 * maxima, the online-softmax update and P */
-		tinyc_attn_scores(b, wb, sacc, 0, MB * NS, NS, &w, wrow, J0);
-		app(b, wb, tinyc_gs_decl(k, pa, NULL));
-		for (int mb = 0; mb < MB; mb++) {
-			tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
-			tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb,
-						  lv + 2 * mb, dt, 1);
-		}
-		app(b, wb, tinyc_gs_decl(k, vb, NULL));
-		tinyc_attn_pv_mma(b, wb, &t, vbase, 0, MB);
-		tinyc_attn_close_key_loop(b, body, tb, j0, kend, BN, NR == 2, pipe, cp);
+	tinyc_gstmt *tb, *wb;
+	tinyc_gexpr *J0;
+	int j0 = tinyc_attn_key_loop(b, &tb, &wb, &J0);
+	if (j0 < 0)
+		return;
+	tinyc_gexpr *kbase, *vbase;
+	if (NR > 2)
+		kv_ring(b, body, tb, wb, cp, NR, ks, QS, vs, VS, p, r0, BM, J0, BN, kend, NT, &kbase, &vbase);
+	else
+		tinyc_attn_kv_stream(b, body, tb, wb, pipe ? cp : -1, ks, QS, vs, VS, p, r0, BM, J0, BN, kend,
+				     NT, dt, &kbase, &vbase);
+	if (b->failed)
+		return;
+	app(b, wb, tinyc_gs_decl(k, sacc, fc(b, 0)));
+	app(b, wb, tinyc_gs_decl(k, kb, NULL));
+	qk_mma(b, wb, &t, kbase, 0, MB);
+	/* scale (and an additive mask) through the graph, then the key bounds, row
+	 * maxima, the online-softmax update and P */
+	tinyc_attn_scores(b, wb, sacc, 0, MB * NS, NS, &w, wrow, J0);
+	app(b, wb, tinyc_gs_decl(k, pa, NULL));
+	for (int mb = 0; mb < MB; mb++) {
+		tinyc_attn_mask_keys(b, wb, sacc, mb * NS, NS, r0, wrow[mb], gq, tq2, J0, BN);
+		tinyc_attn_online_softmax(b, wb, sacc, pa, mb * NS, oacc, mb * NO, NS, NO, mv + 2 * mb,
+					  lv + 2 * mb, dt, 1);
 	}
+	app(b, wb, tinyc_gs_decl(k, vb, NULL));
+	tinyc_attn_pv_mma(b, wb, &t, vbase, 0, MB);
+	tinyc_attn_close_key_loop(b, body, tb, j0, kend, BN, NR == 2, pipe, cp);
 	for (int mb = 0; mb < MB; mb++)
 		tinyc_attn_store_output(b, body, sk, oacc, mb * NO, NO, lv + 2 * mb, r0, wrow[mb], gq, tq2, p);
 }
@@ -1486,9 +1395,9 @@ int tinyc_attention_build(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_sche
 	}
 	char comment[384];
 	snprintf(comment, sizeof(comment), "%s: flash attention (%s, fp32 statistics), %d query "
-		 "rows per block, %d keys per shared tile, %d stage%s%s%s%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
+		 "rows per block, %d keys per shared tile, %d stage%s%s%s, Tq=%lld Tk=%lld d=%lld dv=%lld",
 		 sk->name, ap->mma == 2 ? "3xTF32 mma.sync m16n8k8" : ap->mma == 3 && b.swz ? (ap->pvwg ? "S on wgmma m64n64k16 a key tile ahead, P V on wgmma with P from registers" : "S on wgmma m64n64k16 a key tile ahead, P V on mma.sync m16n8k16") : ap->mma ? "mma.sync m16n8k16" : "SIMT", ap->bm, ap->bn, b.stages,
-		 b.stages > 1 ? "s (cp.async)" : "", b.lead ? ", row block 0 a key tile ahead" : "",
+		 b.stages > 1 ? "s (cp.async)" : "",
 		 b.lazy ? ", lazy rescale" : "", b.psum ? ", row sums by mma" : "", (long long)ap->m.tq, (long long)ap->m.tk, (long long)ap->m.d,
 		 (long long)ap->m.dv);
 	k->comment = tinyc_gpu_strdup(gm, comment);

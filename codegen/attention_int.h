@@ -26,8 +26,6 @@ typedef struct abuild {
 	int qy;				/* query tiles on grid y, the batch on grid x (the
 					 * causal tensor-core kernels: every batch entry's
 					 * longest tiles start in the first wave) */
-	int lead;			/* the key loop of lead_loop: a warp's first 16-row block
-					 * one key tile ahead of its second */
 	int lazy;			/* online softmax: rescale only when a row maximum grew
 					 * by more than 8 / c (P stays below 2^8) */
 	int psum;			/* row sums of P by mma with a ones B fragment into

@@ -22,10 +22,6 @@
  *             mma.sync m16n8k16 into fp32 accumulators; then issue tile t+S-1 into the
  *             stage tile t-1 used (every warp is past it: the barrier), commit.
  *
- * With warps_k > 1 (the skinny tile, sched/skinny.c) every warp takes the k steps w, w + W,
- * .. of each tile for the whole warp tile; codegen/skinny.c sets up each thread's copies
- * once before the loop and sums the warps' partials after it.
- *
  * An operand that is not contiguous along the tile's rows, or whose sizes do not keep the
  * 16-byte chunks aligned at run time, is copied element by element into the same layout.
  * With S = 1 the loop is load, barrier, compute, barrier.
@@ -249,11 +245,8 @@ tinyc_gkernel *tinyc_mmk_begin_warps(tinyc_mmk *b, const char *name, int acc_cou
 		return k;
 	tinyc_gstmt *body = k->body;
 	b->tid = let(b, body, "tid", tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_TID_X)));
-	/* warps splitting the k steps (warps_k > 1): the warp's place in its m x n grid */
-	tinyc_gexpr *w = t->warps_k > 1 ? bin(b, TINYC_GX_MOD, b->warp, I(b, t->warps_m * t->warps_n))
-					: b->warp;
-	*wm = let(b, body, "wm", bin(b, TINYC_GX_DIV, w, I(b, t->warps_n)));
-	*wn = let(b, body, "wn", bin(b, TINYC_GX_MOD, w, I(b, t->warps_n)));
+	*wm = let(b, body, "wm", bin(b, TINYC_GX_DIV, b->warp, I(b, t->warps_n)));
+	*wn = let(b, body, "wn", bin(b, TINYC_GX_MOD, b->warp, I(b, t->warps_n)));
 	*g = let(b, body, "g", bin(b, TINYC_GX_DIV, b->lane, I(b, 4)));
 	*t4 = let(b, body, "t4", bin(b, TINYC_GX_MOD, b->lane, I(b, 4)));
 	return k;
@@ -478,18 +471,16 @@ static void mma_load_tile(tinyc_mmk *b, tinyc_gstmt *blk, int As, int Bs, tinyc_
 /* The fragments and mma.sync of ring stage st (appended to blk). */
 static void mma_compute(tinyc_mmk *b, tinyc_gstmt *blk, int As, int Bs, int afr, int bfr,
 			tinyc_gexpr *st, tinyc_gexpr *wm, tinyc_gexpr *wn, tinyc_gexpr *lr,
-			tinyc_gexpr *lc, tinyc_gexpr *wk)
+			tinyc_gexpr *lc)
 {
 	const tinyc_mm_tiles *t = b->t;
 	tinyc_gkernel *k = b->k;
 	int BM = t->bm, BN = t->bn, BK = t->bk, ASTR = BK + 8, BSTR = BN + 8;
 	int WM = BM / t->warps_m, WN = BN / t->warps_n, MI = WM / 16, NI = WN / 8;
-	int KW = wk ? t->warps_k : 1;	/* warps splitting the k steps */
 	tinyc_gexpr *abase = mul(b, st, I(b, (int64_t)BM * ASTR));
 	tinyc_gexpr *bbase = mul(b, st, I(b, (int64_t)BK * BSTR));
-	for (int ks = 0; ks < BK / 16 / KW; ks++) {
-		/* the step's first k in the tile: ks * 16, or (wk + ks * KW) * 16 */
-		tinyc_gexpr *k16 = wk ? add(b, mul(b, wk, I(b, 16)), I(b, ks * KW * 16)) : I(b, ks * 16);
+	for (int ks = 0; ks < BK / 16; ks++) {
+		tinyc_gexpr *k16 = I(b, ks * 16);	/* the step's first k in the tile */
 		for (int mi = 0; mi < MI; mi++) {
 			tinyc_gexpr *row = add(b, add(b, mul(b, wm, I(b, WM)), I(b, mi * 16)), lr);
 			tinyc_gexpr *src = add(b, abase, add(b, mul(b, row, I(b, ASTR)), add(b, k16, lc)));
@@ -549,9 +540,6 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	tinyc_gstmt *body = k->body;
 	tinyc_gexpr *lr = let(b, body, "lr", bin(b, TINYC_GX_MOD, b->lane, I(b, 16)));
 	tinyc_gexpr *lc = let(b, body, "lc", mul(b, bin(b, TINYC_GX_DIV, b->lane, I(b, 16)), I(b, 8)));
-	tinyc_gexpr *wk = t->warps_k > 1 ? let(b, body, "wk", bin(b, TINYC_GX_DIV, b->warp,
-								    I(b, t->warps_m * t->warps_n)))
-					 : NULL;	/* the warp's share of the k steps */
 	int As = tinyc_gk_shared(k, "As", pr->a.dtype, (int64_t)S * BM * (BK + 8), 16, t->dyn_smem);
 	int Bs = tinyc_gk_shared(k, "Bs", pr->b.dtype, (int64_t)S * BK * (BN + 8), 16, t->dyn_smem);
 	int afr = tinyc_gk_reg_array(k, "afrag", pr->a.dtype, MI * 8);
@@ -563,9 +551,6 @@ static int build_mma(tinyc_mmk *b, const char *name)
 	tinyc_mmk_append(b, body, tinyc_gs_decl(k, bfr, NULL));
 	tinyc_gexpr *ntiles = let(b, body, "tiles", tinyc_gx_ceildiv(k, b->K, I(b, BK)));
 	tinyc_gexpr *T = tinyc_gx_var(k, tv);
-	tinyc_skinny_io sio;	/* the skinny tile: each thread's copies set up once */
-	if (wk && tinyc_skinny_io_init(b, body, &sio) < 0)
-		return -1;
 	if (S > 1) {
 		int pipe = tinyc_gk_pipe(k, "ab", TINYC_GPIPE_CP_ASYNC, S, -1);
 		if (pipe < 0)
@@ -574,10 +559,7 @@ static int build_mma(tinyc_mmk *b, const char *name)
 							       "cp.async ring"));
 		for (int s = 0; s < S - 1; s++) {
 			tinyc_gstmt *ld = tinyc_gs_block(k);
-			if (wk)
-				tinyc_skinny_load(b, ld, &sio, As, Bs, I(b, s), I(b, s));
-			else
-				mma_load_tile(b, ld, As, Bs, I(b, s), I(b, s), s);
+			mma_load_tile(b, ld, As, Bs, I(b, s), I(b, s), s);
 			tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_LT, I(b, s), ntiles), ld, NULL));
 			tinyc_mmk_append(b, body, tinyc_gs_cp_commit(k, pipe));
 		}
@@ -585,13 +567,10 @@ static int build_mma(tinyc_mmk *b, const char *name)
 		tinyc_mmk_append(b, loop, tinyc_gs_cp_wait(k, pipe, S - 2));
 		tinyc_mmk_append(b, loop, tinyc_gs_barrier(k));
 		tinyc_gexpr *st = let(b, loop, "stage", bin(b, TINYC_GX_MOD, T, I(b, S)));
-		mma_compute(b, loop, As, Bs, afr, bfr, st, wm, wn, lr, lc, wk);
+		mma_compute(b, loop, As, Bs, afr, bfr, st, wm, wn, lr, lc);
 		tinyc_gexpr *nt = let(b, loop, "next", add(b, T, I(b, S - 1)));
 		tinyc_gstmt *ld = tinyc_gs_block(k);
-		if (wk)
-			tinyc_skinny_load(b, ld, &sio, As, Bs, nt, bin(b, TINYC_GX_MOD, nt, I(b, S)));
-		else
-			mma_load_tile(b, ld, As, Bs, nt, bin(b, TINYC_GX_MOD, nt, I(b, S)), S);
+		mma_load_tile(b, ld, As, Bs, nt, bin(b, TINYC_GX_MOD, nt, I(b, S)), S);
 		tinyc_mmk_append(b, loop, tinyc_gs_if(k, bin(b, TINYC_GX_LT, nt, ntiles), ld, NULL));
 		tinyc_mmk_append(b, loop, tinyc_gs_cp_commit(k, pipe));
 		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, tv, I(b, 0), ntiles, I(b, 1), 0, loop));
@@ -599,7 +578,7 @@ static int build_mma(tinyc_mmk *b, const char *name)
 		tinyc_gstmt *loop = tinyc_gs_block(k);
 		mma_load_tile(b, loop, As, Bs, T, I(b, 0), 0);
 		tinyc_mmk_append(b, loop, tinyc_gs_barrier(k));
-		mma_compute(b, loop, As, Bs, afr, bfr, I(b, 0), wm, wn, lr, lc, wk);
+		mma_compute(b, loop, As, Bs, afr, bfr, I(b, 0), wm, wn, lr, lc);
 		tinyc_mmk_append(b, loop, tinyc_gs_barrier(k));
 		tinyc_mmk_append(b, body, tinyc_gs_for_range(k, tv, I(b, 0), ntiles, I(b, 1), 0, loop));
 	}
@@ -607,8 +586,6 @@ static int build_mma(tinyc_mmk *b, const char *name)
 		return -1;
 	tinyc_mm_frag f;
 	tinyc_mm_frag_mma(b, &f, wm, wn, g, t4, WM, WN);
-	if (wk)	/* the warps' partials summed; the epilogue on the warps of k share 0 */
-		return tinyc_mma_ksum(b, body, wk, &f, MI * NI * 4);
 	if (tinyc_evt_emit_epilogue(b, &f, body) < 0)
 		return -1;
 	return b->fix ? tinyc_splitk_fixup(b, &f, body, b->warp) : 0;

@@ -227,30 +227,6 @@ int tinyc_matmul_emit_fixed(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm
 			    const tinyc_mm_tiles *t, const char *name, const tinyc_sk_fix *fix);
 /* A TEMP buffer of gm (a workspace) of elems elements; its index or -1. */
 int tinyc_mm_add_temp(tinyc_gpu_module *gm, const char *name, tinyc_dtype dt, int64_t elems);
-/* codegen/skinny.c: the skinny tile's copies (t->warps_k > 1; operands 16-byte aligned,
- * sizes bound): per thread and operand its 16-byte chunks of a k tile, their global offsets
- * at k tile 0, shared offsets and fixed predicates computed once before the k loop. */
-#define TINYC_SKINNY_CHUNKS 8
-typedef struct tinyc_skinny_io {
-	int n[2];				/* chunks per thread: A, B */
-	tinyc_gexpr *goff[2][TINYC_SKINNY_CHUNKS];	/* global element offset at k tile 0 */
-	tinyc_gexpr *soff[2][TINYC_SKINNY_CHUNKS];	/* element offset in a stage */
-	tinyc_gexpr *fixed[2][TINYC_SKINNY_CHUNKS];	/* m (A) or n (B) in range, NULL: always */
-	tinyc_gexpr *kin[2][TINYC_SKINNY_CHUNKS];	/* the chunk's k in the tile (k tail) */
-	tinyc_gexpr *kstride[2];		/* elements between consecutive k */
-} tinyc_skinny_io;
-/* Fill io (the lets appended to body).  0 or -1. */
-int tinyc_skinny_io_init(tinyc_mmk *b, tinyc_gstmt *body, tinyc_skinny_io *io);
-/* The cp.async copies of k tile kt into ring stage st of As, Bs (appended to blk). */
-void tinyc_skinny_load(tinyc_mmk *b, tinyc_gstmt *blk, const tinyc_skinny_io *io, int As,
-		       int Bs, tinyc_gexpr *kt, tinyc_gexpr *st);
-/* codegen/skinny.c: after the k loop of an mma kernel whose warps split the k steps
- * (t->warps_k > 1, warp share wk): every warp's nacc accumulators into shared memory, the
- * t->warps_k partials of each value summed in warp order by all threads, and on the warps
- * of share 0 the sums loaded back into their fragment f and the epilogue graph (appended
- * to body).  0 or -1. */
-int tinyc_mma_ksum(tinyc_mmk *b, tinyc_gstmt *body, tinyc_gexpr *wk, const tinyc_mm_frag *f,
-		   int nacc);
 /* codegen/gemv.c: the fragment of a tile summed into registers one column per thread:
  * tr values, at rows row_base + a * rows (a < tr) of column col_base (no reductions). */
 void tinyc_mm_frag_column(tinyc_mmk *b, tinyc_mm_frag *f, int tr, int rows,

@@ -61,9 +61,6 @@ static void read_knobs(tinyc_sched_options *o)
 	if (sk && sscanf(sk, "%dx%d", &skv[0], &skv[1]) >= 1 && skv[0] >= 1 && skv[0] <= 64 &&
 	    skv[1] >= 0 && (skv[0] >= 2 || skv[1] == 0))
 		o->wgmma_streamk = skv[0], o->wgmma_streamk_grid = skv[1];
-	o->gemv_max_m = env_int("TINYC_GEMV_MAX_M", 0);
-	if (o->gemv_max_m < 0 || o->gemv_max_m > 16)
-		o->gemv_max_m = 0;
 	o->gemv_mma = env_int("TINYC_GEMV_MMA", 0);
 	if (o->gemv_mma < 0 || o->gemv_mma > 2)
 		o->gemv_mma = 0;
@@ -73,7 +70,6 @@ static void read_knobs(tinyc_sched_options *o)
 	o->no_stage = getenv("TINYC_NO_STAGE") != NULL;
 	o->no_pair = getenv("TINYC_NO_PAIR") != NULL;
 	o->splitk_sum = env_int("TINYC_SPLITK_SUM", 0);
-	o->skinny = env_int("TINYC_SKINNY", 0) == 1;
 	o->no_rowfuse = env_zero("TINYC_ROWFUSE");
 	o->rowfuse_threads = env_int("TINYC_ROWFUSE_THREADS", 0);
 	o->no_attention = env_zero("TINYC_ATTENTION");
@@ -84,7 +80,6 @@ static void read_knobs(tinyc_sched_options *o)
 	if (at && sscanf(at, "%dx%dx%dx%dx%d", &a[0], &a[1], &a[2], &a[3], &a[4]) >= 2 && a[2] >= 0 &&
 	    a[2] <= 8 && a[3] >= 0 && a[3] <= 2 && a[4] >= 0 && a[4] <= 3)
 		memcpy(o->attn_tile, a, sizeof(a));
-	o->attn_lead = env_int("TINYC_ATTN_LEAD", -1);
 	o->attn_softmax = env_int("TINYC_ATTN_SOFTMAX", -1);
 	o->attn_wgmma = env_int("TINYC_ATTN_WGMMA", -1);
 	o->tune_off = env_zero("TINYC_TUNE");

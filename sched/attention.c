@@ -671,8 +671,6 @@ static int attention_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k
 				return tinyc_error(ctx, "OutOfMemory", "attention plan");
 			ap->m = m, ap->bm = bm, ap->bn = bn, ap->stages = ns, ap->mma = 1;
 			ap->min_blocks = minb, ap->mb = mb;
-			/* a warp's first row block a key tile ahead (TINYC_ATTN_LEAD) */
-			ap->lead = mb == 2 && ns == 3 && s->opt.attn_lead == 1;
 			/* the online softmax's variants (TINYC_ATTN_SOFTMAX): the lazy rescale and
 			 * the row sums by mma together were faster on all six rows of issue 16's
 			 * table (H100, B=8 H=12 d=64 fp16: 0.97-0.99x main's time; the lazy
@@ -748,11 +746,10 @@ static void attention_print_plan(const tinyc_schedule *s, const tinyc_skernel *k
 		tinyc_buf_printf(out, "  attention fp32: SIMT kernel (%s)\n", s->opt.attn_simt ?
 				 "TINYC_ATTENTION=simt" : s->dev.arch.major < 8 ? "no tf32 mma below sm_80" :
 				 "3xTF32 needs d and dv multiples of 8 up to 128");
-	if ((ap->mma == 1 || ap->mma == 3) && (ap->softmax || ap->lead))
-		tinyc_buf_printf(out, "  attention softmax:%s%s%s\n", ap->softmax & TINYC_ATTN_LAZY ?
+	if ((ap->mma == 1 || ap->mma == 3) && ap->softmax)
+		tinyc_buf_printf(out, "  attention softmax:%s%s\n", ap->softmax & TINYC_ATTN_LAZY ?
 				 " lazy rescale (O and l only where a row maximum grew by more than 8/c);" : "",
-				 ap->softmax & TINYC_ATTN_PSUM ? " row sums by mma (P times ones);" : "",
-				 ap->lead ? " row block 0 of a warp a key tile ahead (TINYC_ATTN_LEAD);" : "");
+				 ap->softmax & TINYC_ATTN_PSUM ? " row sums by mma (P times ones);" : "");
 	if (k->value != ap->m.pv) {
 		tinyc_buf_printf(out, "  attention output: O %%%d stored as %%%d through", ap->m.pv, k->value);
 		int chain[64], n = 0;	/* ops printed bottom up (at most 64) */

@@ -55,8 +55,6 @@ typedef struct tinyc_attn_plan {
 	int mb;			/* mma: 16-row blocks a warp owns (1, 2: the K and V fragments
 				 * serve both, half the ldmatrix traffic a score) */
 	int min_blocks;		/* mma: blocks per SM the registers are capped for (0: none) */
-	int lead;		/* mma, mb 2, 3 stages: the warp's first 16-row block one key
-				 * tile ahead of its second (codegen/attention.c, lead_loop) */
 	int softmax;		/* mma (16-bit): TINYC_ATTN_LAZY | TINYC_ATTN_PSUM */
 	int pvwg;		/* mma 3: P V on wgmma too (P from registers, V MN-major);
 				 * 2: P's row sums before the P V wgmma's issue */

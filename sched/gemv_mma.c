@@ -47,8 +47,8 @@
 #define GEMV_MMA_LATENCY_X 2.0	/* the loaded latency of B's loads in units of the model's
 				 * DRAM latency: the FMA gemv's measured factor */
 #define GEMV_MMA_X_L2 0.4	/* X's re-reads (once per CTA) from L2, counted at this share
-				 * of DRAM bytes (not measured; the skinny tile's were costly:
-				 * docs/matmul-results.md) */
+				 * of DRAM bytes (not measured; those of the skinny tile, since
+				 * removed, were costly: docs/matmul-results.md) */
 #define GEMV_MMA_SMEM_FRACTION 0.8	/* shared memory kept under this share of the limit */
 
 int tinyc_gemv_mma_tokens(int64_t M)

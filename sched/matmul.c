@@ -956,8 +956,6 @@ static int add_plan(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		mp->t_compute_us = sp->t_compute_us, mp->t_memory_us = sp->t_memory_us;
 		if (split > 1)
 			p.est_us += tinyc_splitk_reduce_us(s, prob, tp);
-	} else if (tp->warps_k > 1) {
-		tinyc_skinny_estimate(s, mp, &p);
 	} else {
 		estimate(s, mp, &p);
 	}
@@ -972,11 +970,6 @@ static int add_plan(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			 "matmul tf32x3 [%d,%d,%d] stages %d%s, warps %dx%d, 3xTF32 mma m16n8k8, "
 			 "smem %" PRId64 " B dynamic, %d CTA/SM", tp->bm, tp->bn, tp->bk, tp->stages,
 			 tp->a_nhwc ? " A nhwc" : "", tp->warps_m, tp->warps_n, tp->smem, tp->ctas_per_sm);
-	else if (tp->variant == TINYC_MM_MMA && tp->warps_k > 1)
-		snprintf(p.desc, sizeof(p.desc),
-			 "matmul mma [%d,%d,%d] stages %d cp.async, %d warps splitting each k tile, "
-			 "partials summed in shared memory, smem %" PRId64 " B dynamic, %d CTA/SM",
-			 tp->bm, tp->bn, tp->bk, tp->stages, tp->warps_k, tp->smem, tp->ctas_per_sm);
 	else if (tp->variant == TINYC_MM_MMA)
 		snprintf(p.desc, sizeof(p.desc),
 			 "matmul mma [%d,%d,%d] stages %d%s, warps %dx%d, "
@@ -1062,8 +1055,6 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 					  (cl && wgmma_cluster(tp, &s->dev, sym, &t) < 0) ||
 					  (dsk && tinyc_splitk_dsmem_tiles(&s->dev, optin_limit(&s->dev),
 									    split, &t) < 0)
-				: v == TINYC_MM_MMA && pp == 1	/* the skinny tile (sched/skinny.c) */
-				? split > 1 || tinyc_skinny_tiles(tp, &s->dev, sym, bm, bn, bk, st, &t) < 0
 				: tinyc_matmul_tiles(tp, &s->dev, sym, v, bm, bn, bk, st, &t) < 0) {
 		tinyc_mm_problem_clear(&sp.prob);
 		return 0;
@@ -1290,23 +1281,6 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 						return -1;
 					added += r;
 				}
-	}
-	/* decode (M <= 64): the skinny tile, 8 warps splitting each k tile (sched/skinny.c);
-	 * measured slower than split-K wgmma on an H100 (decode M = 8 / 16 / 64), so only
-	 * with TINYC_SKINNY=1 or a forced tile */
-	if ((force < 0 || force == TINYC_MM_MMA) && (s->opt.skinny || have_ft) &&
-	    tinyc_skinny_applies(s, &prob)) {
-		static const int kbm[] = {16, 32, 64}, kbn[] = {16, 32, 64}, kbk[] = {128, 256},
-				 kst[] = {4, 5, 6};
-		for (int i = 0; i < 3; i++)
-			for (int j = 0; j < 3; j++)
-				for (int q = 0; q < 2; q++)
-					for (int st = 0; st < 3; st++) {
-						if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_MMA, kbm[i], kbn[j],
-								       kbk[q], kst[st], 1, 0, have_ft, ft, idx)) < 0)
-							return -1;
-						added += r;
-					}
 	}
 	/* fp32 on tensor cores (3xTF32): 128x128 and 128x64 tiles, k-step 16 (32 measured
 	 * slower on the H100: one CTA per SM, 3834 against 2716 us at 4096^3).  A convolution
@@ -1724,12 +1698,6 @@ void tinyc_matmul_plan_print(const tinyc_schedule *s, const tinyc_plan *p, tinyc
 				 "per warp, 8-byte shared loads of k pairs\n", t->warps_m, t->warps_n,
 				 t->bm / t->warps_m, t->bn / t->warps_n, t->bm / t->warps_m / 16,
 				 t->bn / t->warps_n / 8);
-	else if (t->warps_k > 1)
-		tinyc_buf_printf(out, "%d warps, each the whole %dx%d tile (mma.sync m16n8k16 %dx%d) "
-				 "on the k steps w, w + %d, .. of every k tile, ldmatrix A / ldmatrix.trans "
-				 "B; after the k loop their fp32 partials summed through shared memory in "
-				 "warp order (deterministic), the epilogue on warp 0, one kernel\n",
-				 t->warps_k, t->bm, t->bn, t->bm / 16, t->bn / 8, t->warps_k);
 	else
 		tinyc_buf_printf(out, "warps %dx%d (m x n), warp tile %dx%d, mma.sync m16n8k16 %dx%d per "
 				 "warp, ldmatrix A / ldmatrix.trans B\n", t->warps_m, t->warps_n,

@@ -46,10 +46,6 @@
  *         lo tiles, the consumers issue three wgmma m64nNk8 .tf32 per k step into a fresh
  *         fragment added to the accumulators per k tile (codegen/tf32_wgmma.c);
  *
- *         With warps_k > 1 (sched/skinny.c, decode M <= 64, only with TINYC_SKINNY=1 or
- *         a forced tile: measured slower than split-K wgmma) the skinny form: 16-64 rows,
- *         8 warps splitting each k tile's steps, partials summed in shared memory;
- *
  *   gemv  small M (decode, bound M <= 4, B n-contiguous with 16-byte aligned rows): B read
  *         once in 16-byte vectors by k lanes x column lanes, fp32 CUDA-core products, the k
  *         lanes summed in a fixed order, the epilogue on the summed tile (sched/gemv.c);
@@ -141,9 +137,6 @@ typedef struct tinyc_mm_tiles {
 	int threads;			/* threads per CTA */
 	int tm, tn;			/* simt: accumulators per thread (rows x cols) */
 	int warps_m, warps_n;		/* mma: warp grid; warp tile (bm/warps_m) x (bn/warps_n) */
-	int warps_k;			/* mma: > 1, warps splitting each k tile's 16-wide steps,
-					 * their partials summed in shared memory (sched/skinny.c);
-					 * 0 none */
 	int async_a, async_b;		/* mma: operand loaded by cp.async 16-byte chunks */
 	int pred_m, pred_n, pred_k;	/* tails: the axis needs predicates */
 	int64_t smem;			/* bytes of shared memory (tiles + reduction scratch) */
@@ -351,18 +344,6 @@ void tinyc_gemv_mma_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out);
 /* The token rows of the tensor-core gemv's mma tiles (and the wgmma N of the swap-AB
  * tiles, sched/swapab.c): M rounded up to 8. */
 int tinyc_gemv_mma_tokens(int64_t M);
-
-/* ---- skinny.c: the skinny tensor-core tile (mma, warps_k > 1) for decode shapes ---- */
-
-/* Whether prob (its tma_ok bits set) fits the skinny tile on s: every size bound, 2 <= M
- * <= 64, K and N multiples of 8, half or bfloat16 operands (A k-contiguous, B
- * n-contiguous, both 16-byte aligned), fp32 accumulation, sm_80+, no epilogue reduction. */
-int tinyc_skinny_applies(const tinyc_schedule *s, const tinyc_mm_problem *prob);
-/* Fill t for the skinny tile (bm, bn, bk, stages) of prob on dev; -1 when not valid. */
-int tinyc_skinny_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
-		       const int64_t *sym, int bm, int bn, int bk, int stages, tinyc_mm_tiles *t);
-/* The estimate of skinny tiles mp->t on s (the plan's eff and est_us, mp's terms). */
-void tinyc_skinny_estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p);
 
 /* ---- splitk.c: split-K for few-tile shapes ---- */
 

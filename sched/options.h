@@ -57,8 +57,6 @@ typedef struct tinyc_sched_options {
 	int wgmma_streamk_grid;		/* TINYC_WGMMA_STREAMK=SxG: with a forced split, G
 					 * persistent CTAs (0: the tiles' own grid), so that small
 					 * problems have a tail */
-	int gemv_max_m;			/* TINYC_GEMV_MAX_M: the gemv plan for bound M up to
-					 * this (5 .. 16; 0: the default 4), for measurements */
 	int gemv_mma;			/* TINYC_GEMV_MMA: 1 propose the tensor-core gemv
 					 * (sched/gemv_mma.c) for bound 2 <= M <= 32 beside the
 					 * other candidates, 2 for M <= 32 and it alone among the
@@ -71,9 +69,6 @@ typedef struct tinyc_sched_options {
 					 * never (not measured on a GPU yet) */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
-	int skinny;			/* TINYC_SKINNY=1: propose the skinny mma tile for M
-					 * <= 64 (sched/skinny.c; measured slower than split-K
-					 * wgmma on an H100), for measurements */
 	int splitk_sum;			/* TINYC_SPLITK_SUM: split-K partials summed 1 in the
 					 * matmul kernel (mma, wgmma), 2 by a reduction kernel
 					 * only, 3 over a cluster wherever it applies (every
@@ -89,9 +84,6 @@ typedef struct tinyc_sched_options {
 					 * the attention mma tile, blocks per SM (default 2),
 					 * 16-row blocks a warp (1, 2) and K/V ring stages (2,
 					 * 3; 0: the model's); [0] = 0: the model's */
-	int attn_lead;			/* TINYC_ATTN_LEAD: 16-bit attention with a warp's
-					 * first row block a key tile ahead (1), not (0);
-					 * -1: the model's */
 	int attn_softmax;		/* TINYC_ATTN_SOFTMAX: the 16-bit online softmax's
 					 * variants (bits: 1 lazy rescale, 2 row sums by
 					 * mma); -1: the model's */

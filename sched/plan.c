@@ -79,7 +79,7 @@ int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sch
 	o->dev = *d;
 	o->dev_origin = target ? "--target" : "default target (no GPU found; give --target)";
 	o->wgmma_pp = o->wgmma_pack = o->wgmma_cluster = o->wgmma_fit = -1;
-	o->attn_lead = o->attn_softmax = o->attn_wgmma = -1;
+	o->attn_softmax = o->attn_wgmma = -1;
 	return 0;
 }
 
@@ -114,8 +114,6 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 		tinyc_buf_puts(out, " wgmma_streamk on,");
 	else if (o->wgmma_streamk > 1)
 		tinyc_buf_printf(out, " wgmma_streamk %dx%d,", o->wgmma_streamk, o->wgmma_streamk_grid);
-	if (o->skinny)	/* printed only when set */
-		tinyc_buf_puts(out, " skinny on,");
 	if (o->gemv_mma)	/* printed only when set */
 		tinyc_buf_printf(out, " gemv_mma %d,", o->gemv_mma);
 	if (o->wgmma_swap)	/* printed only when set */
@@ -128,8 +126,6 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 	if (o->attn_tile[0])	/* printed only when forced */
 		tinyc_buf_printf(out, o->attn_tile[4] ? " attn_tile %dx%dx%dx%dx%d," : " attn_tile %dx%dx%dx%d,",
 				 o->attn_tile[0], o->attn_tile[1], o->attn_tile[2], o->attn_tile[3], o->attn_tile[4]);
-	if (o->attn_lead >= 0)	/* printed only when forced */
-		tinyc_buf_printf(out, " attn_lead %d,", o->attn_lead);
 	if (o->attn_softmax >= 0)
 		tinyc_buf_printf(out, " attn_softmax %d,", o->attn_softmax);
 	if (o->attn_wgmma >= 0)

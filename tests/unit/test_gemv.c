@@ -8,9 +8,6 @@
  *    and sm_80), not for M = 8, 16 or 64, not for unbound sizes, not for a weight stored [N, K];
  *  - gemv_nvrtc: the CUDA of every column tile and unroll, at M = 1 and 4 with tails,
  *    compiles for sm_80 and sm_90a;
- *  - skinny: the skinny mma tile (sched/skinny.c) is not chosen by default at M = 8, 16,
- *    64 (measured slower on an H100), is a candidate with TINYC_SKINNY=1, and its CUDA
- *    (every row tile, odd sizes) compiles for sm_80 and sm_90a;
  *  - splitk: chosen for 16 x 4096 x 4096 on sm_90a (4 ways, two kernels), not for 16 x 11008
  *    x 4096 (86 tiles) nor 4096^3; the wgmma split plan compiles for sm_90a and the mma
  *    one for sm_80; a batched graph bound to B = 1 gets a wgmma plan that compiles;
@@ -164,52 +161,6 @@ static int count_candidates(const char *target, const char *bind, int (*is)(cons
 		n += k->cands[i].kind == TINYC_PLAN_MATMUL && is(&((const tinyc_mm_plan *)k->cands[i].ext)->t);
 	module_free(ctx, src, m);
 	return n;
-}
-
-/* Whether tiles t split the k steps over warps (the skinny tile). */
-static int is_skinny(const tinyc_mm_tiles *t)
-{
-	return t->warps_k > 1;
-}
-
-/* The number of the first kernel's candidates whose tiles split the k steps over warps. */
-static int skinny_candidates(const char *target, const char *bind)
-{
-	return count_candidates(target, bind, is_skinny);
-}
-
-Test(skinny, off_by_default_and_compiles, .timeout = 600)
-{
-	unsetenv("TINYC_MATMUL");
-	unsetenv("TINYC_MATMUL_TILE");
-	unsetenv("TINYC_SKINNY");
-	cr_assert_eq(chosen_variant("sm_90a", "M=8,N=4096,K=4096"), TINYC_MM_WGMMA);
-	cr_assert_eq(chosen_variant("sm_90a", "M=16,N=4096,K=4096"), TINYC_MM_WGMMA);
-	cr_assert_eq(skinny_candidates("sm_90a", "M=16,N=4096,K=4096"), 0);
-	setenv("TINYC_SKINNY", "1", 1);
-	cr_assert_gt(skinny_candidates("sm_90a", "M=16,N=4096,K=4096"), 0);
-	cr_assert_gt(skinny_candidates("sm_80", "M=40,N=4096,K=4096"), 0);
-	cr_assert_eq(skinny_candidates("sm_90a", "M=65,N=4096,K=4096"), 0);	/* M > 64 */
-	cr_assert_eq(skinny_candidates("sm_90a", "M=16,N=4092,K=4096"), 0);	/* N % 8 */
-	unsetenv("TINYC_SKINNY");
-	if (tinyc_nvrtc_version() < 0) {
-		cr_skip_test("nvrtc is not available");
-		return;
-	}
-	/* tiles valid on both targets (sm_80's smaller shared memory), rows up to M's */
-	static const char *const tiles[] = {"16x32x256x4", "16x64x128x4", "32x16x128x4", "64x16x128x4"};
-	static const char *const binds[] = {"M=3,N=40,K=304", "M=9,N=200,K=520", "M=40,N=136,K=1032",
-					    "M=50,N=136,K=1032"};
-	static const char *const archs[] = {"sm_80", "sm_90a"};
-	setenv("TINYC_MATMUL", "mma", 1);
-	for (int t = 0; t < 4; t++)
-		for (int a = 0; a < 2; a++) {
-			setenv("TINYC_MATMUL_TILE", tiles[t], 1);
-			cr_assert_gt(compiled_tiles(archs[a], binds[t]).warps_k, 1, "%s %s %s", tiles[t],
-				     binds[t], archs[a]);
-		}
-	unsetenv("TINYC_MATMUL");
-	unsetenv("TINYC_MATMUL_TILE");
 }
 
 /* The split of the chosen plan of the first kernel (0: none) and the module's kernels;
