@@ -82,6 +82,8 @@ static void read_knobs(tinyc_sched_options *o)
 		memcpy(o->attn_tile, a, sizeof(a));
 	o->attn_softmax = env_int("TINYC_ATTN_SOFTMAX", -1);
 	o->attn_wgmma = env_int("TINYC_ATTN_WGMMA", -1);
+	if (o->attn_wgmma < -1 || o->attn_wgmma > 3)	/* not a documented value: the model's */
+		o->attn_wgmma = -1;
 	o->tune_off = env_zero("TINYC_TUNE");
 }
 
