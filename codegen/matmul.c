@@ -687,19 +687,26 @@ static void wgmma_tile_coords(tinyc_mmk *b, tinyc_gstmt *blk, tinyc_gexpr *tile,
 	b->n0 = let(b, blk, nm, mul(b, bin(b, TINYC_GX_DIV, rr, gs), I(b, t->bn)));
 }
 
+/* The first k tile of tail part p (end: of part p + 1), p kt / s: where a tail unit's k
+ * range starts (ends). */
+static tinyc_gexpr *wgmma_part_k(wgmma_ring *w, tinyc_gexpr *p, int end)
+{
+	tinyc_mmk *b = w->b;
+	return bin(b, TINYC_GX_DIV, mul(b, end ? add(b, p, I(b, 1)) : p, I(b, w->ktiles)),
+		   I(b, b->fix->split));
+}
+
 /* The k tiles of walk unit u (an expression without lets): ktiles for a whole tile, else
- * those of its tail k range p = (u - full_units) % s, (p + 1) kt / s - p kt / s. */
+ * those of its tail part p = (u - full_units) % s. */
 static tinyc_gexpr *wgmma_unit_len(wgmma_ring *w, tinyc_gexpr *u)
 {
 	tinyc_mmk *b = w->b;
 	if (w->nunits == w->full_units)
 		return I(b, w->ktiles);
-	int64_t s = b->fix->split, kt = w->ktiles;
 	tinyc_gexpr *p = bin(b, TINYC_GX_MOD, bin(b, TINYC_GX_MAX, bin(b, TINYC_GX_SUB, u, I(b, w->full_units)),
-						  I(b, 0)), I(b, s));
-	tinyc_gexpr *len = bin(b, TINYC_GX_SUB, bin(b, TINYC_GX_DIV, mul(b, add(b, p, I(b, 1)), I(b, kt)), I(b, s)),
-			       bin(b, TINYC_GX_DIV, mul(b, p, I(b, kt)), I(b, s)));
-	return tinyc_gx_select(b->k, bin(b, TINYC_GX_GE, u, I(b, w->full_units)), len, I(b, kt));
+						  I(b, 0)), I(b, b->fix->split));
+	tinyc_gexpr *len = bin(b, TINYC_GX_SUB, wgmma_part_k(w, p, 1), wgmma_part_k(w, p, 0));
+	return tinyc_gx_select(b->k, bin(b, TINYC_GX_GE, u, I(b, w->full_units)), len, I(b, w->ktiles));
 }
 
 /* Walk unit u of a CTA (lets with suffix sfx appended to blk): its tile index (the
@@ -730,11 +737,9 @@ static tinyc_gexpr *wgmma_unit(wgmma_ring *w, tinyc_gstmt *blk, tinyc_gexpr *u, 
 	snprintf(nm, sizeof(nm), "sk_part%s", sfx);
 	*part = let(b, blk, nm, bin(b, TINYC_GX_MOD, v, I(b, s)));
 	snprintf(nm, sizeof(nm), "kb%s", sfx);
-	*kb = let(b, blk, nm, bin(b, TINYC_GX_DIV, mul(b, *part, I(b, kt)), I(b, s)));
+	*kb = let(b, blk, nm, wgmma_part_k(w, *part, 0));
 	snprintf(nm, sizeof(nm), "ke%s", sfx);
-	*ke = let(b, blk, nm, tinyc_gx_select(b->k, *tail, bin(b, TINYC_GX_DIV, mul(b, add(b, *part, I(b, 1)),
-										       I(b, kt)), I(b, s)),
-					       I(b, kt)));
+	*ke = let(b, blk, nm, tinyc_gx_select(b->k, *tail, wgmma_part_k(w, *part, 1), I(b, kt)));
 	snprintf(nm, sizeof(nm), "sk_tile%s", sfx);
 	return let(b, blk, nm, tinyc_gx_select(b->k, *tail, add(b, I(b, fu), *slot), u));
 }
