@@ -15,7 +15,11 @@
       cuBLASLt fused, both by graph replay, alternating which goes first; prints "ROUNDS shape=.. tinyc_us=..
       tinyc_spread=.. lt_us=.. lt_spread=.. ratio_min=.. ratio_max=.." (medians over the
       rounds; spread = (max - min) / median) and the BENCH torch line (lt_us the rounds'
-      median; cuBLAS x @ w, unfused and back-to-back once).  Exit status 1 when tinyc failed.
+      median; cuBLAS x @ w, unfused and back-to-back once).  Where DIR/MxNxK/alt exists
+      (bench-matmul's $BENCH_ALT_ENV: another plan whose CUDA differs), that plan (`TINYC
+      bench` with $BENCH_ALT_ENV's VAR=VALUE words, kernel cache DIR/cache-MxNxK-alt) is a
+      third side of every round, and "ALT shape=.. alt_us=.. alt_spread=.." is printed.
+      Exit status 1 when tinyc failed.
 
   tools/bench_matmul.py table DIR MxNxK [...]   the markdown tables from DIR's logs (tinyc
                                                 bench's cold.log / warm.log per shape,
@@ -36,6 +40,7 @@
       shape=.. name=.. tinyc_us=.. spread=.. lt_us=.. ratio=.. regs=.. local=.. check=..
       rel=.. plan=.." per variant and a markdown table.  --dry-run: the plans only (no GPU).
 
+check also compares DIR/MxNxK/Y-alt.npy where DIR/MxNxK/alt exists (as "MxNxK-alt").
 check prints "CHECK shape=MxNxK rel=.. maxabs=.. ok|FAILED" (rel = |Y - ref| / |ref| in the
 2-norm; ok below 5e-3, no NaN) and exits 1 when any check failed.
 """
@@ -73,10 +78,15 @@ def check(a):
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = False	# a float32 reference, not tf32
     bad = 0
+    todo = []	# (label, directory, output file)
     for sh in a.shapes:
         d = os.path.join(a.dir, sh)
+        todo.append((sh, d, "Y.npy"))
+        if os.path.exists(os.path.join(d, "alt")):	# bench-matmul's $BENCH_ALT_ENV plan
+            todo.append((sh + "-alt", d, "Y-alt.npy"))
+    for sh, d, yname in todo:
         try:
-            y = np.load(os.path.join(d, "Y.npy"))
+            y = np.load(os.path.join(d, yname))
         except OSError:
             print("CHECK shape=%s rel=nan maxabs=nan FAILED (no output)" % sh)
             bad = 1
@@ -163,18 +173,23 @@ def rounds(a):
                "--in", "X=%s/X.npy" % d, "--in", "W=%s/W.npy" % d, "--in", "bias=%s/bias.npy" % d,
                "--warmup", "10", "--iters", str(iters)]
         lt_fn = lambda: torch._addmm_activation(b, x, w)
-        tc, lt = [], []
+        # the alternative plan (bench-matmul's $BENCH_ALT_ENV), where its CUDA differs
+        alt = os.path.exists(os.path.join(d, "alt"))
+        alt_env = dict(env, TINYC_CACHE_DIR=os.path.join(a.dir, "cache-%s-alt" % sh))
+        alt_env.update(kv.split("=", 1) for kv in os.environ.get("BENCH_ALT_ENV", "").split())
+        tc, lt, at = [], [], []
         for r in range(a.rounds):
-            for side in ((0, 1) if r % 2 == 0 else (1, 0)):
-                if side == 0:
-                    us = tinyc_graph_us(cmd, env)
-                    if us is None:
-                        print("bench_matmul: tinyc bench failed at %s" % sh)
-                        bad = 1
-                    else:
-                        tc.append(us)
-                else:
+            sides = (0, 1, 2) if alt else (0, 1)
+            for side in (sides if r % 2 == 0 else sides[::-1]):
+                if side == 1:
                     lt.append(graph_us(lt_fn, iters, replays=REPLAYS, warmup=3))
+                    continue
+                us = tinyc_graph_us(cmd, env if side == 0 else alt_env)
+                if us is None:
+                    print("bench_matmul: tinyc bench failed at %s%s" % (sh, " (alt)" if side else ""))
+                    bad = 1
+                else:
+                    (tc if side == 0 else at).append(us)
         mm = graph_us(lambda: x @ w, iters, replays=REPLAYS, warmup=3)
         un = graph_us(lambda: torch.relu(torch.addmm(b, x, w)), iters, replays=REPLAYS, warmup=3)
         lt_run = loop_us(lt_fn, iters, a.warmup)
@@ -185,6 +200,9 @@ def rounds(a):
                       sh, statistics.median(tc), spread(tc), statistics.median(lt), spread(lt),
                       min(ratios), max(ratios), len(tc), ",".join("%.2f" % v for v in tc),
                       ",".join("%.2f" % v for v in lt)))
+        if at:
+            print("ALT shape=%s alt_us=%.3f alt_spread=%.4f alt_all=%s" % (
+                sh, statistics.median(at), spread(at), ",".join("%.2f" % v for v in at)))
         print("BENCH torch shape=%s lt_us=%.3f lt_run_us=%.3f mm_us=%.3f unfused_us=%.3f iters=%d" % (
             sh, statistics.median(lt), lt_run, mm, un, iters))
         sys.stdout.flush()
@@ -294,6 +312,27 @@ def table(a):
             return tuple(float(x) for x in mm.groups()) if mm else None
         res = re.search(r"^  jit k0_Y: .*; (\d+) regs, (\d+) B smem, (\d+) B local", warm, re.M)
         jit.append((sh, jt(cold), jt(warm), nk, res.groups() if res else None))
+    alts = [sh for sh in a.shapes if os.path.exists(os.path.join(a.dir, sh, "alt"))]
+    if alts:
+        print()
+        print("The alternative plan ($BENCH_ALT_ENV) where its CUDA differs, timed in the same "
+              "interleaved rounds:")
+        print()
+        print("| M x N x K | alternative plan | alt graph (us) | spread | tinyc graph (us) | "
+              "cuBLASLt fused graph (us) | cuBLASLt / alt | alt / tinyc time | check |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    for sh in alts:
+        m, n, k = shape_of(sh)
+        alog = read(os.path.join(a.dir, sh, "alt.log"))
+        plans = [plan_short(d) for d in re.findall(r"^  plan k\d+_\w+: (.*)$", alog, re.M)]
+        am = re.search(r"^ALT shape=%s alt_us=([0-9.]+) alt_spread=([0-9.]+)" % re.escape(sh), torch_log, re.M)
+        au = float(am.group(1)) if am else None
+        g, lt = rfield(sh, "tinyc_us"), tfield(sh, "lt_us")
+        ck = re.search(r"^CHECK shape=%s-alt rel=(\S+) .* (\w+)$" % re.escape(sh), check_log, re.M)
+        print("| %d x %d x %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            m, n, k, " + ".join(plans) or "-", num(au), pct(float(am.group(2)) if am else None),
+            num(g), num(lt), num(lt / au if lt and au else None), num(au / g if au and g else None),
+            "%s (rel %s)" % (ck.group(2), ck.group(1)) if ck else "-"))
     print()
     print("JIT latency of the whole plan (compiler passes + cached compile + module load of every kernel; "
           "the driver's initialisation apart), and the matmul kernel's resources:")
