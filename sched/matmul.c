@@ -293,7 +293,7 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 		return -1;	/* a 64-row tile holds M: the second consumer's rows would be padding */
 	/* bn: 64, 128, 192, 256, or a fitted width (a multiple of 8: checked below) */
 	if ((bk != 64 && !t->tf32x3) || (bm != 64 && bm != 128) || bn % 8 ||
-	    bn < (narrow ? 8 : 64) || bn > (narrow ? 64 : 256) || stages < 2 ||
+	    bn < (narrow ? 8 : 64) || bn > (narrow ? 32 : 256) || stages < 2 ||
 	    stages > (narrow ? 12 : 8))
 		return -1;
 	for (int i = 0; prob->evt && i < prob->evt->n; i++)

@@ -36,7 +36,7 @@
 
 #include "sched/matmul.h"
 
-#define SWAPAB_MAX_M 64	/* 8 n8 blocks of tokens: the narrow wgmma's N up to 64 */
+#define SWAPAB_MAX_M 32	/* 4 n8 blocks of tokens: the narrow wgmma's N up to 32 */
 #define SWAPAB_LATENCY_X 6.0	/* the DRAM latency a TMA ring's stages see under load, in
 				 * units of the model's (sched/plan.c LATENCY_NS): fitted to
 				 * one fact only, main's split-K 64 x 128 plan still gaining
