@@ -1533,8 +1533,8 @@ static int emit_swapped(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_pro
 	for (int i = 0; r == 0 && i < gm->nkernel; i++)	/* say so in the kernel's comment */
 		if (!strcmp(gm->kernels[i]->name, name) && gm->kernels[i]->comment) {
 			char c[400];
-			snprintf(c, sizeof(c), "%s; swap-AB: C^T = B^T A^T, tile rows = N, columns = M "
-				 "(not measured)", gm->kernels[i]->comment);
+			snprintf(c, sizeof(c), "%s; swap-AB: C^T = B^T A^T, tile rows = N, columns = M",
+				 gm->kernels[i]->comment);
 			gm->kernels[i]->comment = tinyc_gpu_strdup(gm, c);
 		}
 	tinyc_mm_problem_clear(&sw);

@@ -64,9 +64,9 @@ static void read_knobs(tinyc_sched_options *o)
 	o->gemv_mma = env_int("TINYC_GEMV_MMA", 0);
 	if (o->gemv_mma < 0 || o->gemv_mma > 2)
 		o->gemv_mma = 0;
-	o->wgmma_swap = env_int("TINYC_WGMMA_SWAP", 0);
+	o->wgmma_swap = env_int("TINYC_WGMMA_SWAP", 1);
 	if (o->wgmma_swap < 0 || o->wgmma_swap > 2)
-		o->wgmma_swap = 0;
+		o->wgmma_swap = 1;
 	o->no_stage = getenv("TINYC_NO_STAGE") != NULL;
 	o->no_pair = getenv("TINYC_NO_PAIR") != NULL;
 	o->splitk_sum = env_int("TINYC_SPLITK_SUM", 0);

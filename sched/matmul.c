@@ -1179,9 +1179,9 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 		       (s->opt.gemv_mma == 2 || tinyc_sched_dim(s, &prob0->m) >= 2);
 	if (s->opt.gemv_mma == 2)
 		gemv = 0;
-	/* the swap-AB wgmma plans (sched/swapab.c), not measured on a GPU: only when the options
-	 * record asks for it (TINYC_WGMMA_SWAP=1: beside the other candidates for M >= 2, M = 1
-	 * keeping the measured FMA gemv; 2: alone, at any M <= 32) */
+	/* the swap-AB wgmma plans (sched/swapab.c): by default (TINYC_WGMMA_SWAP=1) beside the
+	 * other candidates for M >= 2, M = 1 keeping the measured FMA gemv; 2: alone, at any
+	 * M <= 32; 0: never */
 	int swap = s->opt.wgmma_swap && (force < 0 || force == TINYC_MM_WGMMA) &&
 		   tinyc_swapab_applies(s, &prob) &&
 		   (s->opt.wgmma_swap == 2 || tinyc_sched_dim(s, &prob0->m) >= 2);

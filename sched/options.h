@@ -65,8 +65,8 @@ typedef struct tinyc_sched_options {
 	int wgmma_swap;			/* TINYC_WGMMA_SWAP: 1 propose the swapped-operand wgmma
 					 * plans (C^T = B^T A^T, sched/swapab.c) for bound 2 <= M
 					 * <= 32 beside the other candidates, 2 for M <= 32 and
-					 * only them where they apply (sweeps); 0 (the default):
-					 * never (not measured on a GPU yet) */
+					 * only them where they apply (sweeps); 0 never; default 1
+					 * (H100: 7.50 against 10.89 us at 8 x 4096 x 4096) */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
 	int splitk_sum;			/* TINYC_SPLITK_SUM: split-K partials summed 1 in the

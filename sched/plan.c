@@ -80,6 +80,7 @@ int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sch
 	o->dev_origin = target ? "--target" : "default target (no GPU found; give --target)";
 	o->wgmma_pp = o->wgmma_pack = o->wgmma_cluster = o->wgmma_fit = -1;
 	o->attn_softmax = o->attn_wgmma = -1;
+	o->wgmma_swap = 1;	/* measured faster at decode M = 8-32 (docs/matmul-results.md) */
 	return 0;
 }
 
@@ -116,7 +117,7 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 		tinyc_buf_printf(out, " wgmma_streamk %dx%d,", o->wgmma_streamk, o->wgmma_streamk_grid);
 	if (o->gemv_mma)	/* printed only when set */
 		tinyc_buf_printf(out, " gemv_mma %d,", o->gemv_mma);
-	if (o->wgmma_swap)	/* printed only when set */
+	if (o->wgmma_swap != 1)	/* printed only when not the default */
 		tinyc_buf_printf(out, " wgmma_swap %d,", o->wgmma_swap);
 	tinyc_buf_printf(out, " stage %s, pair %s\n", o->no_stage ? "off" : "on",
 			 o->no_pair ? "off" : "on");

@@ -176,7 +176,11 @@ def rounds(a):
         # the alternative plan (bench-matmul's $BENCH_ALT_ENV), where its CUDA differs
         alt = os.path.exists(os.path.join(d, "alt"))
         alt_env = dict(env, TINYC_CACHE_DIR=os.path.join(a.dir, "cache-%s-alt" % sh))
-        alt_env.update(kv.split("=", 1) for kv in os.environ.get("BENCH_ALT_ENV", "").split())
+        words = os.environ.get("BENCH_ALT_ENV", "").split()
+        if alt:	# the shape's own settings (bench-matmul writes them into the file)
+            with open(os.path.join(d, "alt")) as f:
+                words = f.read().split() or words
+        alt_env.update(kv.split("=", 1) for kv in words)
         tc, lt, at = [], [], []
         for r in range(a.rounds):
             sides = (0, 1, 2) if alt else (0, 1)
@@ -318,19 +322,20 @@ def table(a):
         print("The alternative plan ($BENCH_ALT_ENV) where its CUDA differs, timed in the same "
               "interleaved rounds:")
         print()
-        print("| M x N x K | alternative plan | alt graph (us) | spread | tinyc graph (us) | "
+        print("| M x N x K | alternative plan (settings) | alt graph (us) | spread | tinyc graph (us) | "
               "cuBLASLt fused graph (us) | cuBLASLt / alt | alt / tinyc time | check |")
         print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for sh in alts:
         m, n, k = shape_of(sh)
         alog = read(os.path.join(a.dir, sh, "alt.log"))
         plans = [plan_short(d) for d in re.findall(r"^  plan k\d+_\w+: (.*)$", alog, re.M)]
+        settings = read(os.path.join(a.dir, sh, "alt")).strip()
         am = re.search(r"^ALT shape=%s alt_us=([0-9.]+) alt_spread=([0-9.]+)" % re.escape(sh), torch_log, re.M)
         au = float(am.group(1)) if am else None
         g, lt = rfield(sh, "tinyc_us"), tfield(sh, "lt_us")
         ck = re.search(r"^CHECK shape=%s-alt rel=(\S+) .* (\w+)$" % re.escape(sh), check_log, re.M)
         print("| %d x %d x %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            m, n, k, " + ".join(plans) or "-", num(au), pct(float(am.group(2)) if am else None),
+            m, n, k, "%s (%s)" % (" + ".join(plans) or "-", settings), num(au), pct(float(am.group(2)) if am else None),
             num(g), num(lt), num(lt / au if lt and au else None), num(au / g if au and g else None),
             "%s (rel %s)" % (ck.group(2), ck.group(1)) if ck else "-"))
     print()

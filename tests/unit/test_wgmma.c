@@ -1239,24 +1239,24 @@ Test(wgmma_nvrtc, stream_k_tail, .timeout = 600)
 	unsetenv("TINYC_WGMMA_STREAMK");
 }
 
-/* Swap-AB (sched/swapab.c): not proposed without TINYC_WGMMA_SWAP (every candidate of 16 x
- * 4096 x 4096 unswapped); with it = 1 the decode shape picks the swapped split-K plan (128
+/* Swap-AB (sched/swapab.c): not proposed with TINYC_WGMMA_SWAP=0 (every candidate of 16 x
+ * 4096 x 4096 unswapped); by default (= 1) the decode shape picks the swapped split-K plan (128
  * weight columns x 16 tokens, the weight MN-major as wgmma's A, the tokens K-major as its
  * B, 11 stages, split 4 over 128 CTAs), M = 1 keeps the gemv, a torch Linear weight [N, K]
  * is a K-major A; the kernels at M = 8, 16, 32 and the [N, K] weight compile for sm_90a. */
 Test(wgmma_nvrtc, swap_ab_decode_plans, .timeout = 300)
 {
 	compiled c;
-	unsetenv("TINYC_WGMMA_SWAP");
+	setenv("TINYC_WGMMA_SWAP", "0", 1);
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=16,N=4096,K=4096", "schedule"), 0);
 	const tinyc_schedule *s = tinyc_module_schedule(c.m);
 	for (int i = 0; i < s->kerns[0].ncand; i++) {
 		const tinyc_mm_plan *mp = s->kerns[0].cands[i].ext;
 		cr_assert(s->kerns[0].cands[i].kind != TINYC_PLAN_MATMUL || !mp->t.swap,
-			  "candidate %d swapped without the knob", i);
+			  "candidate %d swapped with the knob off", i);
 	}
 	compiled_free(&c);
-	setenv("TINYC_WGMMA_SWAP", "1", 1);
+	unsetenv("TINYC_WGMMA_SWAP");
 	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=16,N=4096,K=4096", "schedule"), 0);
 	const tinyc_mm_plan *mp = chosen(&c);
 	cr_assert(mp->t.swap && mp->t.variant == TINYC_MM_WGMMA && mp->t.bm == 128 && mp->t.bn == 16 &&
@@ -1274,7 +1274,6 @@ Test(wgmma_nvrtc, swap_ab_decode_plans, .timeout = 300)
 		  mp->t.swap, mp->t.bn);
 	compiled_free(&c);
 	if (tinyc_nvrtc_version() < 0) {
-		unsetenv("TINYC_WGMMA_SWAP");
 		cr_skip_test("nvrtc is not available");
 		return;
 	}
@@ -1289,5 +1288,4 @@ Test(wgmma_nvrtc, swap_ab_decode_plans, .timeout = 300)
 	cuda_has_and_compiles(&c, "m64n16k16", "p, 1, 1, 0, 0;", "both operands K-major",
 			      "[N, K] weight 13x520x1000 swapped");
 	compiled_free(&c);
-	unsetenv("TINYC_WGMMA_SWAP");
 }
