@@ -553,13 +553,13 @@ static int attention_tf32_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skern
 }
 
 /* Whether the sm_90a wgmma kernel is proposed for m: 0 no, 1 with P V on mma.sync, 2 with P
- * V on wgmma, 3 with P V on wgmma and P's row sums before its issue (TINYC_ATTN_WGMMA, else 2
+ * V on wgmma, 3 with P V on wgmma and P's row sums before its issue (TINYC_ATTN_WGMMA, else 3
  * in the measured range below). */
 static int attention_wgmma_wanted(const tinyc_schedule *s, const tinyc_attn_match *m)
 {
 	int want = s->opt.attn_wgmma;
 	if (want < 0)	/* the measured range */
-		want = m->in_dtype == TINYC_HALF && m->dv == 64 && m->tq >= 512 && m->tk >= 512 ? 2 : 0;
+		want = m->in_dtype == TINYC_HALF && m->dv == 64 && m->tq >= 512 && m->tk >= 512 ? 3 : 0;
 	if (want < 1 || s->dev.arch.major != 9 || s->dev.arch.minor != 0 ||
 	    (m->in_dtype != TINYC_HALF && m->in_dtype != TINYC_BFLOAT16) || m->d != 64 ||
 	    m->dv % 16 || m->dv > 64)
@@ -575,8 +575,12 @@ static int attention_wgmma_wanted(const tinyc_schedule *s, const tinyc_attn_matc
  * with P V on wgmma for fp16 with d = dv = 64 and Tq, Tk >= 512: H100, B=8 H=12, all six
  * rows of issue 16's table 0.87-0.95x the time of the mma.sync kernel and 0.85-0.98x
  * torch flash's (same run); bf16, dv < 64 and T < 512 are correct on the GPU but not
- * timed.  TINYC_ATTN_WGMMA=1 forces it with P V on mma.sync (slower at T >= 2048), 2 with
- * P V on wgmma (the mma.sync candidates are then not proposed), 0 never.  0 or -1. */
+ * timed.  The default computes P's row sums before the P V wgmma is issued (as
+ * TINYC_ATTN_WGMMA=3; H100, session 11: the same time as reading them while it is in
+ * flight, within 1% on the six rows).  TINYC_ATTN_WGMMA=1 forces it with P V on mma.sync
+ * (slower at T >= 2048), 2 with P V on wgmma and the row sums while it is in flight (the
+ * former default; PTX leaves that read undefined), 3 with the row sums first (the mma.sync
+ * candidates are then not proposed), 0 never.  0 or -1. */
 static int attention_wgmma_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_skernel *k,
 				   const tinyc_attn_match *m, double batch)
 {
@@ -598,7 +602,7 @@ static int attention_wgmma_propose(tinyc_ctx *ctx, tinyc_schedule *s, tinyc_sker
 	ap->m = *m, ap->bm = bm, ap->bn = bn, ap->stages = 3, ap->mma = 3, ap->mb = 1, ap->min_blocks = minb;
 	/* P V on wgmma too; 2: P's row sums (mma.sync on P's registers) before the P V wgmma
 	 * is issued, not while it is in flight (PTX leaves reading an in-flight wgmma's A
-	 * registers undefined; the measured default reads them then) */
+	 * registers undefined; TINYC_ATTN_WGMMA=2 reads them then) */
 	ap->pvwg = want >= 2 && m->dv == 64 ? (want == 3 ? 2 : 1) : 0;
 	ap->softmax = s->opt.attn_softmax >= 0 ? s->opt.attn_softmax & 3 : TINYC_ATTN_LAZY | TINYC_ATTN_PSUM;
 	tinyc_plan p = attn_mma_plan(s, m, batch, bm, 1, tinyc_dtype_size(m->in_dtype), k->flops,
