@@ -47,6 +47,35 @@ static void tolerance(tinyc_dtype dt, double r, double *atol, double *rtol)
 	}
 }
 
+/* Graphs whose 16-bit outputs carry more rounding than the dtype's tolerance allows, with
+ * the absolute tolerance they get instead and why.  The reason must be a measurement, not a
+ * failure: each entry's kernels were checked against the graph promoted to float32. */
+static const struct {
+	const char *file;	/* path suffix */
+	double atol;		/* instead of the dtype's */
+} loose_graphs[] = {
+	/* fp16 GPT-2 block (attention's P rounded to fp16 for P V, as flash kernels do; the
+	 * residual sum reaches |y| ~ 55, where an fp16 ulp is 0.03): against the float32
+	 * graph on the same inputs (GPU IR interpreter, sm_80 and sm_90a plans; tests/python/test_fp16_models.py) the kernels'
+	 * max error is 0.10 (rms 0.028), the fp16 reference evaluator's own 0.09 (rms 0.019);
+	 * the two fp16 results differ by up to 0.17 */
+	{"examples/models/gpt2_block_fp16_small.uop", 0.25},
+};
+
+/* The absolute tolerance of graph path's outputs of dtype dt (tolerance, or loose_graphs). */
+static double graph_atol(const char *path, tinyc_dtype dt, double atol)
+{
+	size_t lp = strlen(path);
+	if (dt != TINYC_HALF && dt != TINYC_BFLOAT16)
+		return atol;
+	for (size_t i = 0; i < sizeof(loose_graphs) / sizeof(loose_graphs[0]); i++) {
+		size_t lf = strlen(loose_graphs[i].file);
+		if (lp >= lf && !strcmp(path + lp - lf, loose_graphs[i].file))
+			return loose_graphs[i].atol;
+	}
+	return atol;
+}
+
 /* Totals. */
 typedef struct tally {
 	int run, passed, failed, skipped;
@@ -122,6 +151,7 @@ static void run_one(tinyc_cuda *cu, const char *target, const char *path, const 
 	for (int o = 0; o < ref.nout; o++) {
 		double atol, rtol;
 		tolerance(ref.out[o]->dtype, red, &atol, &rtol);
+		atol = graph_atol(path, ref.out[o]->dtype, atol);
 		tinyc_cmp cmp = {0};
 		int crc = tinyc_tensor_compare(ctx, got.out[o], ref.out[o], atol, rtol, &cmp);
 		if (crc < 0 || cmp.mismatched)
