@@ -56,9 +56,10 @@ static const struct {
 } loose_graphs[] = {
 	/* fp16 GPT-2 block (attention's P rounded to fp16 for P V, as flash kernels do; the
 	 * residual sum reaches |y| ~ 55, where an fp16 ulp is 0.03): against the float32
-	 * graph on the same inputs (GPU IR interpreter, sm_80 and sm_90a plans; tests/python/test_fp16_models.py) the kernels'
-	 * max error is 0.10 (rms 0.028), the fp16 reference evaluator's own 0.09 (rms 0.019);
-	 * the two fp16 results differ by up to 0.17 */
+	 * graph on the same inputs (GPU IR interpreter, sm_80 and sm_90a plans;
+	 * tests/python/test_fp16_models.py) the kernels' max error is 0.10 (rms 0.028), the
+	 * fp16 reference evaluator's own 0.09 (rms 0.019); the two fp16 results differ by up
+	 * to 0.17 */
 	{"examples/models/gpt2_block_fp16_small.uop", 0.25},
 };
 
