@@ -1,4 +1,4 @@
-/* The tensor-core gemv (sched/gemv_mma.c; not measured on a GPU) as GPU IR: C[m, n0 .. n0 +
+/* The tensor-core gemv (sched/gemv_mma.c; measured slower than swap-AB) as GPU IR: C[m, n0 .. n0 +
  * BN) for all M rows of X, mma.sync m16n8k16 with the weight's columns as the MMA's rows.
  *
  *   g = lane / 4, c = lane % 4, V = BN / 8           V columns a lane, V / 2 mma tiles

@@ -1601,7 +1601,7 @@ static int emit(tinyc_ctx *ctx, tinyc_gpu_module *gm, const tinyc_mm_problem *pr
 		char comment[200];
 		if (t->variant == TINYC_MM_GEMV && t->gemv_mma)
 			snprintf(comment, sizeof(comment), "%s: matmul gemv-mma tile [%d,%d,%d], unroll %d, "
-				 "%d warps splitting K, mma.sync m16n8k16 on W^T x X^T (not measured), "
+				 "%d warps splitting K, mma.sync m16n8k16 on W^T x X^T, "
 				 "epilogue %d nodes", name, t->bm, t->bn, t->bk, t->stages, t->threads / 32,
 				 prob->evt->n);
 		else if (t->variant == TINYC_MM_GEMV)

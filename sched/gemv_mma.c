@@ -4,10 +4,10 @@
  * padded to the MMA's 16 rows: the weight's columns are the MMA's M side (A = W^T,
  * 16 columns x 16 k) and the tokens its N = 8 side (B = X^T, 16 k x 8 rows of X).
  *
- * NOT MEASURED ON A GPU: proposed only when the options record asks for it
- * (TINYC_GEMV_MMA=1 for M >= 2; 2 for M >= 1 and it alone among the gemv forms: sched/
- * matmul.c); the estimate's constants are the FMA gemv's, an extrapolation.  Checked on
- * the GPU IR interpreter and by nvrtc (and its SASS read) only.
+ * MEASURED SLOWER than the swap-AB wgmma plans (H100, session 11: 8 / 16 x 4096 x 4096
+ * 9.26 / 11.42 us, the best tile 9.19 / 11.08, against 7.50 / 7.78), so proposed only when
+ * the options record asks for it (TINYC_GEMV_MMA=1 for M >= 2; 2 for M >= 1 and it alone
+ * among the gemv forms: sched/matmul.c); the estimate's constants are the FMA gemv's.
  *
  * The memory side is the FMA gemv's: B is read once, in 16-byte vectors straight into a
  * two-step register ring (the next step's loads issued before this step's products).  A
@@ -156,7 +156,7 @@ int tinyc_gemv_mma_candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_ske
 				snprintf(desc, sizeof(desc),
 					 "matmul gemv-mma [%d,%d,%d] unroll %d, %d warps splitting K, "
 					 "mma.sync m16n8k16 on W^T x X^T, %d B loads of B, smem %" PRId64
-					 " B, %d CTA/SM (not measured)", t.bm, t.bn, t.bk, t.stages,
+					 " B, %d CTA/SM (off by default)", t.bm, t.bn, t.bk, t.stages,
 					 t.threads / 32, t.bn / 4, t.smem, t.ctas_per_sm);
 				if (tinyc_gemv_add(ctx, s, k, prob, &t, gemv_mma_estimate, desc) < 0)
 					return -1;
@@ -181,5 +181,5 @@ void tinyc_gemv_mma_plan_print(const tinyc_mm_tiles *t, tinyc_buf *out)
 			 "%s, in the ring with B\n", 2 * V, V,
 			 t->gemv_mma == 2 ? "8-byte loads of 4 k of a row" : "element loads");
 	tinyc_buf_printf(out, "  k sums: %d warps' partials through shared memory in warp order: "
-			 "deterministic, one kernel; not measured on a GPU (TINYC_GEMV_MMA)\n", W);
+			 "deterministic, one kernel; measured slower than swap-AB (TINYC_GEMV_MMA)\n", W);
 }

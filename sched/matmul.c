@@ -1172,7 +1172,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 	/* a bound M = 1 (decode): the gemv template, or none (the generic row reduction, as
 	 * before the Poly-View took a bound unit m axis for a contraction) */
 	int gemv = tinyc_gemv_applies(s, prob0);
-	/* the tensor-core gemv (sched/gemv_mma.c), not measured on a GPU: only when the
+	/* the tensor-core gemv (sched/gemv_mma.c), measured slower than swap-AB: only when the
 	 * options record asks for it (TINYC_GEMV_MMA=1: for M >= 2, M = 1 keeping the FMA
 	 * gemv measured at 1.15x cuBLASLt; 2: at any M <= 32, the FMA gemv not proposed) */
 	int gemv_mma = s->opt.gemv_mma && tinyc_gemv_mma_applies(s, prob0) &&

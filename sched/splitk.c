@@ -32,7 +32,8 @@
  * s: 2..8 with at least 4 k tiles a unit, the fewest tail k tiles (ties: the smaller s);
  * only where the last round is at most half full (T <= W / 2).  2048 x 11008 x 4096 with
  * 128 x 256 tiles: 688 tiles = 5 rounds of 132 + 28; s = 4 (112 units of 16 of the 64 k
- * tiles): 5.25 rounds against 6.  Not measured on a GPU yet.
+ * tiles): 5.25 rounds against 6.  Measured on an H100 (session 11): 310.7 us against the
+ * plain kernel's 311.3 there, slower at 4097^3 and 64 x 11008 x 4096; so off by default.
  */
 #include <inttypes.h>
 #include <math.h>

@@ -102,7 +102,8 @@ Test(gemv_plan, chosen_for_decode_shapes)
 	unsetenv("TINYC_MATMUL");
 	unsetenv("TINYC_MATMUL_TILE");
 	cr_assert_eq(chosen_variant("sm_90a", "M=1,N=4096,K=4096"), TINYC_MM_GEMV);
-	cr_assert_eq(chosen_variant("sm_90a", "M=4,N=4096,K=11008"), TINYC_MM_GEMV);
+	/* 2 <= M <= 32 on sm_90a: the swap-AB wgmma plan (sched/swapab.c) since session 11 */
+	cr_assert_eq(chosen_variant("sm_90a", "M=4,N=4096,K=11008"), TINYC_MM_WGMMA);
 	cr_assert_eq(chosen_variant("sm_90a", "M=8,N=11008,K=4096"), TINYC_MM_WGMMA);
 	cr_assert_eq(chosen_variant("sm_90a", "M=16,N=11008,K=4096"), TINYC_MM_WGMMA);
 	cr_assert_eq(chosen_variant("sm_80", "M=1,N=4096,K=4096"), TINYC_MM_GEMV);
@@ -230,12 +231,14 @@ Test(splitk, chosen_for_few_tiles, .timeout = 600)
 {
 	unsetenv("TINYC_MATMUL");
 	unsetenv("TINYC_MATMUL_TILE");
+	setenv("TINYC_WGMMA_SWAP", "0", 1);	/* the split-K plans, not the swap-AB ones */
 	int kernels;
 	cr_assert_eq(chosen_split("sm_90a", "M=16,N=4096,K=4096", &kernels, 0), 4);
 	cr_assert_eq(kernels, 2);
 	cr_assert_eq(chosen_split("sm_90a", "M=16,N=11008,K=4096", &kernels, 0), 0);
 	cr_assert_eq(chosen_split("sm_90a", "M=4096,N=4096,K=4096", &kernels, 0), 0);
 	cr_assert_eq(kernels, 1);
+	unsetenv("TINYC_WGMMA_SWAP");
 	if (tinyc_nvrtc_version() < 0) {
 		cr_skip_test("nvrtc is not available");
 		return;
