@@ -2,14 +2,18 @@
  * keep the fastest in the tuning cache (driver/tune.c), where later compilations of the same
  * shape class on the same device find it.
  *
- *   tinyc tune FILE --bind M=..,N=..,K=.. [--top N] [--warmup W] [--iters I] [--seed S]
- *              [--dry-run [--target sm_XY]] [-v]
+ *   tinyc tune FILE --bind M=..,N=..,K=.. [--top N] [--warmup W] [--iters I] [--rounds R]
+ *              [--seed S] [--dry-run [--target sm_XY]] [-v]
  *
  * The space is pruned by the cost model: the N candidates (default 8) with the smallest
  * estimates, and the best two of each template the device allows, are compiled and timed
- * (events, median of I launches after W) on the same random inputs; a candidate whose
- * outputs differ from the model's choice beyond the rounding of 16-bit results is rejected.
- * The fastest is stored for (device, shape class, dtypes).  --dry-run lists the pruned
+ * (the whole plan by CUDA-graph replay of I executions after W) on the same random
+ * inputs, in R rounds (default 3) whose order rotates, so that no candidate always runs
+ * first after the compilations left the GPU idle; each candidate's median over the rounds
+ * counts (one pass after another measured up to 13% apart on the same kernels: H100,
+ * docs/matmul-results.md, session 11).  A candidate whose outputs differ from the model's
+ * choice beyond the rounding of 16-bit results is rejected.  The fastest is stored for
+ * (device, shape class, dtypes).  --dry-run lists the pruned
  * candidates without a GPU (for --target, or tests).
  *
  * Exit status: 0 stored (or listed), 1 diagnostics, 2 usage error.
@@ -41,6 +45,7 @@ typedef struct tune_cli {
 	const char *target;	/* --target (dry runs only) */
 	int top;		/* --top: candidates measured */
 	int warmup, iters;	/* timing */
+	int rounds;		/* --rounds: passes over the candidates, the order rotating */
 	uint64_t seed;		/* random inputs */
 	int dry_run;		/* --dry-run: list, do not measure */
 	int verbose;		/* -v */
@@ -51,6 +56,8 @@ typedef struct tune_row {
 	int cand;		/* index in the kernel's candidates */
 	double est_us;		/* the model's estimate */
 	double us;		/* measured median (all kernels of the graph), < 0: failed */
+	double times[16];	/* the time of each round */
+	int ntimes;
 	char key[160];		/* configuration key */
 	const char *why;	/* failure reason, or NULL */
 } tune_row;
@@ -66,6 +73,8 @@ static const tinyc_arg tune_opts[] = {
 	 "untimed launches per candidate (default 5)"},
 	{"--iters", NULL, TINYC_ARG_INT, F(iters), "N", 1, 1000000, NULL, NULL,
 	 "timed launches, median kept (default 20)"},
+	{"--rounds", NULL, TINYC_ARG_INT, F(rounds), "R", 1, 16, NULL, NULL,
+	 "passes over the candidates, order rotating, median kept (default 3)"},
 	{"--seed", NULL, TINYC_ARG_U64, F(seed), "S", 0, 0, NULL, NULL,
 	 "random inputs (default 1)"},
 	{"--dry-run", NULL, TINYC_ARG_FLAG, F(dry_run), NULL, 0, 0, NULL, NULL,
@@ -95,7 +104,7 @@ static const tinyc_command tune_args = {
 /* Parse argv (argv[0] is "tune"); -1 to go on, else an exit status. */
 static int tune_parse(int argc, char **argv, tune_cli *c)
 {
-	c->top = 8, c->warmup = 5, c->iters = 20, c->seed = 1;
+	c->top = 8, c->warmup = 5, c->iters = 20, c->rounds = 3, c->seed = 1;
 	int rc = tinyc_args_parse(&tune_args, argc, argv, c);
 	if (rc >= 0)
 		return rc;
@@ -160,6 +169,7 @@ static int prune(const tinyc_skernel *k, int top, tune_row *rows)
 		const tinyc_mm_plan *mp = k->cands[rows[i].cand].ext;
 		rows[i].est_us = k->cands[rows[i].cand].est_us;
 		rows[i].us = -1;
+		rows[i].ntimes = 0;
 		rows[i].why = NULL;
 		tinyc_matmul_config_key(&mp->t, rows[i].key, sizeof(rows[i].key));
 	}
@@ -195,8 +205,9 @@ static int make_inputs(tinyc_ctx *ctx, const tinyc_graph *g, const tinyc_binding
 	return 0;
 }
 
-/* Build and time candidate row r of kernel kk; *outs receives the outputs of the first
- * successful candidate (the reference of the others). */
+/* Build and time candidate row r of kernel kk once more (r->times); in the first round
+ * (r->ntimes == 0) its outputs are checked: ref receives the outputs of the first
+ * successful candidate (the reference of the others).  A failure sets r->us < 0. */
 static void measure(tinyc_ctx *ctx, tinyc_cuda **cup, tinyc_module *m, int kk, tune_row *r,
 		    tinyc_io *io, tinyc_io *ref, const tune_cli *c)
 {
@@ -209,13 +220,13 @@ static void measure(tinyc_ctx *ctx, tinyc_cuda **cup, tinyc_module *m, int kk, t
 	tinyc_gpu_module *gm = tinyc_gpuir_build(ctx, s, tinyc_module_indexbook(m));
 	k->choice = saved;
 	if (!gm || tinyc_gpu_verify(ctx, gm, s->dev.smem_per_block_optin) < 0) {
-		r->why = "build failed";
+		r->us = -1, r->why = "build failed";
 		tinyc_gpu_module_free(gm);
 		return;
 	}
 	int64_t *sym = calloc((size_t)m->uop->nsym + 1, sizeof(int64_t));
 	if (!sym) {
-		r->why = "out of memory";
+		r->us = -1, r->why = "out of memory";
 		tinyc_gpu_module_free(gm);
 		return;
 	}
@@ -224,7 +235,7 @@ static void measure(tinyc_ctx *ctx, tinyc_cuda **cup, tinyc_module *m, int kk, t
 	tinyc_gpu_run_opts opt = {c->warmup, c->iters, 0};
 	tinyc_gpu_run_stats st = {0};
 	if (tinyc_gpu_run_cuda(ctx, cu, gm, sym, io, &opt, &st) < 0) {
-		r->why = "run failed";
+		r->us = -1, r->why = "run failed";
 		/* a kernel fault leaves the context unusable: start the next candidate on a new one */
 		tinyc_cuda_close(cu);
 		*cup = tinyc_cuda_open(ctx, 0);
@@ -234,10 +245,15 @@ static void measure(tinyc_ctx *ctx, tinyc_cuda **cup, tinyc_module *m, int kk, t
 			total += st.k[i].median_ms * 1e3, compile += st.k[i].compile_ms;
 		/* the whole plan by CUDA-graph replay where the driver has graphs (no launch
 		 * gaps), else the sum of the kernels' event medians */
-		r->us = st.plan_graph_ms > 0 ? st.plan_graph_ms * 1e3 : total;
+		double us = st.plan_graph_ms > 0 ? st.plan_graph_ms * 1e3 : total;
+		if (r->ntimes < (int)(sizeof(r->times) / sizeof(r->times[0])))
+			r->times[r->ntimes++] = us;
+		r->us = us;
 		if (c->verbose)
-			fprintf(stderr, "tinyc tune: %s: compile %.1f ms, %.2f us\n", r->key, compile, total);
-		if (!ref->out) {	/* the first result is the reference of the others */
+			fprintf(stderr, "tinyc tune: %s: compile %.1f ms, %.2f us\n", r->key, compile, us);
+		if (r->ntimes > 1) {	/* checked in the first round */
+			tinyc_io_clear_outputs(io);
+		} else if (!ref->out) {	/* the first result is the reference of the others */
 			ref->nout = io->nout;
 			ref->out = io->out;
 			io->out = NULL;
@@ -263,6 +279,17 @@ static void measure(tinyc_ctx *ctx, tinyc_cuda **cup, tinyc_module *m, int kk, t
 			tinyc_ctx_print_diags(ctx, stderr);
 		tinyc_ctx_clear_diags(ctx);
 	}
+}
+
+/* The median of v[0..n) (n >= 1; v is reordered). */
+static double median(double *v, int n)
+{
+	for (int i = 1; i < n; i++)	/* insertion sort: n <= 16 */
+		for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+			double t = v[j];
+			v[j] = v[j - 1], v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* The tuning itself, once the arguments are parsed. */
@@ -331,9 +358,19 @@ static int tune_run(tinyc_ctx *ctx, const tune_cli *c)
 			tune_row t = rows[0];
 			rows[0] = rows[i], rows[i] = t;
 		}
-	for (int i = 0; i < n && cu; i++) {
-		measure(ctx, &cu, m, kk, &rows[i], &io, &ref, c);
-		if (rows[i].us >= 0 && (best < 0 || rows[i].us < rows[best].us))
+	/* R rounds, each starting one candidate further on (the first: the model's choice
+	 * first); a candidate that failed is not run again */
+	for (int round = 0; round < c->rounds && cu; round++)
+		for (int j = 0; j < n && cu; j++) {
+			tune_row *r = &rows[(j + round) % n];
+			if (round == 0 || (r->us >= 0 && r->ntimes == round))
+				measure(ctx, &cu, m, kk, r, &io, &ref, c);
+		}
+	for (int i = 0; i < n; i++) {
+		if (rows[i].us < 0 || !rows[i].ntimes)
+			continue;
+		rows[i].us = median(rows[i].times, rows[i].ntimes);
+		if (best < 0 || rows[i].us < rows[best].us)
 			best = i;
 	}
 	printf("  %-40s %12s %12s  %s\n", "configuration", "est (us)", "measured", "");
