@@ -37,7 +37,8 @@ static int env_zero(const char *name)
 	return v && !strcmp(v, "0");
 }
 
-/* The knobs of o from the environment (the variables docs/architecture.md lists). */
+/* The knobs of o from the environment (the variables docs/architecture.md lists); a knob
+ * not set keeps o's value (tinyc_sched_options_defaults). */
 static void read_knobs(tinyc_sched_options *o)
 {
 	static const char *const variants[] = {"simt", "mma", "wgmma", "gemv", "tf32x3", "tf32wg"};
@@ -52,10 +53,10 @@ static void read_knobs(tinyc_sched_options *o)
 		memcpy(o->tile, t, sizeof(t));
 	o->wgmma_n = env_int("TINYC_WGMMA_N", 0);
 	o->wgmma_raster = env_int("TINYC_WGMMA_RASTER", 0);
-	o->wgmma_pp = env_int("TINYC_WGMMA_PP", -1);
-	o->wgmma_pack = env_int("TINYC_WGMMA_PACK", -1);
-	o->wgmma_cluster = env_int("TINYC_WGMMA_CLUSTER", -1);
-	o->wgmma_fit = env_int("TINYC_WGMMA_FIT", -1);
+	o->wgmma_pp = env_int("TINYC_WGMMA_PP", o->wgmma_pp);
+	o->wgmma_pack = env_int("TINYC_WGMMA_PACK", o->wgmma_pack);
+	o->wgmma_cluster = env_int("TINYC_WGMMA_CLUSTER", o->wgmma_cluster);
+	o->wgmma_fit = env_int("TINYC_WGMMA_FIT", o->wgmma_fit);
 	const char *sk = getenv("TINYC_WGMMA_STREAMK");
 	int skv[2] = {0, 0};
 	if (sk && sscanf(sk, "%dx%d", &skv[0], &skv[1]) >= 1 && skv[0] >= 1 && skv[0] <= 64 &&
@@ -64,9 +65,10 @@ static void read_knobs(tinyc_sched_options *o)
 	o->gemv_mma = env_int("TINYC_GEMV_MMA", 0);
 	if (o->gemv_mma < 0 || o->gemv_mma > 2)
 		o->gemv_mma = 0;
-	o->wgmma_swap = env_int("TINYC_WGMMA_SWAP", 1);
+	int dflt = o->wgmma_swap;
+	o->wgmma_swap = env_int("TINYC_WGMMA_SWAP", dflt);
 	if (o->wgmma_swap < 0 || o->wgmma_swap > 2)
-		o->wgmma_swap = 1;
+		o->wgmma_swap = dflt;
 	o->no_stage = getenv("TINYC_NO_STAGE") != NULL;
 	o->no_pair = getenv("TINYC_NO_PAIR") != NULL;
 	o->splitk_sum = env_int("TINYC_SPLITK_SUM", 0);
@@ -80,10 +82,11 @@ static void read_knobs(tinyc_sched_options *o)
 	if (at && sscanf(at, "%dx%dx%dx%dx%d", &a[0], &a[1], &a[2], &a[3], &a[4]) >= 2 && a[2] >= 0 &&
 	    a[2] <= 8 && a[3] >= 0 && a[3] <= 2 && a[4] >= 0 && a[4] <= 3)
 		memcpy(o->attn_tile, a, sizeof(a));
-	o->attn_softmax = env_int("TINYC_ATTN_SOFTMAX", -1);
-	o->attn_wgmma = env_int("TINYC_ATTN_WGMMA", -1);
+	o->attn_softmax = env_int("TINYC_ATTN_SOFTMAX", o->attn_softmax);
+	dflt = o->attn_wgmma;
+	o->attn_wgmma = env_int("TINYC_ATTN_WGMMA", dflt);
 	if (o->attn_wgmma < -1 || o->attn_wgmma > 3)	/* not a documented value: the model's */
-		o->attn_wgmma = -1;
+		o->attn_wgmma = dflt;
 	o->tune_off = env_zero("TINYC_TUNE");
 }
 
@@ -98,7 +101,7 @@ int tinyc_options_resolve(tinyc_ctx *ctx, const char *target, tinyc_sched_option
 		read_knobs(o);
 		return 0;	/* a named target never reads the tuning cache */
 	}
-	memset(o, 0, sizeof(*o));
+	tinyc_sched_options_defaults(o);
 	o->dev = dev;
 	o->dev_origin = "driver";
 	read_knobs(o);

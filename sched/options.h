@@ -98,6 +98,8 @@ static inline int tinyc_sched_options_tile_forced(const tinyc_sched_options *o)
 	return o->tile[0] || o->tile[1] || o->tile[2] || o->tile[3] || o->tile[4];
 }
 
+/* Every knob of o at its default (the one place the defaults are set); no device. */
+void tinyc_sched_options_defaults(tinyc_sched_options *o);
 /* The record of a named target (NULL: the default, sm_80) with every knob at its default
  * and no tuning entries.  0, or -1 with an UnknownTarget diagnostic. */
 int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sched_options *o);

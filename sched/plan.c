@@ -70,17 +70,22 @@ static int fp32_lanes_per_sm(tinyc_arch a)
 	return 128;
 }
 
+void tinyc_sched_options_defaults(tinyc_sched_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->wgmma_pp = o->wgmma_pack = o->wgmma_cluster = o->wgmma_fit = -1;
+	o->attn_softmax = o->attn_wgmma = -1;
+	o->wgmma_swap = 1;	/* measured faster at decode M = 8-32 (docs/matmul-results.md) */
+}
+
 int tinyc_sched_options_for_target(tinyc_ctx *ctx, const char *target, tinyc_sched_options *o)
 {
 	const tinyc_device_info *d = tinyc_target_info(ctx, target ? target : "sm_80");
 	if (!d)
 		return -1;
-	memset(o, 0, sizeof(*o));
+	tinyc_sched_options_defaults(o);
 	o->dev = *d;
 	o->dev_origin = target ? "--target" : "default target (no GPU found; give --target)";
-	o->wgmma_pp = o->wgmma_pack = o->wgmma_cluster = o->wgmma_fit = -1;
-	o->attn_softmax = o->attn_wgmma = -1;
-	o->wgmma_swap = 1;	/* measured faster at decode M = 8-32 (docs/matmul-results.md) */
 	return 0;
 }
 

@@ -16,9 +16,10 @@
       tinyc_spread=.. lt_us=.. lt_spread=.. ratio_min=.. ratio_max=.." (medians over the
       rounds; spread = (max - min) / median) and the BENCH torch line (lt_us the rounds'
       median; cuBLAS x @ w, unfused and back-to-back once).  Where DIR/MxNxK/alt exists
-      (bench-matmul's $BENCH_ALT_ENV: another plan whose CUDA differs), that plan (`TINYC
-      bench` with $BENCH_ALT_ENV's VAR=VALUE words, kernel cache DIR/cache-MxNxK-alt) is a
-      third side of every round, and "ALT shape=.. alt_us=.. alt_spread=.." is printed.
+      (bench-matmul's $BENCH_ALT_ENV or $BENCH_ALT_FILE: another plan whose CUDA differs),
+      that plan (`TINYC bench` with the file's VAR=VALUE words, kernel cache
+      DIR/cache-MxNxK-alt) is a third side of every round, and "ALT shape=.. alt_us=..
+      alt_spread=.." is printed.
       Exit status 1 when tinyc failed.
 
   tools/bench_matmul.py table DIR MxNxK [...]   the markdown tables from DIR's logs (tinyc
@@ -176,11 +177,9 @@ def rounds(a):
         # the alternative plan (bench-matmul's $BENCH_ALT_ENV), where its CUDA differs
         alt = os.path.exists(os.path.join(d, "alt"))
         alt_env = dict(env, TINYC_CACHE_DIR=os.path.join(a.dir, "cache-%s-alt" % sh))
-        words = os.environ.get("BENCH_ALT_ENV", "").split()
-        if alt:	# the shape's own settings (bench-matmul writes them into the file)
+        if alt:	# the shape's settings, as bench-matmul wrote them into the file
             with open(os.path.join(d, "alt")) as f:
-                words = f.read().split() or words
-        alt_env.update(kv.split("=", 1) for kv in words)
+                alt_env.update(kv.split("=", 1) for kv in f.read().split())
         tc, lt, at = [], [], []
         for r in range(a.rounds):
             sides = (0, 1, 2) if alt else (0, 1)

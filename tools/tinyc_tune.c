@@ -37,6 +37,7 @@
 #include "tinyc_args.h"
 
 #define TUNE_MAX 64	/* candidates measured at most */
+#define TUNE_ROUNDS_MAX 16	/* --rounds at most */
 
 /* The command line of tinyc tune. */
 typedef struct tune_cli {
@@ -56,7 +57,7 @@ typedef struct tune_row {
 	int cand;		/* index in the kernel's candidates */
 	double est_us;		/* the model's estimate */
 	double us;		/* measured median (all kernels of the graph), < 0: failed */
-	double times[16];	/* the time of each round */
+	double times[TUNE_ROUNDS_MAX];	/* the time of each round */
 	int ntimes;
 	char key[160];		/* configuration key */
 	const char *why;	/* failure reason, or NULL */
@@ -73,7 +74,7 @@ static const tinyc_arg tune_opts[] = {
 	 "untimed launches per candidate (default 5)"},
 	{"--iters", NULL, TINYC_ARG_INT, F(iters), "N", 1, 1000000, NULL, NULL,
 	 "timed launches, median kept (default 20)"},
-	{"--rounds", NULL, TINYC_ARG_INT, F(rounds), "R", 1, 16, NULL, NULL,
+	{"--rounds", NULL, TINYC_ARG_INT, F(rounds), "R", 1, TUNE_ROUNDS_MAX, NULL, NULL,
 	 "passes over the candidates, order rotating, median kept (default 3)"},
 	{"--seed", NULL, TINYC_ARG_U64, F(seed), "S", 0, 0, NULL, NULL,
 	 "random inputs (default 1)"},
@@ -246,8 +247,7 @@ static void measure(tinyc_ctx *ctx, tinyc_cuda **cup, tinyc_module *m, int kk, t
 		/* the whole plan by CUDA-graph replay where the driver has graphs (no launch
 		 * gaps), else the sum of the kernels' event medians */
 		double us = st.plan_graph_ms > 0 ? st.plan_graph_ms * 1e3 : total;
-		if (r->ntimes < (int)(sizeof(r->times) / sizeof(r->times[0])))
-			r->times[r->ntimes++] = us;
+		r->times[r->ntimes++] = us;	/* one a round: ntimes < --rounds */
 		r->us = us;
 		if (c->verbose)
 			fprintf(stderr, "tinyc tune: %s: compile %.1f ms, %.2f us\n", r->key, compile, us);
@@ -284,7 +284,7 @@ static void measure(tinyc_ctx *ctx, tinyc_cuda **cup, tinyc_module *m, int kk, t
 /* The median of v[0..n) (n >= 1; v is reordered). */
 static double median(double *v, int n)
 {
-	for (int i = 1; i < n; i++)	/* insertion sort: n <= 16 */
+	for (int i = 1; i < n; i++)	/* insertion sort: n <= TUNE_ROUNDS_MAX */
 		for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
 			double t = v[j];
 			v[j] = v[j - 1], v[j - 1] = t;
