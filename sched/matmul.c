@@ -289,10 +289,15 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	if (t->tf32x3 && tinyc_tf32wg_rejects(prob, bm, bn, bk, stages, pingpong, pack))
 		return -1;
 	int64_t mrows = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
-	if (bm == 128 && mrows >= 1 && mrows <= 64)
-		return -1;	/* a 64-row tile holds M: the second consumer's rows would be padding */
-	/* bn: 64, 128, 192, 256, or a fitted width (a multiple of 8: checked below) */
-	if ((bk != 64 && !t->tf32x3) || (bm != 64 && bm != 128) || bn % 8 ||
+	if (bm > 64 && mrows >= 1 && mrows <= bm - 64)
+		return -1;	/* fewer rows hold M: the last consumer's rows would be padding */
+	/* bm: 64, 128, or 192 (three cooperative consumers: a 192 x 192 tile fills rounds of
+	 * persistent tiles where 128 x 256 leaves the last partly idle, cuBLASLt's tile at
+	 * 2048 x 11008 x 4096); bn: 64, 128, 192, 256, or a fitted width (a multiple of 8:
+	 * checked below) */
+	if (bm == 192 && (pingpong || narrow || t->tf32x3 || pack))
+		return -1;
+	if ((bk != 64 && !t->tf32x3) || (bm != 64 && bm != 128 && bm != 192) || bn % 8 ||
 	    bn < (narrow ? 8 : 64) || bn > (narrow ? 32 : 256) || stages < 2 ||
 	    stages > (narrow ? 12 : 8))
 		return -1;
@@ -360,6 +365,11 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	generic |= t->tf32x3;	/* the producer's threads split */
 	t->regs_producer = t->consumers == 2 && !t->a_nhwc ? (generic ? 56 : 40) : 0;
 	t->regs_consumer = t->consumers == 2 && !t->a_nhwc ? (generic ? 224 : 232) : 0;
+	if (t->consumers == 3) {	/* 512 threads: 128 x 32 + 384 x 160 = the 65536 registers */
+		if (generic)
+			return -1;
+		t->regs_producer = 32, t->regs_consumer = 160;
+	}
 	if (t->regs > (t->regs_consumer ? t->regs_consumer : t->consumers == 2 ? 168 : 255))
 		return -1;
 	t->ctas_per_sm = 1;
@@ -780,7 +790,7 @@ static void estimate(const tinyc_schedule *s, tinyc_mm_plan *mp, tinyc_plan *p)
 		if (t->a_nhwc && t->bm >= 128)
 			copy *= 0.85;
 		p->eff = util * wave_eff * pipe * instr * epi * copy *
-			 (t->consumers == 2 ? 1.0 : 0.9) * (t->cluster > 1 ? WGMMA_CLUSTER_EFF : 1.0) *
+			 (t->consumers >= 2 ? 1.0 : 0.9) * (t->cluster > 1 ? WGMMA_CLUSTER_EFF : 1.0) *
 			 (t->tf32x3 ? TF32WG_EFF * (t->bn == 64 ? TF32WG_EFF_N64 : 1.0) : 1.0);
 	} else {
 		/* the two-stage SIMT tile prefetches the next k tile into registers under the
@@ -1129,6 +1139,30 @@ static int fitted_bn(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 	return bn > 128 && bn < 256 && bn % 64 ? (int)bn : 0;
 }
 
+/* Whether 192 x 192 wgmma tiles (three consumers) are proposed for prob: only where they
+ * take fewer rounds of persistent tiles, weighted by the tile's work, than 128 x 256 and
+ * 128 x 192 (by 3% at least).  Measured on an H100 (graph replay, one run): 2048 x 11008 x 4096 289.7 us
+ * against 307.7 (5 rounds of 192 x 192 against 6 of 128 x 256); slower where the rounds
+ * do not shrink: 8192 x 4096 x 4096 462.6 against 398.5 (8 rounds each), 8192^3 1732.7
+ * against about 1600 (15 rounds against 16); the model's L2 term alone favoured them
+ * there. */
+static int rows192_pay(const tinyc_mm_problem *prob, const tinyc_device_info *dev, const int64_t *sym)
+{
+	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
+	int64_t nv = prob->n.sym < 0 ? prob->n.val : sym ? sym[prob->n.sym] : -1;
+	int64_t lv = prob->l.sym < 0 ? prob->l.val : sym ? sym[prob->l.sym] : -1;
+	int64_t slots = dev->sm_count;
+	if (mv < 1 || nv < 1 || lv < 1 || slots < 1)
+		return 0;
+	int64_t t256 = (mv + 127) / 128 * ((nv + 255) / 256) * lv;
+	int64_t t128 = (mv + 127) / 128 * ((nv + 191) / 192) * lv;
+	int64_t t192 = (mv + 191) / 192 * ((nv + 191) / 192) * lv;
+	double w256 = (double)((t256 + slots - 1) / slots) * 128 * 256;
+	double w128 = (double)((t128 + slots - 1) / slots) * 128 * 192;
+	double w192 = (double)((t192 + slots - 1) / slots) * 192 * 192;
+	return w192 < 0.97 * (w256 < w128 ? w256 : w128);
+}
+
 /* The swap-AB candidates of prob (sched/swapab.c): 128- and 64-row tiles of the swapped
  * problem (the weight's columns) by M rounded up to 8 tokens, rings of 11, 8, 6 and 4
  * stages (a forced tile's only), split-K 4, 2, 8 or none where K / split is a multiple of
@@ -1209,14 +1243,19 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			continue;
 		if (v == TINYC_MM_WGMMA) {
 			/* rings of 7 and 8 stages only for a forced tile (measurements) */
-			static const int wbm[] = {128, 64}, wbn[] = {256, 192, 128, 64},
+			static const int wbm[] = {128, 64, 192}, wbn[] = {256, 192, 128, 64},
 					 wst[] = {4, 5, 6, 3, 7, 8};
 			int nst = have_ft && ft[3] > 6 ? 6 : 4;
+			/* 192-row tiles: 192 x 192 where it fills rounds better (rows192_pay), any
+			 * width when forced */
+			int r192 = rows192_pay(&prob, &s->dev, s->bind ? s->bind->val : NULL);
 			/* pp: pingpong (bit 0), packing (bit 1), NHWC (bit 2) */
 			for (int pp = 0; pp < 6; pp++)
-				for (int i = 0; i < 2; i++)
+				for (int i = 0; i < 3; i++)
 					for (int j = 0; j < 4; j++)
 						for (int q = 0; q < nst; q++) {
+							if (wbm[i] == 192 && !have_ft && (!r192 || wbn[j] != 192))
+								continue;
 							/* fp32: the 3xTF32 form's k tile of 32 */
 							int wbk = fp32_operands(&prob) ? 32 : 64;
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
@@ -1227,9 +1266,11 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 						}
 			/* clusters of 2 CTAs (pp bit 3), cooperative and pingpong */
 			for (int pp = 8; pp < 10; pp++)
-				for (int i = 0; i < 2; i++)
+				for (int i = 0; i < 3; i++)
 					for (int j = 0; j < 4; j++)
 						for (int q = 0; q < nst; q++) {
+							if (wbm[i] == 192 && !have_ft && (!r192 || wbn[j] != 192))
+								continue;
 							if ((r = add_candidate(ctx, s, k, &prob, TINYC_MM_WGMMA, wbm[i],
 									       wbn[j], 64, wst[q], pp, 0, have_ft, ft,
 									       idx)) < 0)

@@ -1020,12 +1020,14 @@ Test(wgmma_nvrtc, fitted_width_tiles, .timeout = 300)
 		  "[%d,%d] n%d cluster %d grid %d smem %lld", mp->t.bm, mp->t.bn, mp->t.wgn,
 		  mp->t.cluster, mp->t.grid, (long long)mp->t.smem);
 	compiled_free(&c);
-	/* B's rows aligned: 2048 x 11008 x 4096 (688 tiles of 128 x 256, 5.2 rounds) and
-	 * 4096^3 keep 128 x 256 */
+	/* B's rows aligned: no fitted width.  2048 x 11008 x 4096 (688 tiles of 128 x 256, 5.2
+	 * rounds) takes 192 x 192 (638 tiles, 4.8 rounds), 4096^3 keeps 128 x 256 */
 	static const char *const aligned[] = {"M=2048,N=11008,K=4096", "M=4096,N=4096,K=4096"};
+	static const int bm[] = {192, 128}, bn[] = {192, 256};
 	for (int i = 0; i < 2; i++) {
 		cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", aligned[i], "schedule"), 0);
-		cr_assert_eq(chosen(&c)->t.bn, 256, "%s", aligned[i]);
+		cr_assert(chosen(&c)->t.bm == bm[i] && chosen(&c)->t.bn == bn[i], "%s: [%d,%d]", aligned[i],
+			  chosen(&c)->t.bm, chosen(&c)->t.bn);
 		compiled_free(&c);
 	}
 	setenv("TINYC_WGMMA_FIT", "0", 1);
@@ -1054,6 +1056,48 @@ Test(wgmma_nvrtc, fitted_width_tiles, .timeout = 300)
 			mp = chosen(&c);
 			cr_assert(mp->t.bn == 232 && (mp->t.cluster == 2) == (cl == 2), "%s: [%d,%d] cluster %d",
 				  graphs[i], mp->t.bm, mp->t.bn, mp->t.cluster);
+			nvrtc_ok(&c, "sm_90a", graphs[i]);
+			compiled_free(&c);
+		}
+	}
+	unsetenv("TINYC_WGMMA_CLUSTER");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_MATMUL");
+}
+
+/* 192-row tiles (three consumer warpgroups, 512 threads, setmaxnreg 32 / 160): proposed
+ * only where they fill rounds better than 128 x 256 and 128 x 192 (2048 x 11008 x 4096,
+ * not 8192^3 or 8192 x 4096 x 4096, measured slower there); forced ones compile for sm_90a
+ * at odd sizes, single CTAs and clusters, on the epilogue graphs. */
+Test(wgmma_nvrtc, rows192_tiles, .timeout = 300)
+{
+	compiled c;
+	static const char *const slower[] = {"M=8192,N=8192,K=8192", "M=8192,N=4096,K=4096",
+					     "M=4096,N=2304,K=768"};
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", slower[i], "schedule"), 0);
+		cr_assert_neq(chosen(&c)->t.bm, 192, "%s", slower[i]);
+		compiled_free(&c);
+	}
+	if (tinyc_nvrtc_version() < 0) {
+		cr_skip_test("nvrtc is not available");
+		return;
+	}
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	setenv("TINYC_MATMUL_TILE", "192x192x64x4", 1);
+	static const char *const graphs[] = {"bias_relu", "gelu_tanh", "aux_twice"};
+	for (int cl = 1; cl <= 2; cl++) {
+		setenv("TINYC_WGMMA_CLUSTER", cl == 2 ? "2" : "1", 1);
+		for (size_t i = 0; i < sizeof(graphs) / sizeof(*graphs); i++) {
+			char path[512];
+			snprintf(path, sizeof(path), "%s/%s.uop", EPI_DIR, graphs[i]);
+			cr_assert_eq(compile_to(&c, path, NULL, "sm_90a", "M=520,N=600,K=200", "cuda"), 0,
+				     "%s: %s", graphs[i], first_kind(c.ctx));
+			const tinyc_mm_plan *mp = chosen(&c);
+			cr_assert(mp->t.bm == 192 && mp->t.consumers == 3 && mp->t.threads == 512 &&
+				  mp->t.regs_producer == 32 && mp->t.regs_consumer == 160 &&
+				  (mp->t.cluster == 2) == (cl == 2), "%s: [%d,%d] cluster %d", graphs[i],
+				  mp->t.bm, mp->t.bn, mp->t.cluster);
 			nvrtc_ok(&c, "sm_90a", graphs[i]);
 			compiled_free(&c);
 		}
