@@ -41,6 +41,11 @@
       shape=.. name=.. tinyc_us=.. spread=.. lt_us=.. ratio=.. regs=.. local=.. check=..
       rel=.. plan=.." per variant and a markdown table.  --dry-run: the plans only (no GPU).
 
+  tools/bench_matmul.py fused DIR MxNxK          cuBLASLt fused on DIR's inputs: two warm-up
+                                                calls, then one in the NVTX range "prof"
+  tools/bench_matmul.py ncu-table DIR MxNxK [...]
+      the markdown table of tools/ncu-matmul's profiles (DIR/MxNxK.{tinyc,cublaslt}.csv)
+
 check also compares DIR/MxNxK/Y-alt.npy where DIR/MxNxK/alt exists (as "MxNxK-alt").
 check prints "CHECK shape=MxNxK rel=.. maxabs=.. ok|FAILED" (rel = |Y - ref| / |ref| in the
 2-norm; ok below 5e-3, no NaN) and exits 1 when any check failed.
@@ -523,9 +528,83 @@ def variants(a):
     return 1 if bad else 0
 
 
+def fused(a):
+    """cuBLASLt fused on one shape's inputs (DIR/MxNxK): two warm-up calls, then one inside
+    the NVTX range "prof" (tools/ncu-matmul profiles that one)."""
+    import numpy as np
+    torch = cuda_torch(1)
+    if torch is None:
+        return 1
+    d = os.path.join(a.dir, a.shapes[0])
+    x = torch.from_numpy(np.load(os.path.join(d, "X.npy"))).cuda()
+    w = torch.from_numpy(np.load(os.path.join(d, "W.npy"))).cuda()
+    b = torch.from_numpy(np.load(os.path.join(d, "bias.npy"))).cuda()
+    for _ in range(2):
+        torch._addmm_activation(b, x, w)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("prof")
+    torch._addmm_activation(b, x, w)
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    return 0
+
+
+# ncu's details page: the metrics kept per kernel (section, metric name) -> column
+NCU_METRICS = [("Duration", "duration (us)"), ("Compute (SM) Throughput", "SM %"),
+               ("Memory Throughput", "memory %"), ("L2 Cache Throughput", "L2 %"),
+               ("DRAM Throughput", "DRAM %"), ("SM Frequency", "SM clock"),
+               ("Registers Per Thread", "regs"), ("Achieved Occupancy", "occupancy %"),
+               ("Warp Cycles Per Issued Instruction", "cycles / issue")]
+
+
+def ncu_table(a):
+    """The markdown table of tools/ncu-matmul's CSV files (DIR/MxNxK.{tinyc,cublaslt}.csv,
+    ncu --csv --page details --print-units base): per shape and side, each kernel profiled,
+    its grid and block and NCU_METRICS."""
+    import csv
+    print("| M x N x K | side | kernel | grid x block | " +
+          " | ".join(c for _, c in NCU_METRICS) + " |")
+    print("|---|---|---|---|" + "---:|" * len(NCU_METRICS))
+    for sh in a.shapes:
+        for side in ("tinyc", "cublaslt"):
+            path = os.path.join(a.dir, "%s.%s.csv" % (sh, side))
+            kern = {}	# ID -> {name, grid, block, metrics}
+            try:
+                with open(path) as f:
+                    lines = [ln for ln in f if ln.startswith('"')]
+            except OSError:
+                lines = []
+            for row in csv.DictReader(lines):
+                k = kern.setdefault(row["ID"], {"name": row.get("Kernel Name", "?"),
+                                                "grid": row.get("Grid Size", "?"),
+                                                "block": row.get("Block Size", "?"), "m": {}})
+                k["m"].setdefault(row.get("Metric Name", ""), row.get("Metric Value", ""))
+            if not kern:
+                print("| %s | %s | (no profile) |" % (sh.replace("x", " x "), side))
+            for kid in sorted(kern, key=int):
+                k = kern[kid]
+                vals = []
+                for name, col in NCU_METRICS:
+                    v = k["m"].get(name, "-").replace(",", "")
+                    try:
+                        f = float(v)
+                        if name == "Duration":
+                            f /= 1e3	# ns -> us
+                        if name == "SM Frequency":
+                            f /= 1e6	# Hz -> MHz
+                        v = "%.2f" % f if f != int(f) else "%d" % f
+                    except ValueError:
+                        pass
+                    vals.append(v)
+                print("| %s | %s | `%s` | %s x %s | %s |" % (sh.replace("x", " x "), side, k["name"][:60],
+                                                          k["grid"], k["block"], " | ".join(vals)))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["gen", "check", "rounds", "table", "variants"])
+    ap.add_argument("mode", choices=["gen", "check", "rounds", "table", "variants", "fused",
+                                     "ncu-table"])
     ap.add_argument("args", nargs="+")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--iters", type=int, default=50)
@@ -536,12 +615,12 @@ def main():
     ap.add_argument("--target", help="variants mode: plan for this target (default: the GPU's; "
                     "sm_90a in a dry run)")
     a = ap.parse_args()
-    if a.mode in ("gen", "check", "table"):
+    if a.mode in ("gen", "check", "table", "fused", "ncu-table"):
         a.dir, a.shapes = a.args[0], a.args[1:]
     else:
         a.dir, a.tinyc, a.graph, a.shapes = a.args[0], a.args[1], a.args[2], a.args[3:]
     return {"gen": gen, "check": check, "rounds": rounds, "table": table,
-            "variants": variants}[a.mode](a)
+            "variants": variants, "fused": fused, "ncu-table": ncu_table}[a.mode](a)
 
 
 if __name__ == "__main__":

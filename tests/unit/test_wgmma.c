@@ -1002,6 +1002,34 @@ Test(wgmma_nvrtc, tf32x3_wgmma_odd_shapes, .timeout = 600)
 	compiled_free(&c);
 }
 
+/* The forced wgmma tile `tile` on the three epilogue graphs at `bind`, single CTAs and 2-CTA
+ * clusters: each plan the tile (bm x bn) in the asked form, and nvrtc compiles its CUDA for
+ * sm_90a.  Returns with the knobs unset. */
+static void forced_tile_graphs(const char *tile, const char *bind, int bm, int bn)
+{
+	compiled c;
+	setenv("TINYC_MATMUL", "wgmma", 1);
+	setenv("TINYC_MATMUL_TILE", tile, 1);
+	static const char *const graphs[] = {"bias_relu", "gelu_tanh", "aux_twice"};
+	for (int cl = 1; cl <= 2; cl++) {
+		setenv("TINYC_WGMMA_CLUSTER", cl == 2 ? "2" : "1", 1);
+		for (size_t i = 0; i < sizeof(graphs) / sizeof(*graphs); i++) {
+			char path[512];
+			snprintf(path, sizeof(path), "%s/%s.uop", EPI_DIR, graphs[i]);
+			cr_assert_eq(compile_to(&c, path, NULL, "sm_90a", bind, "cuda"), 0,
+				     "%s: %s", graphs[i], first_kind(c.ctx));
+			const tinyc_mm_plan *mp = chosen(&c);
+			cr_assert(mp->t.bm == bm && mp->t.bn == bn && (mp->t.cluster == 2) == (cl == 2),
+				  "%s: [%d,%d] cluster %d", graphs[i], mp->t.bm, mp->t.bn, mp->t.cluster);
+			nvrtc_ok(&c, "sm_90a", graphs[i]);
+			compiled_free(&c);
+		}
+	}
+	unsetenv("TINYC_WGMMA_CLUSTER");
+	unsetenv("TINYC_MATMUL_TILE");
+	unsetenv("TINYC_MATMUL");
+}
+
 /* Fitted widths (sched/matmul.c fitted_bn): where 128 x 256 tiles leave the last round
  * partly idle and B's rows straddle L2 lines anyway, a width that is a multiple of 8 fills
  * whole rounds (3000 x 5000 x 2000, a 10000-byte pitch, in clusters: 264 pairs of
@@ -1043,26 +1071,7 @@ Test(wgmma_nvrtc, fitted_width_tiles, .timeout = 300)
 	cuda_has_and_compiles(&c, "m64n232k16", "columns 192..231", "n232, a partial chunk",
 			      "bias_relu 3000x5000x2000 128x232 cluster");
 	compiled_free(&c);
-	setenv("TINYC_MATMUL", "wgmma", 1);
-	setenv("TINYC_MATMUL_TILE", "128x232x64x4", 1);
-	static const char *const graphs[] = {"bias_relu", "gelu_tanh", "aux_twice"};
-	for (int cl = 1; cl <= 2; cl++) {
-		setenv("TINYC_WGMMA_CLUSTER", cl == 2 ? "2" : "1", 1);
-		for (size_t i = 0; i < sizeof(graphs) / sizeof(*graphs); i++) {
-			char path[512];
-			snprintf(path, sizeof(path), "%s/%s.uop", EPI_DIR, graphs[i]);
-			cr_assert_eq(compile_to(&c, path, NULL, "sm_90a", "M=333,N=600,K=200", "cuda"), 0,
-				     "%s: %s", graphs[i], first_kind(c.ctx));
-			mp = chosen(&c);
-			cr_assert(mp->t.bn == 232 && (mp->t.cluster == 2) == (cl == 2), "%s: [%d,%d] cluster %d",
-				  graphs[i], mp->t.bm, mp->t.bn, mp->t.cluster);
-			nvrtc_ok(&c, "sm_90a", graphs[i]);
-			compiled_free(&c);
-		}
-	}
-	unsetenv("TINYC_WGMMA_CLUSTER");
-	unsetenv("TINYC_MATMUL_TILE");
-	unsetenv("TINYC_MATMUL");
+	forced_tile_graphs("128x232x64x4", "M=333,N=600,K=200", 128, 232);
 }
 
 /* 192-row tiles (three consumer warpgroups, 512 threads, setmaxnreg 32 / 160): proposed
@@ -1083,28 +1092,17 @@ Test(wgmma_nvrtc, rows192_tiles, .timeout = 300)
 		cr_skip_test("nvrtc is not available");
 		return;
 	}
+	forced_tile_graphs("192x192x64x4", "M=520,N=600,K=200", 192, 192);
+	/* the three consumers and the register split */
 	setenv("TINYC_MATMUL", "wgmma", 1);
 	setenv("TINYC_MATMUL_TILE", "192x192x64x4", 1);
-	static const char *const graphs[] = {"bias_relu", "gelu_tanh", "aux_twice"};
-	for (int cl = 1; cl <= 2; cl++) {
-		setenv("TINYC_WGMMA_CLUSTER", cl == 2 ? "2" : "1", 1);
-		for (size_t i = 0; i < sizeof(graphs) / sizeof(*graphs); i++) {
-			char path[512];
-			snprintf(path, sizeof(path), "%s/%s.uop", EPI_DIR, graphs[i]);
-			cr_assert_eq(compile_to(&c, path, NULL, "sm_90a", "M=520,N=600,K=200", "cuda"), 0,
-				     "%s: %s", graphs[i], first_kind(c.ctx));
-			const tinyc_mm_plan *mp = chosen(&c);
-			cr_assert(mp->t.bm == 192 && mp->t.consumers == 3 && mp->t.threads == 512 &&
-				  mp->t.regs_producer == 32 && mp->t.regs_consumer == 160 &&
-				  (mp->t.cluster == 2) == (cl == 2), "%s: [%d,%d] cluster %d", graphs[i],
-				  mp->t.bm, mp->t.bn, mp->t.cluster);
-			nvrtc_ok(&c, "sm_90a", graphs[i]);
-			compiled_free(&c);
-		}
-	}
-	unsetenv("TINYC_WGMMA_CLUSTER");
+	cr_assert_eq(compile_to(&c, BIAS_RELU, NULL, "sm_90a", "M=520,N=600,K=200", "schedule"), 0);
 	unsetenv("TINYC_MATMUL_TILE");
 	unsetenv("TINYC_MATMUL");
+	const tinyc_mm_plan *mp = chosen(&c);
+	cr_assert(mp->t.consumers == 3 && mp->t.threads == 512 && mp->t.regs_producer == 32 &&
+		  mp->t.regs_consumer == 160);
+	compiled_free(&c);
 }
 
 /* Clusters of 2 CTAs with B multicast (sched/matmul.c wgmma_cluster): the plan's pairs
