@@ -1141,11 +1141,11 @@ static int fitted_bn(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 
 /* Whether 192 x 192 wgmma tiles (three consumers) are proposed for prob: only where they
  * take fewer rounds of persistent tiles, weighted by the tile's work, than 128 x 256 and
- * 128 x 192 (by 3% at least).  Measured on an H100 (graph replay, one run): 2048 x 11008 x 4096 289.7 us
- * against 307.7 (5 rounds of 192 x 192 against 6 of 128 x 256); slower where the rounds
- * do not shrink: 8192 x 4096 x 4096 462.6 against 398.5 (8 rounds each), 8192^3 1732.7
- * against about 1600 (15 rounds against 16); the model's L2 term alone favoured them
- * there. */
+ * 128 x 192 (by 3% at least).  Measured on an H100 (graph replay, one run): 2048 x 11008
+ * x 4096 289.7 us against 307.7 (5 rounds of 192 x 192 against 6 of 128 x 256); slower
+ * where the rounds do not shrink: 8192 x 4096 x 4096 462.6 against 398.5 (8 rounds each),
+ * 8192^3 1732.7 against about 1590 (15 rounds against 16), where the model's L2 term alone
+ * favoured them. */
 static int rows192_pay(const tinyc_mm_problem *prob, const tinyc_device_info *dev, const int64_t *sym)
 {
 	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
