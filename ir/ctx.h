@@ -117,4 +117,7 @@ void tinyc_buf_putc(tinyc_buf *b, char c);
 void tinyc_buf_append(tinyc_buf *b, const void *data, size_t n);
 void tinyc_buf_free(tinyc_buf *b);
 
+/* The median of v[0..n) (n >= 1; sorts v): the timers' statistic. */
+double tinyc_median(double *v, int n);
+
 #endif

@@ -639,19 +639,6 @@ int tinyc_cuda_sync(tinyc_cuda *cu)
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* The median of t[0..n-1] (sorts t). */
-static double median_of(double *t, int n)
-{
-	qsort(t, (size_t)n, sizeof(double), cmp_double);
-	return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
 /* What the timers below put between their two events: `calls` calls of fn, or one replay
  * of a graph. */
 typedef struct timed_work {
@@ -747,7 +734,7 @@ int tinyc_cuda_time(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int warmup, i
 	}
 	if (times_ms)
 		memcpy(times_ms, t, (size_t)iters * sizeof(double));
-	*median_ms = median_of(t, iters);
+	*median_ms = tinyc_median(t, iters);
 	ret = 0;
 done:
 	events_destroy(cu, ev);
@@ -835,7 +822,7 @@ int tinyc_cuda_time_graph(tinyc_cuda *cu, tinyc_launch_fn fn, void *arg, int per
 			goto done;
 		t[i] = ms;
 	}
-	*per_call_ms = median_of(t, replays) / per_graph;
+	*per_call_ms = tinyc_median(t, replays) / per_graph;
 	ret = 0;
 	goto done;
 fail:

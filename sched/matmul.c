@@ -1139,6 +1139,14 @@ static int fitted_bn(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
 	return bn > 128 && bn < 256 && bn % 64 ? (int)bn : 0;
 }
 
+/* The work of bm x bn tiles' rounds on `slots` persistent CTAs: whole rounds times a tile's
+ * outputs. */
+static double round_work(int64_t m, int64_t n, int64_t l, int bm, int bn, int64_t slots)
+{
+	int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn) * l;
+	return (double)((tiles + slots - 1) / slots) * bm * bn;
+}
+
 /* Whether 192 x 192 wgmma tiles (three consumers) are proposed for prob: only where they
  * take fewer rounds of persistent tiles, weighted by the tile's work, than 128 x 256 and
  * 128 x 192 (by 3% at least).  Measured on an H100 (graph replay, one run): 2048 x 11008
@@ -1146,21 +1154,15 @@ static int fitted_bn(const tinyc_mm_problem *prob, const tinyc_device_info *dev,
  * where the rounds do not shrink: 8192 x 4096 x 4096 462.6 against 398.5 (8 rounds each),
  * 8192^3 1732.7 against about 1590 (15 rounds against 16), where the model's L2 term alone
  * favoured them. */
-static int rows192_pay(const tinyc_mm_problem *prob, const tinyc_device_info *dev, const int64_t *sym)
+static int rows192_pay(const tinyc_schedule *s, const tinyc_mm_problem *prob)
 {
-	int64_t mv = prob->m.sym < 0 ? prob->m.val : sym ? sym[prob->m.sym] : -1;
-	int64_t nv = prob->n.sym < 0 ? prob->n.val : sym ? sym[prob->n.sym] : -1;
-	int64_t lv = prob->l.sym < 0 ? prob->l.val : sym ? sym[prob->l.sym] : -1;
-	int64_t slots = dev->sm_count;
+	int64_t mv = tinyc_sched_dim(s, &prob->m), nv = tinyc_sched_dim(s, &prob->n);
+	int64_t lv = tinyc_sched_dim(s, &prob->l), slots = s->dev.sm_count;
 	if (mv < 1 || nv < 1 || lv < 1 || slots < 1)
 		return 0;
-	int64_t t256 = (mv + 127) / 128 * ((nv + 255) / 256) * lv;
-	int64_t t128 = (mv + 127) / 128 * ((nv + 191) / 192) * lv;
-	int64_t t192 = (mv + 191) / 192 * ((nv + 191) / 192) * lv;
-	double w256 = (double)((t256 + slots - 1) / slots) * 128 * 256;
-	double w128 = (double)((t128 + slots - 1) / slots) * 128 * 192;
-	double w192 = (double)((t192 + slots - 1) / slots) * 192 * 192;
-	return w192 < 0.97 * (w256 < w128 ? w256 : w128);
+	double w256 = round_work(mv, nv, lv, 128, 256, slots);
+	double w128 = round_work(mv, nv, lv, 128, 192, slots);
+	return round_work(mv, nv, lv, 192, 192, slots) < 0.97 * (w256 < w128 ? w256 : w128);
 }
 
 /* The swap-AB candidates of prob (sched/swapab.c): 128- and 64-row tiles of the swapped
@@ -1248,7 +1250,7 @@ static int candidates(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			int nst = have_ft && ft[3] > 6 ? 6 : 4;
 			/* 192-row tiles: 192 x 192 where it fills rounds better (rows192_pay), any
 			 * width when forced */
-			int r192 = rows192_pay(&prob, &s->dev, s->bind ? s->bind->val : NULL);
+			int r192 = rows192_pay(s, &prob);
 			/* pp: pingpong (bit 0), packing (bit 1), NHWC (bit 2) */
 			for (int pp = 0; pp < 6; pp++)
 				for (int i = 0; i < 3; i++)

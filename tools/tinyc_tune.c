@@ -281,17 +281,6 @@ static void measure(tinyc_ctx *ctx, tinyc_cuda **cup, tinyc_module *m, int kk, t
 	}
 }
 
-/* The median of v[0..n) (n >= 1; v is reordered). */
-static double median(double *v, int n)
-{
-	for (int i = 1; i < n; i++)	/* insertion sort: n <= TUNE_ROUNDS_MAX */
-		for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-			double t = v[j];
-			v[j] = v[j - 1], v[j - 1] = t;
-		}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The tuning itself, once the arguments are parsed. */
 static int tune_run(tinyc_ctx *ctx, const tune_cli *c)
 {
@@ -369,7 +358,7 @@ static int tune_run(tinyc_ctx *ctx, const tune_cli *c)
 	for (int i = 0; i < n; i++) {
 		if (rows[i].us < 0 || !rows[i].ntimes)
 			continue;
-		rows[i].us = median(rows[i].times, rows[i].ntimes);
+		rows[i].us = tinyc_median(rows[i].times, rows[i].ntimes);
 		if (best < 0 || rows[i].us < rows[best].us)
 			best = i;
 	}
