@@ -554,7 +554,9 @@ NCU_METRICS = [("Duration", "duration (us)"), ("Compute (SM) Throughput", "SM %"
                ("Memory Throughput", "memory %"), ("L2 Cache Throughput", "L2 %"),
                ("DRAM Throughput", "DRAM %"), ("SM Frequency", "SM clock"),
                ("Registers Per Thread", "regs"), ("Achieved Occupancy", "occupancy %"),
-               ("Warp Cycles Per Issued Instruction", "cycles / issue")]
+               ("Warp Cycles Per Issued Instruction", "cycles / issue"),
+               ("lts__t_bytes.sum", "L2 MB"), ("lts__t_sector_hit_rate.pct", "L2 hit %"),
+               ("dram__bytes_read.sum", "DRAM read MB")]
 
 
 def ncu_table(a):
@@ -592,11 +594,13 @@ def ncu_table(a):
                             f /= 1e3	# ns -> us
                         if name == "SM Frequency":
                             f /= 1e6	# Hz -> MHz
+                        if name.endswith("bytes.sum") or name.endswith("bytes_read.sum"):
+                            f /= 1e6	# bytes -> MB
                         v = "%.2f" % f if f != int(f) else "%d" % f
                     except ValueError:
                         pass
                     vals.append(v)
-                print("| %s | %s | `%s` | %s x %s | %s |" % (sh.replace("x", " x "), side, k["name"][:60],
+                print("| %s | %s | `%s` | %s x %s | %s |" % (sh.replace("x", " x "), side, k["name"][:160],
                                                           k["grid"], k["block"], " | ".join(vals)))
     return 0
 

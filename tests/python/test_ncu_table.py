@@ -2,7 +2,7 @@
 """tools/bench_matmul.py ncu-table without a GPU: Nsight Compute CSV files in the form
 `ncu --csv --page details --print-units base` writes (the profiled program's own output
 lines mixed in), parsed into the per-kernel table; the expected cells are computed by hand
-from the fixture (ns -> us, Hz -> MHz).
+from the fixture (ns -> us, Hz -> MHz, bytes -> MB).
 
 usage: test_ncu_table.py SOURCE_DIR      (exit 0 pass, 1 fail)
 """
@@ -30,6 +30,8 @@ def main():
              row(0, "k0_Y", "(512, 1, 1)", "(132, 1, 1)", "Compute (SM) Throughput", "%", "79.21"),
              row(0, "k0_Y", "(512, 1, 1)", "(132, 1, 1)", "Registers Per Thread",
                  "register/thread", "128"),
+             row(0, "k0_Y", "(512, 1, 1)", "(132, 1, 1)", "lts__t_bytes.sum", "byte",
+                 "67,108,864"),
              row(1, "k1_reduce", "(256, 1, 1)", "(64, 1, 1)", "Duration", "ns", "1,410"),
              "  Y: half[8,8] sum=1"]
     with open(os.path.join(d, "8x8x8.tinyc.csv"), "w") as f:
@@ -39,9 +41,9 @@ def main():
     lines = r.stdout.splitlines()
     want = [
         "| 8 x 8 x 8 | tinyc | `k0_Y` | (132, 1, 1) x (512, 1, 1) | 266.46 | 79.21 | - | - | - | "
-        "1755 | 128 | - | - |",
+        "1755 | 128 | - | - | 67.11 | - | - |",
         "| 8 x 8 x 8 | tinyc | `k1_reduce` | (64, 1, 1) x (256, 1, 1) | 1.41 | - | - | - | - | "
-        "- | - | - | - |",
+        "- | - | - | - | - | - | - |",
         "| 8 x 8 x 8 | cublaslt | (no profile) |",
     ]
     bad = r.returncode != 0 or lines[2:] != want
