@@ -1061,8 +1061,8 @@ static void ckernel(cprint *p, const tinyc_gkernel *k)
 			tinyc_buf_puts(o, ", ");
 		tinyc_gpu_print_expr(k, k->grid[d], o);
 	}
-	tinyc_buf_printf(o, "), block (%d, %d, %d), smem %" PRId64 " bytes\n", k->block[0], k->block[1],
-			 k->block[2], tinyc_gk_static_smem(k) + k->dyn_smem);
+	tinyc_buf_printf(o, "), block (%d, %d, %d), smem %" PRId64 " bytes%s\n", k->block[0], k->block[1],
+			 k->block[2], tinyc_gk_static_smem(k) + k->dyn_smem, k->pdl ? ", pdl" : "");
 	if (k->comment && *k->comment)
 		tinyc_buf_printf(o, "// %s\n", k->comment);
 	tinyc_buf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d", threads);
@@ -1100,6 +1100,10 @@ static void ckernel(cprint *p, const tinyc_gkernel *k)
 			tinyc_buf_printf(o, "  __shared__ __align__(%d) %s %s[%" PRId64 "];\n", v->align,
 					 ctype(v->dtype), v->name, v->count);
 		}
+	}
+	if (k->pdl) {	/* the previous grid's writes first; then the next grid may launch */
+		tinyc_buf_puts(o, "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n");
+		tinyc_buf_puts(o, "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n");
 	}
 	cblock_body(p, k->body, 1);
 	tinyc_buf_puts(o, "}\n");

@@ -29,7 +29,7 @@
 extern char **environ;
 
 #define ENTRY_EXT "module"
-#define FORMAT_LINE "tinyc-module 1\n"
+#define FORMAT_LINE "tinyc-module 2\n"	/* 2: the kernels' pdl lines */
 
 static void key_bytes(tinyc_sha256_ctx *s, const void *p, size_t n)
 {
@@ -149,6 +149,8 @@ int tinyc_gpu_cache_store(const unsigned char key[32], const tinyc_gpu_module *g
 				 " %d %zu %s\n", g[0], g[1], g[2], k->block[0], k->block[1], k->block[2],
 				 k->dyn_smem, k->nparam, images[i].size, k->name);
 		tinyc_buf_printf(&b, "plan %s\n", plans && plans[i] && *plans[i] ? plans[i] : "-");
+		if (k->pdl)
+			tinyc_buf_puts(&b, "pdl\n");
 		for (int p = 0; p < k->nparam; p++) {
 			const tinyc_gvar *x = &k->vars[k->params[p]];
 			if (x->kind == TINYC_GV_PARAM_PTR) {
@@ -310,6 +312,8 @@ static int parse_entry(tinyc_ctx *ctx, char *p, char *end, const tinyc_graph *g,
 		} else if (!strncmp(s, "plan ", 5) && gm->nkernel > 0) {
 			if (strcmp(s + 5, "-") && !(c->plans[gm->nkernel - 1] = strdup(s + 5)))
 				break;
+		} else if (!strcmp(s, "pdl") && gm->nkernel > 0) {
+			gm->kernels[gm->nkernel - 1]->pdl = 1;
 		} else if (!strncmp(s, "ptr ", 4) && gm->nkernel > 0) {
 			s += 3;
 			const char *name;

@@ -56,6 +56,8 @@ tinyc_gpu_loaded *tinyc_gpu_load(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu
 			rc = tinyc_kernel_compile_cached(ctx, text.data, unit, kernel_arch(gm, dev), &co, &cr);
 		if (rc == 0 && !(l->kern[i] = tinyc_cuda_kernel_load(cu, &cr.blob, gm->kernels[i]->name)))
 			rc = -1;
+		if (rc == 0)
+			tinyc_kernel_set_pdl(l->kern[i], gm->kernels[i]->pdl);
 		tinyc_buf_free(&text);
 		tinyc_compile_result_clear(&cr);
 		if (rc < 0) {

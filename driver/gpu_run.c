@@ -546,6 +546,8 @@ int tinyc_gpu_run_cuda(tinyc_ctx *ctx, tinyc_cuda *cu, const tinyc_gpu_module *g
 			goto done;
 		double t_load = tinyc_now_ms();
 		kern[i] = tinyc_cuda_kernel_load(cu, img, k->name);
+		if (kern[i])
+			tinyc_kernel_set_pdl(kern[i], k->pdl);
 		if (stats)
 			stats->k[i].load_ms = tinyc_now_ms() - t_load;
 		tinyc_compile_result_clear(&kern_texts[i]);

@@ -333,6 +333,10 @@ typedef struct tinyc_gkernel {
 	int min_blocks_per_sm;		/* __launch_bounds__ second argument, 0 = none */
 	int cluster_x;			/* CTAs per thread-block cluster along x
 					 * (__cluster_dims__), 0 or 1 = none */
+	int pdl;			/* programmatic dependent launch (sm_90+): the kernel
+					 * first waits for the previous grid (griddepcontrol.wait)
+					 * and lets the next one launch; the runtime launches it
+					 * with programmatic stream serialization */
 	tinyc_dtype index_dtype;	/* type of index arithmetic: int or long */
 	char *comment;			/* what the kernel computes (dumped above it), or NULL */
 	int first_var_scratch;		/* builder bookkeeping: next suffix for unique names */

@@ -598,6 +598,8 @@ void tinyc_gpu_print(const tinyc_gpu_module *m, tinyc_buf *out)
 				 k->dyn_smem, tinyc_dtype_name(k->index_dtype));
 		if (k->cluster_x > 1)
 			tinyc_buf_printf(out, "  cluster (%d, 1, 1)\n", k->cluster_x);
+		if (k->pdl)
+			tinyc_buf_puts(out, "  pdl\n");
 		for (int v = 0; v < k->nvar; v++) {
 			const tinyc_gvar *x = &k->vars[v];
 			if (x->kind != TINYC_GV_SHARED)

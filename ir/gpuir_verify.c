@@ -587,6 +587,8 @@ int tinyc_gpu_verify(tinyc_ctx *ctx, const tinyc_gpu_module *m, int64_t smem_lim
 			verr(&st, "block extents out of range", NULL, NULL);
 		for (int d = 0; d < 3; d++)
 			vgrid(&st, k->grid[d]);
+		if (k->pdl && m->arch_major < 9)
+			verr(&st, "programmatic dependent launch (pdl) needs sm_90 or later", NULL, NULL);
 		if (tinyc_gk_static_smem(k) > 48 * 1024)	/* CUDA's limit on static arrays */
 			verr(&st, "static shared memory above 48 KiB (use the dynamic segment)", NULL, NULL);
 		int64_t smem = tinyc_gk_static_smem(k) + k->dyn_smem;

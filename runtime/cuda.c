@@ -148,6 +148,9 @@ struct tinyc_cuda {
 					 const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
 					 const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
 					 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+	/* cuLaunchKernelEx (CUDA 12+), resolved at open; NULL when the driver lacks it:
+	 * kernels marked pdl are then launched plainly */
+	CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
 };
 
 struct tinyc_kernel {
@@ -156,6 +159,7 @@ struct tinyc_kernel {
 	CUfunction fn;			/* the kernel */
 	int dyn_smem_optin;		/* dynamic shared memory opted in so far (bytes) */
 	int generation;			/* the context generation it was loaded in */
+	int pdl;			/* launched with programmatic stream serialization */
 };
 
 /* How many times a fault made the library reset the primary context (process-wide): a
@@ -376,6 +380,8 @@ tinyc_cuda *tinyc_cuda_open(tinyc_ctx *ctx, int device)
 	}
 	void *tm = dlsym(cu->lib, "cuTensorMapEncodeTiled");	/* optional entry point */
 	memcpy(&cu->TensorMapEncodeTiled, &tm, sizeof(tm));
+	void *lx = dlsym(cu->lib, "cuLaunchKernelEx");	/* optional entry point */
+	memcpy(&cu->LaunchKernelEx, &lx, sizeof(lx));
 	cu->has_graphs = 1;
 	for (size_t i = 0; i < sizeof(graph_symbols) / sizeof(graph_symbols[0]); i++) {
 		void *p = dlsym(cu->lib, graph_symbols[i].name);	/* optional entry points */
@@ -504,9 +510,15 @@ static unsigned at_least_1(unsigned v)
 	return v ? v : 1;
 }
 
-/* Launch a kernel on the current stream (the default one outside a graph capture), opting in to large dynamic shared memory. */
-int tinyc_cuda_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
-		      unsigned dyn_smem_bytes, void **args)
+void tinyc_kernel_set_pdl(tinyc_kernel *k, int on)
+{
+	k->pdl = on != 0;
+}
+
+/* Launch k on `stream`, opting in to large dynamic shared memory; a pdl kernel through
+ * cuLaunchKernelEx with programmatic stream serialization (where the driver has it). */
+static int launch_on(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
+		     unsigned dyn_smem_bytes, void **args, CUstream stream)
 {
 	/* the default limit of dynamic shared memory is 48 KiB less the static part: a kernel
 	 * of 18 KiB static and exactly 48 KiB dynamic (wgmma [64,64,64], 3 stages) needs the
@@ -516,10 +528,31 @@ int tinyc_cuda_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_di
 					     (int)dyn_smem_bytes));
 		k->dyn_smem_optin = (int)dyn_smem_bytes;
 	}
+	if (k->pdl && cu->LaunchKernelEx) {
+		CUlaunchAttribute at;
+		memset(&at, 0, sizeof(at));
+		at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		at.value.programmaticStreamSerializationAllowed = 1;
+		CUlaunchConfig c;
+		memset(&c, 0, sizeof(c));
+		c.gridDimX = at_least_1(grid.x), c.gridDimY = at_least_1(grid.y), c.gridDimZ = at_least_1(grid.z);
+		c.blockDimX = at_least_1(block.x), c.blockDimY = at_least_1(block.y);
+		c.blockDimZ = at_least_1(block.z);
+		c.sharedMemBytes = dyn_smem_bytes, c.hStream = stream, c.attrs = &at, c.numAttrs = 1;
+		CUresult r = cu->LaunchKernelEx(&c, k->fn, args, NULL);
+		return r == CUDA_SUCCESS ? 0 : cuda_fail(cu, "cuLaunchKernelEx", r, NULL);
+	}
 	CHECK(cu, LaunchKernel, (k->fn, at_least_1(grid.x), at_least_1(grid.y), at_least_1(grid.z),
 				 at_least_1(block.x), at_least_1(block.y), at_least_1(block.z),
-				 dyn_smem_bytes, cu->stream, args, NULL));
+				 dyn_smem_bytes, stream, args, NULL));
 	return 0;
+}
+
+/* Launch a kernel on the current stream (the default one outside a graph capture). */
+int tinyc_cuda_launch(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
+		      unsigned dyn_smem_bytes, void **args)
+{
+	return launch_on(cu, k, grid, block, dyn_smem_bytes, args, cu->stream);
 }
 
 /* Allocate device memory (a zero-byte request gets one byte, so the pointer is valid). */
@@ -915,18 +948,7 @@ int tinyc_cuda_tensor_map(tinyc_cuda *cu, void *map, tinyc_tmap_elem elem, int r
 int tinyc_cuda_launch_async(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim3 block,
 			    unsigned dyn_smem_bytes, void **args, void *stream)
 {
-	/* the default limit of dynamic shared memory is 48 KiB less the static part: a kernel
-	 * of 18 KiB static and exactly 48 KiB dynamic (wgmma [64,64,64], 3 stages) needs the
-	 * opt-in too, so opt in whenever the launch asks for more than the last opt-in */
-	if (dyn_smem_bytes > (unsigned)k->dyn_smem_optin) {
-		CHECK(cu, FuncSetAttribute, (k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-					     (int)dyn_smem_bytes));
-		k->dyn_smem_optin = (int)dyn_smem_bytes;
-	}
-	CHECK(cu, LaunchKernel, (k->fn, at_least_1(grid.x), at_least_1(grid.y), at_least_1(grid.z),
-				 at_least_1(block.x), at_least_1(block.y), at_least_1(block.z),
-				 dyn_smem_bytes, (CUstream)stream, args, NULL));
-	return 0;
+	return launch_on(cu, k, grid, block, dyn_smem_bytes, args, (CUstream)stream);
 }
 
 /* Make the device's primary context current on the calling thread. */

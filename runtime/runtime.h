@@ -181,6 +181,10 @@ __tinyc_give tinyc_kernel *tinyc_cuda_kernel_load(tinyc_cuda *cu, const tinyc_bl
 						   const char *func);
 /* Unload the module. */
 void tinyc_kernel_free(__tinyc_take tinyc_kernel *k);
+/* Launch k with programmatic stream serialization (on: its code waits for the previous
+ * grid with griddepcontrol.wait, GPU IR `pdl`), so that it overlaps the previous kernel's
+ * end; without cuLaunchKernelEx in the driver it is launched plainly. */
+void tinyc_kernel_set_pdl(tinyc_kernel *k, int on);
 
 /* Resource use of a loaded kernel, from cuFuncGetAttribute. */
 typedef struct tinyc_kernel_attrs {

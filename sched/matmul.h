@@ -167,6 +167,8 @@ typedef struct tinyc_mm_tiles {
 	int regs_producer, regs_consumer;	/* setmaxnreg per role */
 	int no_stage;			/* 16-bit outputs not staged (options record: TINYC_NO_STAGE) */
 	int no_pair;			/* no paired epilogue stores (options record: TINYC_NO_PAIR) */
+	int pdl;			/* wgmma: programmatic dependent launch (options record:
+					 * TINYC_PDL) */
 	int tf32x3;			/* wgmma on fp32 operands: 3xTF32 (codegen/tf32_wgmma.c;
 					 * K-major TMA operands, BK 32, lo stages beside the ring) */
 	int split;			/* split-K (> 1): the tiles are those of the split problem

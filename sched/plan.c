@@ -124,6 +124,8 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 		tinyc_buf_printf(out, " gemv_mma %d,", o->gemv_mma);
 	if (o->wgmma_swap != 1)	/* printed only when not the default */
 		tinyc_buf_printf(out, " wgmma_swap %d,", o->wgmma_swap);
+	if (o->pdl)	/* printed only when set */
+		tinyc_buf_puts(out, " pdl on,");
 	tinyc_buf_printf(out, " stage %s, pair %s\n", o->no_stage ? "off" : "on",
 			 o->no_pair ? "off" : "on");
 	tinyc_buf_printf(out, "# options: rowfuse %s,", o->no_rowfuse ? "off" : "on");
