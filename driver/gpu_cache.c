@@ -6,11 +6,12 @@
  * it: none of tinyc's passes, no CUDA text, no nvrtc.
  *
  * Entry text (then the CUBINs, back to back):
- *   tinyc-module 1
+ *   tinyc-module 2
  *   target TARGET MAJOR MINOR
  *   buf ROLE INDEX NODE DTYPE RANK HAS_STRIDES SHAPE... STRIDES... NAME
  *   kernel G0 G1 G2 B0 B1 B2 SMEM NPARAM IMAGE_BYTES NAME
  *   plan TEXT                                      (or "plan -")
+ *   pdl                                            (only for a pdl kernel)
  *   ptr DTYPE IS_CONST BUF NAME | int DTYPE SYM NAME
  *   tmap BUF DTYPE RANK SWIZZLE OFFSET (DIM STRIDE BOX)... NAME
  *   end
@@ -29,7 +30,8 @@
 extern char **environ;
 
 #define ENTRY_EXT "module"
-#define FORMAT_LINE "tinyc-module 2\n"	/* 2: the kernels' pdl lines */
+#define FORMAT_NAME "tinyc-module 2"	/* 2: with the kernels' pdl lines */
+#define FORMAT_LINE FORMAT_NAME "\n"
 
 static void key_bytes(tinyc_sha256_ctx *s, const void *p, size_t n)
 {
@@ -245,7 +247,7 @@ static int parse_entry(tinyc_ctx *ctx, char *p, char *end, const tinyc_graph *g,
 {
 	char *line = next_line(&p, end);
 	int64_t x[64];
-	if (!line || strcmp(line, "tinyc-module 1"))
+	if (!line || strcmp(line, FORMAT_NAME))
 		return -1;
 	if (!(c->gm = tinyc_gpu_module_alloc(ctx)) || tinyc_gpu_set_symbols(c->gm, g, bind) < 0)
 		return -1;

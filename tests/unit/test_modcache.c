@@ -87,6 +87,8 @@ Test(modcache, store_load_roundtrip)
 			img[i].is_cubin = 1;
 			plans[i] = i % 2 ? NULL : "a plan, with spaces [1,2,3]";
 		}
+		if (c == 0)	/* the Hopper matmul as a pdl kernel: its "pdl" line read back */
+			gm->kernels[nk - 1]->pdl = 1;
 		unsigned char key[32];
 		tinyc_gpu_cache_key("graph text", cases[c][1], cases[c][2], &dev, key);
 		tinyc_gpu_cached got;
@@ -115,6 +117,7 @@ Test(modcache, store_load_roundtrip)
 				cr_expect_eq(b->block[d], a->block[d]);
 			}
 			cr_expect_eq(b->dyn_smem, a->dyn_smem);
+			cr_expect_eq(b->pdl, a->pdl, "%s pdl", a->name);
 			cr_assert_eq(b->nparam, a->nparam);
 			for (int p = 0; p < a->nparam; p++) {
 				const tinyc_gvar *x = &a->vars[a->params[p]], *y = &b->vars[b->params[p]];
