@@ -1299,7 +1299,7 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 		grid = CL;
 	grid -= grid % CL;
 	k->cluster_x = CL > 1 ? CL : 0;
-	k->pdl = t->pdl;	/* persistent: every CTA resident before the next grid launches */
+	k->pdl = t->pdl;	/* the next grid launches once every CTA of this one has started */
 	if (b->fix && b->fix->dsmem) {	/* one tile a CTA, a tile's k ranges a cluster */
 		if (CL > 1 || t->pingpong || C != 1 || w.ntiles % b->fix->split)
 			return tinyc_error(b->ctx, "CodegenError", "matmul %s: split-K over a cluster "

@@ -510,6 +510,7 @@ static unsigned at_least_1(unsigned v)
 	return v ? v : 1;
 }
 
+/* Mark k for programmatic dependent launch (runtime.h). */
 void tinyc_kernel_set_pdl(tinyc_kernel *k, int on)
 {
 	k->pdl = on != 0;
