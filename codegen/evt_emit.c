@@ -186,6 +186,20 @@ static void preload_vector(epi *E, tinyc_gstmt *body, const tinyc_evt_node *nd, 
 	int param = tinyc_mmk_param(b, nd->t.buf, 0);
 	tinyc_gexpr *lim = along_m ? b->M : b->N;
 	int pred = along_m ? b->t->pred_m : b->t->pred_n;
+	tinyc_gstmt *inside = NULL;	/* with a tail: the thread's runs when all are in range */
+	if (pred && vec && cnt > run) {
+		const int *off = along_m ? f->row_off : f->col_off;
+		int last = 0;
+		for (int q = 1; q < cnt; q++)
+			if (off[q] > off[last])
+				last = q;
+		tinyc_gexpr *pos = (along_m ? E->row : E->col)[last];
+		tinyc_gstmt *edge = tinyc_gs_block(k);
+		inside = tinyc_gs_block(k);
+		tinyc_mmk_append(b, body, tinyc_gs_if(k, tinyc_gx_binary(k, TINYC_GX_LT, pos, lim),
+						      inside, edge));
+		body = edge;
+	}
 	for (int q = 0; q < cnt; q += vec ? run : 1) {
 		tinyc_gexpr **pos = along_m ? E->row : E->col;
 		if (vec) {
@@ -193,6 +207,9 @@ static void preload_vector(epi *E, tinyc_gstmt *body, const tinyc_evt_node *nd, 
 						    along_m ? NULL : pos[q]);
 			tinyc_gstmt *v = tinyc_gs_copy(k, arr, tinyc_gx_int(k, b->it, q), param, addr, run,
 						       NULL, 0);
+			if (inside)
+				tinyc_mmk_append(b, inside, tinyc_gs_copy(k, arr, tinyc_gx_int(k, b->it, q),
+									  param, addr, run, NULL, 0));
 			if (!pred) {
 				tinyc_mmk_append(b, body, v);
 				continue;
@@ -339,6 +356,12 @@ static tinyc_gexpr *node_value(epi *E, tinyc_gstmt *body, int i, int a, int bb,
 	case TINYC_EVT_COMPUTE:
 		return tinyc_mmk_let(b, body, name, compute(k, nd->fn, nd->compute, nd->dtype, x));
 	case TINYC_EVT_CAST:
+		if (tinyc_dtype_is_16bit_float(nd->dtype) && x[0]) {
+			/* the rounded value held in its own dtype: a store of that dtype takes it as
+			 * it is (no float round trip), other users widen it */
+			tinyc_gexpr *h = tinyc_mmk_let(b, body, name, tinyc_gx_cast(k, nd->dtype, x[0]));
+			return tinyc_gx_cast(k, TINYC_FLOAT, h);
+		}
 		return tinyc_mmk_let(b, body, name, convert(k, x[0], E->g->nodes[nd->child[0]].dtype, nd->dtype));
 	case TINYC_EVT_AUX_STORE: {
 		if (E->pair[i] && bb % 2 == 0) {	/* held for the odd column's store */

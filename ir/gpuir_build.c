@@ -739,6 +739,10 @@ tinyc_gexpr *tinyc_gx_cast(tinyc_gkernel *k, tinyc_dtype dt, tinyc_gexpr *a)
 		return a;
 	if (a->op == TINYC_GX_INT && !tinyc_dtype_is_float(dt) && !tinyc_dtype_is_float(a->dtype))
 		return tinyc_gx_int(k, dt, a->ival);
+	/* a 16-bit float widened and narrowed back is itself (the widening is exact) */
+	if (a->op == TINYC_GX_CAST && a->arg[0]->dtype == dt && tinyc_dtype_is_16bit_float(dt) &&
+	    (a->dtype == TINYC_FLOAT || a->dtype == TINYC_DOUBLE))
+		return a->arg[0];
 	tinyc_gexpr *e = gx_new(k, TINYC_GX_CAST, dt);
 	if (e)
 		e->arg[0] = a;

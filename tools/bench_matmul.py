@@ -29,7 +29,8 @@
                         [--rounds R] [--jobs J] [--dry-run] [--target sm_XY]
       several plans of tinyc per shape against cuBLASLt fused (tools/bench-gemv-mma): FILE
       has one variant a line, "NAME [VAR=VALUE ...]" (the TINYC_* knobs that make it; NAME
-      `default` with none is the default plan).  Per shape: each variant's chosen plan
+      `default` with none is the default plan; TINYC_BIN=PATH runs that variant with another
+      build of tinyc, to time two builds in the same rounds).  Per shape: each variant's chosen plan
       (`TINYC --dump-stage=schedule`, for --target when given, sm_90a in a dry run, else the
       GPU's; a variant that forces a tensor-core gemv tile, TINYC_MATMUL_TILE=0xBNxBKxU, is
       skipped when the plan is not that tile; one with TINYC_WGMMA_SWAP when the plan is not
@@ -448,15 +449,16 @@ def variants(a):
         for name, settings in vs:
             env = {key: val for key, val in os.environ.items() if not key.startswith("TINYC_")}
             env.update(settings)
+            tinyc = env.pop("TINYC_BIN", a.tinyc)
             env["TINYC_CACHE_DIR"] = os.path.join(a.dir, "cache-%s-%s" % (sh, name))
-            tile, desc = chosen_plan(a.tinyc, a.graph, bind, env,
+            tile, desc = chosen_plan(tinyc, a.graph, bind, env,
                                      a.target or ("sm_90a" if a.dry_run else None))
             if not forced_tile_matches(settings, tile, desc):
                 print("SKIP shape=%s name=%s: the asked-for plan is not a candidate here (plan: %s)" % (
                     sh, name, (desc or "-").split(",")[0]))
                 continue
             out = os.path.join(d, "Y-%s.npy" % name)
-            cmd = [a.tinyc, "bench", a.graph, "--bind", bind, "--in", "X=%s/X.npy" % d,
+            cmd = [tinyc, "bench", a.graph, "--bind", bind, "--in", "X=%s/X.npy" % d,
                    "--in", "W=%s/W.npy" % d, "--in", "bias=%s/bias.npy" % d]
             run.append((name, env, desc, cmd, out))
             print("PLAN shape=%s name=%s plan=%s" % (sh, name, desc))
