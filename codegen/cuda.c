@@ -977,6 +977,12 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		case TINYC_GF_MBAR_INIT:
 			tinyc_buf_puts(o, "asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");\n");
 			break;
+		case TINYC_GF_GRID_WAIT:
+			tinyc_buf_puts(o, "asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\");\n");
+			break;
+		case TINYC_GF_GRID_LAUNCH:
+			tinyc_buf_puts(o, "asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::: \"memory\");\n");
+			break;
 		}
 		return;
 	case TINYC_GS_WGMMA_FENCE:
@@ -1100,10 +1106,6 @@ static void ckernel(cprint *p, const tinyc_gkernel *k)
 			tinyc_buf_printf(o, "  __shared__ __align__(%d) %s %s[%" PRId64 "];\n", v->align,
 					 ctype(v->dtype), v->name, v->count);
 		}
-	}
-	if (k->pdl) {	/* the previous grid's writes first; then the next grid may launch */
-		tinyc_buf_puts(o, "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n");
-		tinyc_buf_puts(o, "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n");
 	}
 	cblock_body(p, k->body, 1);
 	tinyc_buf_puts(o, "}\n");

@@ -875,6 +875,10 @@ static int wgmma_ring_init(wgmma_ring *w, tinyc_gstmt *body)
 	tinyc_mmk_append(b, body, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, b->tid, I(b, 0)), init, NULL));
 	/* clusters: the other CTA's barriers exist before the first multicast or arrival */
 	tinyc_mmk_append(b, body, t->cluster > 1 ? tinyc_gs_cluster_barrier(k) : tinyc_gs_barrier(k));
+	if (k->pdl) {	/* the set-up above overlaps the previous grid; its writes before any access */
+		tinyc_mmk_append(b, body, tinyc_gs_fence(k, TINYC_GF_GRID_WAIT));
+		tinyc_mmk_append(b, body, tinyc_gs_fence(k, TINYC_GF_GRID_LAUNCH));
+	}
 	int tilev = tinyc_gk_reg(k, "tile", b->it), ktv = tinyc_gk_reg(k, "kt", b->it);
 	int ctilev = tinyc_gk_reg(k, "ctile", b->it), cktv = tinyc_gk_reg(k, "ckt", b->it);
 	int itp = tinyc_gk_reg(k, "itp", b->it), itc = tinyc_gk_reg(k, "itc", b->it);
@@ -1299,7 +1303,7 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 		grid = CL;
 	grid -= grid % CL;
 	k->cluster_x = CL > 1 ? CL : 0;
-	k->pdl = t->pdl;	/* the next grid launches once every CTA of this one has started */
+	k->pdl = t->pdl;	/* waits after the ring's set-up (wgmma_ring_init) */
 	if (b->fix && b->fix->dsmem) {	/* one tile a CTA, a tile's k ranges a cluster */
 		if (CL > 1 || t->pingpong || C != 1 || w.ntiles % b->fix->split)
 			return tinyc_error(b->ctx, "CodegenError", "matmul %s: split-K over a cluster "

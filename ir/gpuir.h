@@ -246,6 +246,9 @@ typedef enum tinyc_gfence {
 	TINYC_GF_GLOBAL,	/* __threadfence() */
 	TINYC_GF_PROXY_ASYNC,	/* fence.proxy.async.shared::cta (generic -> async proxy) */
 	TINYC_GF_MBAR_INIT,	/* fence.mbarrier_init.release.cluster */
+	TINYC_GF_GRID_WAIT,	/* griddepcontrol.wait: the previous grid's writes (sm_90) */
+	TINYC_GF_GRID_LAUNCH,	/* griddepcontrol.launch_dependents: the next grid may
+				 * launch once every CTA of this one ran it (sm_90) */
 } tinyc_gfence;
 
 /* A memory reference: var, and an element index where the statement needs one. */
@@ -334,9 +337,10 @@ typedef struct tinyc_gkernel {
 	int cluster_x;			/* CTAs per thread-block cluster along x
 					 * (__cluster_dims__), 0 or 1 = none */
 	int pdl;			/* programmatic dependent launch (sm_90+): the kernel
-					 * first waits for the previous grid (griddepcontrol.wait)
-					 * and lets the next one launch; the runtime launches it
-					 * with programmatic stream serialization */
+					 * waits for the previous grid (fence grid.wait) after
+					 * its set-up and lets the next one launch (fence
+					 * grid.launch); the runtime launches it with
+					 * programmatic stream serialization */
 	tinyc_dtype index_dtype;	/* type of index arithmetic: int or long */
 	char *comment;			/* what the kernel computes (dumped above it), or NULL */
 	int first_var_scratch;		/* builder bookkeeping: next suffix for unique names */

@@ -1139,7 +1139,7 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 		return;
 	case TINYC_GS_CP_COMMIT:
 	case TINYC_GS_CP_WAIT:	/* cp.async copies complete at once: nothing to wait for */
-	case TINYC_GS_FENCE:
+	case TINYC_GS_FENCE:	/* kernels run one after another: grid.wait, too, is done */
 	case TINYC_GS_COMMENT:
 	case TINYC_GS_TMAP_PREFETCH:	/* a cache hint */
 		return;

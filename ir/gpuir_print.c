@@ -264,8 +264,9 @@ static const char *shfl_name(tinyc_gshfl s)
 
 static const char *fence_name(tinyc_gfence f)
 {
-	static const char *const n[] = {"block", "global", "proxy.async", "mbarrier_init"};
-	return f >= 0 && f <= TINYC_GF_MBAR_INIT ? n[f] : "?";
+	static const char *const n[] = {"block", "global", "proxy.async", "mbarrier_init",
+					"grid.wait", "grid.launch"};
+	return f >= 0 && f <= TINYC_GF_GRID_LAUNCH ? n[f] : "?";
 }
 
 /* Print a statement (and its children) at the given depth. */

@@ -532,6 +532,10 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 		break;
 	}
 	case TINYC_GS_FENCE:
+		if ((s->fence == TINYC_GF_GRID_WAIT || s->fence == TINYC_GF_GRID_LAUNCH) &&
+		    st->m->arch_major < 9)
+			verr(st, "griddepcontrol (pdl) needs sm_90 or later", NULL, NULL);
+		break;
 	case TINYC_GS_COMMENT:
 		break;
 	case TINYC_GS_TMAP_PREFETCH: {
