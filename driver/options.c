@@ -71,7 +71,9 @@ static void read_knobs(tinyc_sched_options *o)
 		o->wgmma_swap = dflt;
 	o->no_stage = getenv("TINYC_NO_STAGE") != NULL;
 	o->no_pair = getenv("TINYC_NO_PAIR") != NULL;
-	o->pdl = env_int("TINYC_PDL", 0) == 1;
+	o->pdl = env_int("TINYC_PDL", o->pdl);
+	if (o->pdl < -1 || o->pdl > 1)
+		o->pdl = -1;
 	o->splitk_sum = env_int("TINYC_SPLITK_SUM", 0);
 	o->no_rowfuse = env_zero("TINYC_ROWFUSE");
 	o->rowfuse_threads = env_int("TINYC_ROWFUSE_THREADS", 0);

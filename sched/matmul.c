@@ -1092,7 +1092,7 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 		t.nhwc = nh;
 	t.no_stage = o->no_stage || swp;	/* swapped outputs: contiguous along the rows */
 	t.no_pair = o->no_pair;
-	t.pdl = o->pdl && t.variant == TINYC_MM_WGMMA;
+	t.pdl = t.variant == TINYC_MM_WGMMA && (o->pdl == 1 || (o->pdl < 0 && t.bm == 64));
 	t.index_dtype = idx;
 	t.split = split > 1 ? split : 0;
 	t.swap = swp;

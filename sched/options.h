@@ -69,11 +69,15 @@ typedef struct tinyc_sched_options {
 					 * (H100: 7.50 against 10.89 us at 8 x 4096 x 4096) */
 	int no_stage;			/* TINYC_NO_STAGE (set): 16-bit outputs are not staged */
 	int no_pair;			/* TINYC_NO_PAIR (set): no paired epilogue stores */
-	int pdl;			/* TINYC_PDL=1: the persistent wgmma matmul kernels wait
-					 * for the previous grid in the kernel (griddepcontrol)
-					 * and are launched with programmatic stream
-					 * serialization, so that a launch overlaps the end of
-					 * the previous kernel; 0 (the default): plain launches */
+	int pdl;			/* TINYC_PDL: the persistent wgmma matmul kernels wait
+					 * for the previous grid after their set-up
+					 * (griddepcontrol) and are launched with programmatic
+					 * stream serialization, so that a launch and set-up
+					 * overlap the end of the previous kernel; 1 every
+					 * wgmma kernel, 0 none, -1 (the default) those of
+					 * 64-row tiles (H100, session 14: 1000^3 9.01 -> 8.54
+					 * us, 64 x 4096 x 4096 9.48 -> 9.08; 128-row tiles
+					 * 1-2% slower) */
 	int splitk_sum;			/* TINYC_SPLITK_SUM: split-K partials summed 1 in the
 					 * matmul kernel (mma, wgmma), 2 by a reduction kernel
 					 * only, 3 over a cluster wherever it applies (every
