@@ -967,24 +967,21 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		tinyc_buf_puts(o, ") : \"memory\");\n");
 		return;
 	}
-	case TINYC_GS_FENCE:
-		switch (s->fence) {
-		case TINYC_GF_BLOCK: tinyc_buf_puts(o, "__threadfence_block();\n"); break;
-		case TINYC_GF_GLOBAL: tinyc_buf_puts(o, "__threadfence();\n"); break;
-		case TINYC_GF_PROXY_ASYNC:
-			tinyc_buf_puts(o, "asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n");
-			break;
-		case TINYC_GF_MBAR_INIT:
-			tinyc_buf_puts(o, "asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");\n");
-			break;
-		case TINYC_GF_GRID_WAIT:
-			tinyc_buf_puts(o, "asm volatile(\"griddepcontrol.wait;\\n\" ::: \"memory\");\n");
-			break;
-		case TINYC_GF_GRID_LAUNCH:
-			tinyc_buf_puts(o, "asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::: \"memory\");\n");
-			break;
-		}
+	case TINYC_GS_FENCE: {
+		static const char *const ptx[] = {	/* the fences that are one PTX instruction */
+			[TINYC_GF_PROXY_ASYNC] = "fence.proxy.async.shared::cta",
+			[TINYC_GF_MBAR_INIT] = "fence.mbarrier_init.release.cluster",
+			[TINYC_GF_GRID_WAIT] = "griddepcontrol.wait",
+			[TINYC_GF_GRID_LAUNCH] = "griddepcontrol.launch_dependents",
+		};
+		if (s->fence == TINYC_GF_BLOCK)
+			tinyc_buf_puts(o, "__threadfence_block();\n");
+		else if (s->fence == TINYC_GF_GLOBAL)
+			tinyc_buf_puts(o, "__threadfence();\n");
+		else
+			tinyc_buf_printf(o, "asm volatile(\"%s;\\n\" ::: \"memory\");\n", ptx[s->fence]);
 		return;
+	}
 	case TINYC_GS_WGMMA_FENCE:
 		tinyc_buf_puts(o, "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n");
 		return;
