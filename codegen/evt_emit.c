@@ -32,17 +32,6 @@ static tinyc_dtype rep(tinyc_dtype dt)
 	return tinyc_dtype_is_16bit_float(dt) ? TINYC_FLOAT : dt;
 }
 
-/* x converted from dtype `from` (held in rep(from)) to dtype `to` (held in rep(to)). */
-static tinyc_gexpr *convert(tinyc_gkernel *k, tinyc_gexpr *x, tinyc_dtype from, tinyc_dtype to)
-{
-	if (from == to || !x)
-		return x;
-	(void)from;
-	if (tinyc_dtype_is_16bit_float(to))
-		return tinyc_gx_cast(k, TINYC_FLOAT, tinyc_gx_cast(k, to, x));
-	return tinyc_gx_cast(k, to, x);
-}
-
 /* A constant of dtype dt in its representation. */
 static tinyc_gexpr *constant(tinyc_gkernel *k, tinyc_dtype dt, double f, int64_t i)
 {
@@ -362,7 +351,7 @@ static tinyc_gexpr *node_value(epi *E, tinyc_gstmt *body, int i, int a, int bb,
 			tinyc_gexpr *h = tinyc_mmk_let(b, body, name, tinyc_gx_cast(k, nd->dtype, x[0]));
 			return tinyc_gx_cast(k, TINYC_FLOAT, h);
 		}
-		return tinyc_mmk_let(b, body, name, convert(k, x[0], E->g->nodes[nd->child[0]].dtype, nd->dtype));
+		return tinyc_mmk_let(b, body, name, tinyc_gx_cast(k, nd->dtype, x[0]));
 	case TINYC_EVT_AUX_STORE: {
 		if (E->pair[i] && bb % 2 == 0) {	/* held for the odd column's store */
 			if (E->pair_lo[i] < 0) {
