@@ -967,6 +967,27 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		tinyc_buf_puts(o, ") : \"memory\");\n");
 		return;
 	}
+	case TINYC_GS_TMA_STORE: {
+		tinyc_buf_printf(o, "asm volatile(\"cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [%%0, {", s->n);
+		for (int i = 0; i < s->n; i++)
+			tinyc_buf_printf(o, "%s%%%d", i ? ", " : "", i + 1);
+		tinyc_buf_printf(o, "}], [%%%d];\\n\" :: \"l\"(&%s)", s->n + 1, cvar(p, s->dst.var));
+		for (int i = 0; i < s->n; i++) {
+			tinyc_buf_puts(o, ", \"r\"((int)(");
+			cexpr(p, s->coord[i]);
+			tinyc_buf_puts(o, "))");
+		}
+		tinyc_buf_puts(o, ", \"r\"(");
+		csmem_addr(p, &s->src);
+		tinyc_buf_puts(o, ") : \"memory\");\n");
+		return;
+	}
+	case TINYC_GS_BULK_COMMIT:
+		tinyc_buf_puts(o, "asm volatile(\"cp.async.bulk.commit_group;\\n\" ::: \"memory\");\n");
+		return;
+	case TINYC_GS_BULK_WAIT:
+		tinyc_buf_printf(o, "asm volatile(\"cp.async.bulk.wait_group.read %d;\\n\" ::: \"memory\");\n", s->n);
+		return;
 	case TINYC_GS_FENCE: {
 		static const char *const ptx[] = {	/* the fences that are one PTX instruction */
 			[TINYC_GF_PROXY_ASYNC] = "fence.proxy.async.shared::cta",

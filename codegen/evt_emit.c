@@ -141,6 +141,10 @@ typedef struct epi {
 				 * runs of 8 columns), 4 (column pairs), 2 (odd row strides) */
 	int stg;		/* its per-warp staging buffer (SHARED uint) */
 	int cur_q;		/* the 64-column chunk being staged */
+	int tma;		/* > 0: the buffers of f->tma_bufs, 128-byte swizzled; whole
+				 * chunks leave by TMA stores through tmap */
+	int cur_buf;		/* the buffer of the chunk being staged (tma) */
+	int tmap;		/* the output's tensor map (tma) */
 } epi;
 
 #define STAGE_ROW_WORDS 36	/* a staged row: 64 halves + 16 bytes of padding (no bank
@@ -282,11 +286,25 @@ static int stageable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt
 	return off % 8 == 0 && rs % 8 == 0 && ls % 8 == 0 && (!b->t->pred_n || n % 8 == 0);
 }
 
-/* The index of word `word` of row `row` (0..15) in the warp's staging buffer. */
+/* The index of word `word` of row `row` (0..15) in the warp's staging buffer (tma: in
+ * buffer cur_buf, the 16-byte chunk w / 4 of row r at (w / 4) ^ (r % 8): TMA's 128-byte
+ * swizzle, which also keeps the pair stores free of bank conflicts). */
 static tinyc_gexpr *stage_index(epi *E, tinyc_gexpr *row, tinyc_gexpr *word)
 {
 	tinyc_gkernel *k = E->b->k;
 	tinyc_dtype it = E->b->it;
+	if (E->tma) {
+		tinyc_gexpr *base = tinyc_gx_binary(k, TINYC_GX_ADD,
+			tinyc_gx_binary(k, TINYC_GX_MUL, E->f->stage_warp, tinyc_gx_int(k, it, 512 * E->tma)),
+			tinyc_gx_int(k, it, 512 * E->cur_buf));
+		tinyc_gexpr *chunk = tinyc_gx_binary(k, TINYC_GX_XOR,
+			tinyc_gx_binary(k, TINYC_GX_DIV, word, tinyc_gx_int(k, it, 4)),
+			tinyc_gx_binary(k, TINYC_GX_MOD, row, tinyc_gx_int(k, it, 8)));
+		return tinyc_gx_binary(k, TINYC_GX_ADD, base,
+			tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_binary(k, TINYC_GX_MUL, row, tinyc_gx_int(k, it, 32)),
+				tinyc_gx_binary(k, TINYC_GX_ADD, tinyc_gx_binary(k, TINYC_GX_MUL, chunk, tinyc_gx_int(k, it, 4)),
+						tinyc_gx_binary(k, TINYC_GX_MOD, word, tinyc_gx_int(k, it, 4)))));
+	}
 	return tinyc_gx_binary(k, TINYC_GX_ADD,
 		tinyc_gx_binary(k, TINYC_GX_MUL, E->f->stage_warp, tinyc_gx_int(k, it, 16 * STAGE_ROW_WORDS)),
 		tinyc_gx_binary(k, TINYC_GX_ADD,
@@ -661,6 +679,46 @@ static void staged_rows(epi *E, tinyc_gstmt *body, int s, int q, int cols, tinyc
 		}
 }
 
+/* Lane 0 waits until at most `pending` of its TMA stores still read their staging
+ * buffers; then the warp's lanes may write them. */
+static void tma_wait(epi *E, tinyc_gstmt *body, int pending)
+{
+	tinyc_mmk *b = E->b;
+	tinyc_gkernel *k = b->k;
+	tinyc_gstmt *w = tinyc_gs_block(k);
+	tinyc_mmk_append(b, w, tinyc_gs_bulk_wait(k, pending));
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, tinyc_gx_binary(k, TINYC_GX_EQ,
+		tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_LANE)), tinyc_gx_int(k, b->it, 0)), w, NULL));
+	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
+}
+
+/* The staged chunk (slab s, columns 64 q ..) of buffer cur_buf out by a TMA store: every
+ * lane's shared writes made visible to the async proxy, then lane 0 stores the 64 x 16
+ * box (rows and columns outside the output are not written) and commits its group. */
+static void tma_store(epi *E, tinyc_gstmt *body, int s, int q)
+{
+	tinyc_mmk *b = E->b;
+	tinyc_gkernel *k = b->k;
+	const tinyc_mm_frag *f = E->f;
+	tinyc_dtype it = b->it;
+	tinyc_mmk_append(b, body, tinyc_gs_fence(k, TINYC_GF_PROXY_ASYNC));
+	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
+	tinyc_gexpr *crd[3];
+	crd[0] = tinyc_gx_binary(k, TINYC_GX_ADD, b->n0, tinyc_gx_int(k, it, 64 * q));
+	crd[1] = tinyc_gx_binary(k, TINYC_GX_ADD, b->m0, tinyc_gx_binary(k, TINYC_GX_ADD, f->warp_row0,
+		tinyc_gx_int(k, it, (int64_t)s * f->stage_stride)));
+	crd[2] = b->l;
+	tinyc_gexpr *src = tinyc_gx_binary(k, TINYC_GX_ADD,
+		tinyc_gx_binary(k, TINYC_GX_MUL, f->stage_warp, tinyc_gx_int(k, it, 512 * E->tma)),
+		tinyc_gx_int(k, it, 512 * E->cur_buf));
+	tinyc_gstmt *st = tinyc_gs_block(k);
+	tinyc_mmk_append(b, st, tinyc_gs_tma_store(k, E->tmap, E->g->batched ? 3 : 2, crd, E->stg, src));
+	tinyc_mmk_append(b, st, tinyc_gs_bulk_commit(k));
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, tinyc_gx_binary(k, TINYC_GX_EQ,
+		tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_LANE)), tinyc_gx_int(k, it, 0)), st, NULL));
+	b->bulk = 1;
+}
+
 /* The values slab by slab and 64 columns at a time: the staged output's pairs go to the
  * warp's buffer (16 rows x 64 columns), then each lane writes 16 bytes of a row: four rows
  * per instruction, whole 128-byte lines, predicated by the tails (a run of 8 columns is
@@ -673,11 +731,21 @@ static void staged_values(epi *E, tinyc_gstmt *body, const int *order, int nord)
 	const tinyc_mm_frag *f = E->f;
 	const tinyc_evt_node *nd = &E->g->nodes[E->stage_node];
 	tinyc_dtype it = b->it;
+	int hist[64], nhist = 0;	/* tma: the buffers of this tile's bulk groups, in order */
+	int j = 0;			/* the chunk's place in the tile */
 	for (int s = 0; s < f->tr / 2 && !b->error; s++)
-		for (int q = 0; 16 * q < f->tc && !b->error; q++) {
+		for (int q = 0; 16 * q < f->tc && !b->error; q++, j++) {
 			E->cur_q = q;
 			int cend = 16 * q + 16 < f->tc ? 16 * q + 16 : f->tc;
 			int cols = (cend - 16 * q) / 2 * 8;	/* the chunk's columns */
+			if (E->tma) {	/* the chunk's buffer, once no TMA store reads it */
+				E->cur_buf = j % E->tma;
+				int newer = 0;	/* groups since the last one that read it */
+				while (newer < nhist && hist[nhist - 1 - newer] != E->cur_buf)
+					newer++;
+				if (j == 0 || newer < nhist)
+					tma_wait(E, body, j == 0 ? 0 : newer);
+			}
 			for (int a = 2 * s; a < 2 * s + 2; a++)
 				for (int c = 16 * q; c < cend; c++)
 					value_block(E, body, order, nord, a, c);
@@ -685,6 +753,12 @@ static void staged_values(epi *E, tinyc_gstmt *body, const int *order, int nord)
 			snprintf(text, sizeof(text), "%s: slab %d, columns %d..%d from the staging buffer",
 				 nd->t.name ? nd->t.name : "store", s, 64 * q, 64 * q + cols - 1);
 			tinyc_mmk_append(b, body, tinyc_gs_comment(k, text));
+			if (E->tma && cols == 64) {	/* the whole slab by one TMA store */
+				tma_store(E, body, s, q);
+				if (nhist < 64)
+					hist[nhist++] = E->cur_buf;
+				continue;
+			}
 			tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
 			tinyc_gexpr *lane = tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_LANE));
 			if (E->stage_unit != 16) {
@@ -828,9 +902,17 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 			E.stage_unit = E.pair[i] ? 4 : 2;
 			E.pair[i] = 1;	/* the staging buffer holds column pairs */
 		}
+	if (E.stage_node >= 0 && E.stage_unit == 16 && f->tma_bufs > 0 &&
+	    tinyc_dtype_size(g->nodes[E.stage_node].t.dtype) == 2) {
+		const tinyc_evt_node *nd = &g->nodes[E.stage_node];
+		E.tma = f->tma_bufs;
+		E.tmap = tinyc_mmk_out_tmap(b, nd->t.buf, nd->t.dtype, &nd->t.lay, 16, g->batched);
+	}
 	if (E.stage_node >= 0) {
-		E.stg = tinyc_gk_shared(k, "stage", TINYC_UINT,
-					(int64_t)f->stage_warps * 16 * STAGE_ROW_WORDS, 16, 0);
+		E.stg = E.tma ? tinyc_gk_shared(k, "stage", TINYC_UINT, (int64_t)f->stage_warps * 512 * E.tma,
+						1024, 0)
+			      : tinyc_gk_shared(k, "stage", TINYC_UINT,
+						(int64_t)f->stage_warps * 16 * STAGE_ROW_WORDS, 16, 0);
 		if (E.stg < 0)
 			b->error = 1;
 		staged_values(&E, body, order, nord);

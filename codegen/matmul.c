@@ -614,39 +614,58 @@ int64_t tinyc_mmk_bound(const tinyc_gpu_module *gm, const tinyc_dim *d)
 	return gm->sym_bound && d->sym < gm->nsym ? gm->sym_bound[d->sym] : -1;
 }
 
-/* The tensor map of operand op (A: rows m, cols k; B: rows k, cols n) for the Hopper
- * template: the contiguous dim first, boxes of 64 contiguous elements by `outer` rows,
- * 128-byte swizzle; rank 3 with the batch. */
-static int wgmma_tmap(tinyc_mmk *b, const char *name, const tinyc_mm_operand *op, int contig_cols,
-		      const tinyc_dim *rows, const tinyc_dim *cols, int outer, int batched)
+/* Tensor map parameter `name` over module buffer buf of dtype dt for the Hopper template:
+ * extents inner x outer (x the batch when lstride), element strides 1 x rstride (x
+ * lstride), origin offset; boxes of 128 bytes (the swizzle's row) by box_rows rows (x 1),
+ * 128-byte swizzle.  The variable, or -1 (b->error set). */
+static int tmap_param(tinyc_mmk *b, const char *name, int buf, tinyc_dtype dt, const tinyc_evt_poly *inner,
+		      const tinyc_evt_poly *outer, const tinyc_evt_poly *rstride,
+		      const tinyc_evt_poly *lstride, const tinyc_evt_poly *offset, int box_rows)
 {
 	tinyc_gkernel *k = b->k;
-	const tinyc_mm_problem *pr = b->prob;
 	tinyc_gtmap m;
 	memset(&m, 0, sizeof(m));
-	m.buf = op->buf;
-	m.dtype = op->dtype;
-	m.rank = batched ? 3 : 2;
-	const tinyc_dim *inner = contig_cols ? cols : rows, *out = contig_cols ? rows : cols;
-	tinyc_evt_poly pin = tinyc_evt_poly_dim(inner), pout = tinyc_evt_poly_dim(out);
-	tinyc_evt_poly pl = tinyc_evt_poly_dim(&pr->l);
-	m.dim[0] = mpoly(k, &pin);
-	m.dim[1] = mpoly(k, &pout);
+	m.buf = buf;
+	m.dtype = dt;
+	m.rank = lstride ? 3 : 2;
+	m.dim[0] = mpoly(k, inner);
+	m.dim[1] = mpoly(k, outer);
 	m.stride[0] = tinyc_gx_int(k, TINYC_LONG, 1);
-	m.stride[1] = mpoly(k, &op->stride[contig_cols ? 0 : 1]);
-	m.box[0] = 128 / tinyc_dtype_size(op->dtype);	/* 128 bytes: the swizzle's row */
-	m.box[1] = outer;
-	if (batched) {
+	m.stride[1] = mpoly(k, rstride);
+	m.box[0] = 128 / tinyc_dtype_size(dt);
+	m.box[1] = box_rows;
+	if (lstride) {
+		tinyc_evt_poly pl = tinyc_evt_poly_dim(&b->prob->l);
 		m.dim[2] = mpoly(k, &pl);
-		m.stride[2] = mpoly(k, &op->stride[2]);
+		m.stride[2] = mpoly(k, lstride);
 		m.box[2] = 1;
 	}
-	m.offset = mpoly(k, &op->offset);
+	m.offset = mpoly(k, offset);
 	m.swizzle = 128;
 	int v = tinyc_gk_param_tmap_desc(k, name, &m);
 	if (v < 0)
 		b->error = 1;
 	return v;
+}
+
+/* The tensor map of operand op (A: rows m, cols k; B: rows k, cols n) for the Hopper
+ * template: the contiguous dim first, boxes of 64 contiguous elements by `outer` rows;
+ * rank 3 with the batch. */
+static int wgmma_tmap(tinyc_mmk *b, const char *name, const tinyc_mm_operand *op, int contig_cols,
+		      const tinyc_dim *rows, const tinyc_dim *cols, int outer, int batched)
+{
+	tinyc_evt_poly pin = tinyc_evt_poly_dim(contig_cols ? cols : rows);
+	tinyc_evt_poly pout = tinyc_evt_poly_dim(contig_cols ? rows : cols);
+	return tmap_param(b, name, op->buf, op->dtype, &pin, &pout, &op->stride[contig_cols ? 0 : 1],
+			  batched ? &op->stride[2] : NULL, &op->offset, outer);
+}
+
+int tinyc_mmk_out_tmap(tinyc_mmk *b, int buf, tinyc_dtype dt, const tinyc_evt_layout *lay,
+		       int box_rows, int batched)
+{
+	tinyc_evt_poly pn = tinyc_evt_poly_dim(&b->prob->n), pm = tinyc_evt_poly_dim(&b->prob->m);
+	return tmap_param(b, "tmap_out", buf, dt, &pn, &pm, &lay->stride[0], batched ? &lay->stride[2] : NULL,
+			  &lay->offset, box_rows);
 }
 
 /* The tile coordinates of persistent tile index `tile` (grouped rasterisation: runs of
@@ -1197,6 +1216,8 @@ static int wgmma_epilogue(wgmma_ring *w, tinyc_gstmt *ctile)
 	tinyc_gexpr *wit = PP ? bin(b, TINYC_GX_MOD, b->warp, I(b, 4)) : bin(b, TINYC_GX_SUB, b->warp, I(b, 4));
 	if (w->tail)	/* a stream-K tail: its units' partials summed by the last warps */
 		return tinyc_streamk_epilogue(b, &f, ctile, w->tail, w->slot, w->part, wit);
+	if (!b->fix)	/* the plain epilogue: its staged output by TMA stores (a knob) */
+		f.tma_bufs = t->tma_store;
 	if (tinyc_evt_emit_epilogue(b, &f, ctile) < 0)
 		return -1;
 	/* split-K summed here */
@@ -1256,6 +1277,11 @@ static tinyc_gstmt *wgmma_consumer(wgmma_ring *w)
 	tinyc_gexpr *first = PP ? add(b, bid, mul(b, cw, nbid)) : bid;
 	tinyc_gexpr *step = PP ? mul(b, nbid, I(b, 2)) : nbid;
 	tinyc_mmk_append(b, cons, tinyc_gs_for_range(k, ctilev, first, I(b, w->nunits), step, 0, ctile));
+	if (b->bulk) {	/* the last TMA stores have read their staging buffers */
+		tinyc_gstmt *wt = tinyc_gs_block(k);
+		tinyc_mmk_append(b, wt, tinyc_gs_bulk_wait(k, 0));
+		tinyc_mmk_append(b, cons, tinyc_gs_if(k, bin(b, TINYC_GX_EQ, b->lane, I(b, 0)), wt, NULL));
+	}
 	return cons;
 }
 

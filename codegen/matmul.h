@@ -80,6 +80,10 @@ typedef struct tinyc_mm_frag {
 	int stage_stride;		/* rows between the slabs of a / 2 and a / 2 + 1 */
 	tinyc_gexpr *stage_warp;	/* the warp's staging buffer, 0 .. stage_warps - 1 */
 	int stage_warps;		/* warps that run the epilogue */
+	int tma_bufs;			/* > 0: an aligned staged output leaves by TMA stores of
+					 * whole 16 x 64 slabs, through this many 2 KB buffers a
+					 * warp (128-byte swizzled, 1024-byte aligned); the
+					 * kernel ends with a bulk wait (tinyc_mmk.bulk) */
 } tinyc_mm_frag;
 
 /* The state of building one matmul kernel. */
@@ -99,6 +103,8 @@ typedef struct tinyc_mmk {
 	int acc;			/* the accumulator REG_ARRAY (prob->acc) */
 	int *ws;			/* per epilogue node: workspace buffer of a reduction, or -1 */
 	int error;			/* something failed (diagnostic reported) */
+	int bulk;			/* the epilogue issued TMA stores: each warp's lane 0
+					 * must wait for them before the kernel ends */
 	const struct tinyc_sk_fix *fix;	/* split-K summed in this kernel (codegen/splitk.c), or
 					 * NULL */
 } tinyc_mmk;
@@ -282,6 +288,11 @@ int tinyc_mm_frag_acc(const tinyc_mm_frag *f, int a, int b);
 /* The index expression of a polynomial of size symbols / of a dim. */
 tinyc_gexpr *tinyc_mmk_poly(tinyc_mmk *b, const tinyc_evt_poly *p);
 tinyc_gexpr *tinyc_mmk_dim(tinyc_mmk *b, const tinyc_dim *d);
+/* The tensor map (128-byte swizzle, boxes of 64 columns x `box_rows` rows (x 1 batch))
+ * of a 16-bit M x N output of layout lay in module buffer buf, for TMA stores; the
+ * variable, or -1 (b->error set). */
+int tinyc_mmk_out_tmap(tinyc_mmk *b, int buf, tinyc_dtype dt, const tinyc_evt_layout *lay,
+		       int box_rows, int batched);
 /* The PARAM_PTR of module buffer buf (created on first use; const unless written). */
 int tinyc_mmk_param(tinyc_mmk *b, int buf, int written);
 /* Append s to block (records a failure in b->error). */

@@ -74,6 +74,9 @@ static void read_knobs(tinyc_sched_options *o)
 	o->pdl = env_int("TINYC_PDL", o->pdl);
 	if (o->pdl < -1 || o->pdl > 1)
 		o->pdl = -1;
+	o->tma_store = env_int("TINYC_TMA_STORE", o->tma_store);
+	if (o->tma_store < -1 || o->tma_store > 1)
+		o->tma_store = -1;
 	o->splitk_sum = env_int("TINYC_SPLITK_SUM", 0);
 	o->no_rowfuse = env_zero("TINYC_ROWFUSE");
 	o->rowfuse_threads = env_int("TINYC_ROWFUSE_THREADS", 0);

@@ -222,6 +222,14 @@ typedef enum tinyc_gs_op {
 				 * are visible to its lanes after it */
 	TINYC_GS_TMAP_PREFETCH,	/* prefetch.tensormap: fetch tensor map src.var (a kernel
 				 * parameter) into the TMA unit's cache ahead of its loads */
+	TINYC_GS_TMA_STORE,	/* cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group:
+				 * the box at coord[0..n) of tensor map dst.var from shared
+				 * src (its dense, swizzled layout); elements outside the
+				 * tensor are not written */
+	TINYC_GS_BULK_COMMIT,	/* cp.async.bulk.commit_group: the thread's TMA stores not
+				 * yet in a group form one */
+	TINYC_GS_BULK_WAIT,	/* cp.async.bulk.wait_group.read n: at most n of the
+				 * thread's groups still read their shared memory */
 	TINYC_GS_OP_COUNT,
 } tinyc_gs_op;
 
@@ -277,7 +285,7 @@ typedef struct tinyc_gstmt {
 	tinyc_gexpr *value;		/* DECL/ASSIGN/STORE/ATOMIC/SHFL value, MBAR bytes/parity */
 	tinyc_gexpr *pred;		/* STORE/ATOMIC/COPY predicate, NULL = always */
 	tinyc_gexpr *init, *cond, *step;	/* FOR; IF uses cond; SHFL uses cond as lane */
-	tinyc_gexpr *coord[5];		/* TMA_LOAD box coordinates (innermost first) */
+	tinyc_gexpr *coord[5];		/* TMA_LOAD/STORE box coordinates (innermost first) */
 	int n;				/* COPY elements, CP_WAIT groups, LDMATRIX matrices,
 					 * SHFL width, MBAR_INIT count, TMA rank */
 	int unroll;			/* FOR: 0 none, -1 full, k > 0 factor */
@@ -549,6 +557,16 @@ tinyc_gstmt *tinyc_gs_setmaxnreg(tinyc_gkernel *k, int inc, int regs);
 tinyc_gstmt *tinyc_gs_syncwarp(tinyc_gkernel *k);
 /* prefetch.tensormap of tensor map parameter `tmap` (sm_90). */
 tinyc_gstmt *tinyc_gs_tmap_prefetch(tinyc_gkernel *k, int tmap);
+/* TMA: store the box at coords[0..rank) (innermost first, int) of tensor map `tmap` from
+ * shared `src` at element src_index (128-byte aligned; the box dense in shared memory
+ * under the map's swizzle), in the issuing thread's current bulk group (sm_90).  The
+ * shared memory may be written again only after a tinyc_gs_bulk_wait retired the group;
+ * writes to shared memory before it need fence.proxy.async. */
+tinyc_gstmt *tinyc_gs_tma_store(tinyc_gkernel *k, int tmap, int rank, tinyc_gexpr *const *coords,
+				int src, tinyc_gexpr *src_index);
+/* cp.async.bulk.commit_group; cp.async.bulk.wait_group.read `pending` (sm_90). */
+tinyc_gstmt *tinyc_gs_bulk_commit(tinyc_gkernel *k);
+tinyc_gstmt *tinyc_gs_bulk_wait(tinyc_gkernel *k, int pending);
 
 /* ------------------------------------------------------- verify, print, names ---- */
 

@@ -1212,6 +1212,38 @@ tinyc_gstmt *tinyc_gs_tmap_prefetch(tinyc_gkernel *k, int tmap)
 	return s;
 }
 
+tinyc_gstmt *tinyc_gs_tma_store(tinyc_gkernel *k, int tmap, int rank, tinyc_gexpr *const *coords,
+				int src, tinyc_gexpr *src_index)
+{
+	if (!src_index || rank < 1 || rank > 5)
+		return NULL;
+	for (int i = 0; i < rank; i++)
+		if (!coords[i])
+			return NULL;
+	tinyc_gstmt *s = gs_new(k, TINYC_GS_TMA_STORE);
+	if (s) {
+		s->dst.var = tmap;
+		s->src.var = src, s->src.index = src_index;
+		s->n = rank;
+		for (int i = 0; i < rank; i++)
+			s->coord[i] = coords[i];
+	}
+	return s;
+}
+
+tinyc_gstmt *tinyc_gs_bulk_commit(tinyc_gkernel *k)
+{
+	return gs_new(k, TINYC_GS_BULK_COMMIT);
+}
+
+tinyc_gstmt *tinyc_gs_bulk_wait(tinyc_gkernel *k, int pending)
+{
+	tinyc_gstmt *s = gs_new(k, TINYC_GS_BULK_WAIT);
+	if (s)
+		s->n = pending;
+	return s;
+}
+
 tinyc_gstmt *tinyc_gs_setmaxnreg(tinyc_gkernel *k, int inc, int regs)
 {
 	tinyc_gstmt *s = gs_new(k, TINYC_GS_SETMAXNREG);

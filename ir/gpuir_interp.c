@@ -113,6 +113,7 @@ typedef struct ithread {
 	int tid[3];		/* threadIdx */
 	int linear;		/* linear thread index in its CTA */
 	int cta;		/* its CTA's rank in the cluster (index into interp.ctas) */
+	int64_t bulk_groups;	/* cp.async.bulk.commit_group count */
 } ithread;
 
 /* An mbarrier (a shared uint64 that mbarrier.init initialised). */
@@ -141,6 +142,15 @@ typedef struct sinfl {
 	int var;		/* the operand's array (diagnostics) */
 } sinfl;
 
+/* Shared bytes that a TMA store of one thread still reads (until a bulk wait retires its
+ * group; the store itself is done at issue). */
+typedef struct bread {
+	int64_t lo, hi;		/* bytes [lo, hi) */
+	int thread;		/* the issuing thread (linear index in the CTA) */
+	int64_t group;		/* its bulk group, or -1 before the commit */
+	int var;		/* the source array (diagnostics) */
+} bread;
+
 /* The wgmma state of one warpgroup. */
 typedef struct wgstate {
 	int64_t committed;	/* wgmma.commit_group count: the open group's index */
@@ -162,6 +172,8 @@ typedef struct cta {
 	wgstate *wg;		/* per warpgroup */
 	int nwg;		/* warpgroups */
 	int nsinfl;		/* shared ranges in flight over all warpgroups */
+	bread *bulk;		/* shared ranges TMA stores still read */
+	int nbulk, capbulk;
 } cta;
 
 /* The interpreter of one kernel launch. */
@@ -352,6 +364,16 @@ static int sh_check(interp *in, ithread *t, cta *c, int64_t lo, int64_t n, int w
 			return ierr(in, t, "race: %s of %s (CTA rank %d) before the TMA load into %s that "
 				    "writes it landed: no mbarrier wait observed the completion of %s's phase %" PRId64,
 				    write ? "write" : "read", at, (int)(c - in->ctas), dst, bar, p->phase);
+		}
+	if (write)
+		for (int i = 0; i < c->nbulk; i++) {
+			const bread *r = &c->bulk[i];
+			if (lo < r->hi && r->lo < lo + n) {
+				sh_name(in, lo, at, sizeof(at));
+				return ierr(in, t, "race: write of %s (CTA rank %d) while a TMA store of thread %d "
+					    "still reads %s (no cp.async.bulk.wait_group.read retired its group)",
+					    at, (int)(c - in->ctas), r->thread, in->k->vars[r->var].name);
+			}
 		}
 	if (write && c->nsinfl)
 		for (int w = 0; w < c->nwg; w++)
@@ -862,73 +884,100 @@ static pend *pend_add(interp *in, ithread *t, cta *c, int var, int64_t lo, int64
 	return p;
 }
 
+/* A TMA statement's box under the launch's symbols: its tensor map's extents, strides,
+ * offset and buffer, the shared side (its address: aligned, the box inside the array)
+ * and the box's coordinates. */
+typedef struct tbox {
+	const tinyc_gtmap *tm;	/* the tensor map */
+	const char *map;	/* its name */
+	int64_t dim[5], str[5];	/* extents and element strides */
+	int64_t off;		/* element offset of the origin */
+	int64_t crd[5];		/* the box's first element */
+	int64_t elems, bytes;	/* the box's size */
+	int esz;		/* element bytes */
+	int64_t sh;		/* shared byte address of the box */
+} tbox;
+
+/* Fill b for TMA statement s of `what` (tma.load, tma.store) on tensor map parameter
+ * map_var and the shared box at sref.  0, or -1 (reported). */
+static int tma_box(interp *in, ithread *t, const tinyc_gstmt *s, int map_var, const tinyc_gref *sref,
+		   const char *what, tbox *b)
+{
+	const tinyc_gkernel *k = in->k;
+	const tinyc_gvar *mv = &k->vars[map_var];
+	const tinyc_gtmap *tm = mv->kind == TINYC_GV_PARAM_TMAP ? mv->tmap : NULL;
+	b->tm = tm, b->map = mv->name;
+	if (!tm)
+		return ierr(in, t, "%s: %s is not a tensor map with a description (tinyc_gtmap)", what, mv->name);
+	int R = tm->rank;
+	if (R < 1 || R > 5 || s->n != R)
+		return ierr(in, t, "%s.%dd with tensor map %s of rank %d", what, s->n, mv->name, R);
+	b->elems = 1;
+	for (int d = 0; d < R; d++) {
+		if (tinyc_gpu_eval_int(tm->dim[d], in->mem->sym, &b->dim[d]) < 0 ||
+		    tinyc_gpu_eval_int(tm->stride[d], in->mem->sym, &b->str[d]) < 0)
+			return ierr(in, t, "tensor map %s: dimension %d needs a size without a value", mv->name, d);
+		if (tm->box[d] < 1 || tm->box[d] > 256)
+			return ierr(in, t, "tensor map %s: box extent %d of dimension %d outside 1..256", mv->name,
+				    tm->box[d], d);
+		b->elems *= tm->box[d];
+	}
+	if (tinyc_gpu_eval_int(tm->offset, in->mem->sym, &b->off) < 0)
+		return ierr(in, t, "tensor map %s: its offset needs a size without a value", mv->name);
+	if (tm->buf < 0 || tm->buf >= in->m->nbuf || !in->mem->buf || !in->mem->buf[tm->buf])
+		return ierr(in, t, "tensor map %s has no buffer", mv->name);
+	const tinyc_gvar *sv = &k->vars[sref->var];
+	b->esz = tinyc_dtype_size(tm->dtype);
+	if (sv->kind != TINYC_GV_SHARED || tinyc_dtype_size(sv->dtype) * sv->count < b->esz)
+		return ierr(in, t, "%s: %s is not a shared array", what, sv->name);
+	b->sh = ref_addr(in, t, sref, what);
+	if (b->sh < 0)
+		return -1;
+	b->bytes = b->elems * b->esz;
+	int swz = tm->swizzle;	/* (the swizzle follows the absolute address bits, as TMA's) */
+	if (b->sh % 128)
+		return ierr(in, t, "%s: shared address %" PRId64 " of %s not 128-byte aligned", what, b->sh,
+			    sv->name);
+	if (swz && tm->box[0] * b->esz != swz)
+		return ierr(in, t, "%s with %s: a box row of %d bytes under a %d-byte swizzle is not "
+			    "interpreted (only rows of the swizzle's span)", what, mv->name, tm->box[0] * b->esz, swz);
+	if (b->sh + b->bytes > in->sm_off[sref->var] + sv->count * tinyc_dtype_size(sv->dtype))
+		return ierr(in, t, "%s: the box's %" PRId64 " bytes at byte %" PRId64 " of %s run past the array",
+			    what, b->bytes, b->sh - in->sm_off[sref->var], sv->name);
+	for (int d = 0; d < R; d++)
+		b->crd[d] = (int32_t)eval_index(in, t, s->coord[d]);
+	return in->failed ? -1 : 0;
+}
+
+/* The global element of box element e (dense order, innermost first) of b; 1 when it lies
+ * inside the tensor (*at set), 0 when outside, -1 when the tensor map describes memory
+ * past its buffer (reported). */
+static int tma_elem(interp *in, ithread *t, const tbox *b, int64_t e, const char *what, int64_t *at)
+{
+	int inside = 1;
+	*at = b->off;
+	for (int d = 0; d < b->tm->rank; d++) {
+		int64_t c = b->crd[d] + e % b->tm->box[d];
+		e /= b->tm->box[d];
+		inside &= c >= 0 && c < b->dim[d];
+		*at += c * b->str[d];
+	}
+	int64_t gn = in->mem->buf_elems[b->tm->buf];
+	if (inside && (*at < 0 || *at >= gn))
+		return ierr(in, t, "%s with %s: element %" PRId64 " outside its buffer of %" PRId64
+			    " elements (the tensor map describes memory past it)", what, b->map, *at, gn);
+	return inside;
+}
+
 /* cp.async.bulk.tensor: the box at the statement's coordinates of its tensor map into
  * shared memory (every CTA of the multicast mask, or t's), completing on the barrier. */
 static void exec_tma(interp *in, ithread *t, const tinyc_gstmt *s)
 {
-	const tinyc_gkernel *k = in->k;
-	const tinyc_gvar *mv = &k->vars[s->src.var];
-	const tinyc_gtmap *tm = mv->kind == TINYC_GV_PARAM_TMAP ? mv->tmap : NULL;
-	if (!tm) {
-		ierr(in, t, "tma.load from %s: not a tensor map with a description (tinyc_gtmap)", mv->name);
+	tbox b;
+	if (tma_box(in, t, s, s->src.var, &s->dst, "tma.load", &b) < 0)
 		return;
-	}
-	int R = tm->rank;
-	if (R < 1 || R > 5 || s->n != R) {
-		ierr(in, t, "tma.load.%dd from tensor map %s of rank %d", s->n, mv->name, R);
-		return;
-	}
-	int64_t dim[5], str[5], off, box = 1;
-	for (int d = 0; d < R; d++) {
-		if (tinyc_gpu_eval_int(tm->dim[d], in->mem->sym, &dim[d]) < 0 ||
-		    tinyc_gpu_eval_int(tm->stride[d], in->mem->sym, &str[d]) < 0) {
-			ierr(in, t, "tensor map %s: dimension %d needs a size without a value", mv->name, d);
-			return;
-		}
-		if (tm->box[d] < 1 || tm->box[d] > 256) {
-			ierr(in, t, "tensor map %s: box extent %d of dimension %d outside 1..256", mv->name,
-			     tm->box[d], d);
-			return;
-		}
-		box *= tm->box[d];
-	}
-	if (tinyc_gpu_eval_int(tm->offset, in->mem->sym, &off) < 0) {
-		ierr(in, t, "tensor map %s: its offset needs a size without a value", mv->name);
-		return;
-	}
-	if (tm->buf < 0 || tm->buf >= in->m->nbuf || !in->mem->buf || !in->mem->buf[tm->buf]) {
-		ierr(in, t, "tensor map %s has no buffer", mv->name);
-		return;
-	}
-	const tinyc_gvar *dv = &k->vars[s->dst.var];
-	int esz = tinyc_dtype_size(tm->dtype);
-	if (dv->kind != TINYC_GV_SHARED || tinyc_dtype_size(dv->dtype) != esz) {
-		ierr(in, t, "tma.load into %s: not a shared array of %d-byte elements", dv->name, esz);
-		return;
-	}
-	int64_t dst = ref_addr(in, t, &s->dst, "tma.load"), bar = ref_addr(in, t, &s->src2, "tma.load");
-	if (dst < 0 || bar < 0)
-		return;
-	int64_t bytes = box * esz;
-	int swz = tm->swizzle;
-	if (dst % 128) {
-		ierr(in, t, "tma.load into %s: shared address %" PRId64 " not 128-byte aligned", dv->name, dst);
-		return;
-	}
-	if (swz && tm->box[0] * esz != swz) {
-		ierr(in, t, "tma.load from %s: a box row of %d bytes under a %d-byte swizzle is not "
-		     "interpreted (only rows of the swizzle's span)", mv->name, tm->box[0] * esz, swz);
-		return;
-	}
-	if (dst + bytes > in->sm_off[s->dst.var] + dv->count * esz) {
-		ierr(in, t, "tma.load into %s: the box's %" PRId64 " bytes at byte %" PRId64 " run past the array",
-		     dv->name, bytes, dst - in->sm_off[s->dst.var]);
-		return;
-	}
-	int64_t crd[5];
-	for (int d = 0; d < R; d++)
-		crd[d] = (int32_t)eval_index(in, t, s->coord[d]);
-	if (in->failed)
+	int64_t bar = ref_addr(in, t, &s->src2, "tma.load");
+	if (bar < 0)
 		return;
 	unsigned mask = s->flag ? (unsigned)s->flag : 1u << t->cta;
 	if (mask >> in->ncta) {
@@ -939,49 +988,87 @@ static void exec_tma(interp *in, ithread *t, const tinyc_gstmt *s)
 		if ((mask >> r & 1) && !mbar_get(in, t, &in->ctas[r], bar, "tma.load completing"))
 			return;
 	/* the box, element by element in its (dense) shared-memory order */
-	unsigned char *lin = calloc((size_t)bytes, 1);
+	unsigned char *lin = calloc((size_t)b.bytes, 1);
 	if (!lin) {
 		ierr(in, t, "out of memory");
 		return;
 	}
-	const unsigned char *g = in->mem->buf[tm->buf];
-	int64_t gn = in->mem->buf_elems[tm->buf];
-	int64_t ix[5] = {0, 0, 0, 0, 0};
-	for (int64_t e = 0; e < box; e++) {
-		int inside = 1;
-		int64_t at = off;
-		for (int d = 0; d < R; d++) {
-			int64_t c = crd[d] + ix[d];
-			inside &= c >= 0 && c < dim[d];
-			at += c * str[d];
+	const unsigned char *g = in->mem->buf[b.tm->buf];
+	for (int64_t e = 0; e < b.elems; e++) {
+		int64_t at;
+		int r = tma_elem(in, t, &b, e, "tma.load", &at);
+		if (r < 0) {
+			free(lin);
+			return;
 		}
-		if (inside) {
-			if (at < 0 || at >= gn) {
-				ierr(in, t, "tma.load from %s: element %" PRId64 " outside its buffer of %" PRId64
-				     " elements (the tensor map describes memory past it)", mv->name, at, gn);
-				free(lin);
-				return;
-			}
-			memcpy(lin + e * esz, g + at * esz, (size_t)esz);
-		}
-		for (int d = 0; d < R && ++ix[d] == tm->box[d]; d++)
-			ix[d] = 0;
+		if (r)
+			memcpy(lin + e * b.esz, g + at * b.esz, (size_t)b.esz);
 	}
 	for (int r = 0; r < in->ncta && !in->failed; r++) {
 		if (!(mask >> r & 1))
 			continue;
 		cta *c = &in->ctas[r];
-		mbar *b = mbar_at(c, bar);
-		pend *p = pend_add(in, t, c, s->dst.var, dst, bytes, b);
+		mbar *mb = mbar_at(c, bar);
+		pend *p = pend_add(in, t, c, s->dst.var, b.sh, b.bytes, mb);
 		if (!p)
 			break;
-		for (int64_t j = 0; j < bytes; j++)
-			p->data[swizzle(dst + j, swz) - dst] = lin[j];
-		mbar_tx(in, t, c, b, -bytes);	/* complete_tx: the bytes arrived */
+		for (int64_t j = 0; j < b.bytes; j++)
+			p->data[swizzle(b.sh + j, b.tm->swizzle) - b.sh] = lin[j];
+		mbar_tx(in, t, c, mb, -b.bytes);	/* complete_tx: the bytes arrived */
 	}
 	free(lin);
 }
 
+/* A TMA store: the box at s->coord of tensor map s->dst.var from the shared array at
+ * s->src (dense, under the map's swizzle), elements outside the tensor skipped; written at
+ * issue, its shared bytes recorded as read until a bulk wait retires the group. */
+static void exec_tma_store(interp *in, ithread *t, const tinyc_gstmt *s)
+{
+	tbox b;
+	if (tma_box(in, t, s, s->dst.var, &s->src, "tma.store", &b) < 0)
+		return;
+	cta *c = &in->ctas[t->cta];
+	if (sh_check(in, t, c, b.sh, b.bytes, 0) < 0)
+		return;
+	unsigned char *g = in->mem->buf[b.tm->buf];
+	for (int64_t e = 0; e < b.elems; e++) {
+		int64_t at;
+		int r = tma_elem(in, t, &b, e, "tma.store", &at);
+		if (r < 0)
+			return;
+		for (int j = 0; r && j < b.esz; j++)
+			g[at * b.esz + j] = c->sm[swizzle(b.sh + e * b.esz + j, b.tm->swizzle)];
+	}
+	if (c->nbulk == c->capbulk) {
+		int nc = c->capbulk ? 2 * c->capbulk : 16;
+		bread *nb = realloc(c->bulk, sizeof(*nb) * (size_t)nc);
+		if (!nb) {
+			ierr(in, t, "out of memory");
+			return;
+		}
+		c->bulk = nb, c->capbulk = nc;
+	}
+	c->bulk[c->nbulk++] = (bread){b.sh, b.sh + b.bytes, t->linear, -1, s->src.var};
+}
+
+/* cp.async.bulk.commit_group (pending < 0) or wait_group.read `pending` of thread t. */
+static void exec_bulk(interp *in, ithread *t, int pending)
+{
+	cta *c = &in->ctas[t->cta];
+	if (pending < 0)
+		t->bulk_groups++;
+	int n = 0;
+	for (int i = 0; i < c->nbulk; i++) {
+		bread *r = &c->bulk[i];
+		if (r->thread == t->linear && pending < 0 && r->group < 0)
+			r->group = t->bulk_groups;
+		if (r->thread == t->linear && pending >= 0 && r->group >= 0 &&
+		    r->group <= t->bulk_groups - pending)
+			continue;	/* retired */
+		c->bulk[n++] = *r;
+	}
+	c->nbulk = n;
+}
 
 /* A copy from the shared memory of the cluster's CTA of rank s->value (mapa +
  * ld.shared::cluster) into t's register array. */
@@ -1137,6 +1224,15 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 	case TINYC_GS_TMA_LOAD:
 		exec_tma(in, t, s);
 		return;
+	case TINYC_GS_TMA_STORE:
+		exec_tma_store(in, t, s);
+		return;
+	case TINYC_GS_BULK_COMMIT:
+		exec_bulk(in, t, -1);
+		return;
+	case TINYC_GS_BULK_WAIT:
+		exec_bulk(in, t, s->n);
+		return;
 	case TINYC_GS_CP_COMMIT:
 	case TINYC_GS_CP_WAIT:	/* cp.async copies complete at once: nothing to wait for */
 	case TINYC_GS_FENCE:	/* kernels run one after another: grid.wait, too, is done */
@@ -1154,6 +1250,14 @@ static void run_thread(interp *in, ithread *t)
 {
 	while (t->state == T_RUN && !in->failed) {
 		if (!t->nstack) {
+			const cta *c = &in->ctas[t->cta];
+			for (int i = 0; i < c->nbulk; i++)
+				if (c->bulk[i].thread == t->linear) {
+					ierr(in, t, "the thread ends with a TMA store that still reads %s (no "
+					     "cp.async.bulk.wait_group.read retired its group)",
+					     in->k->vars[c->bulk[i].var].name);
+					return;
+				}
 			t->state = T_DONE;
 			return;
 		}
@@ -1727,6 +1831,7 @@ static void free_threads(interp *in)
 		for (int w = 0; c->wg && w < c->nwg; w++)
 			free(c->wg[w].infl);
 		free(c->pend);
+		free(c->bulk);
 		free(c->bars);
 		free(c->wg);
 		free(c->pmap);
@@ -1868,6 +1973,7 @@ static int run_cluster(interp *in)
 		t->state = T_RUN;
 		t->nstack = 0;
 		t->ninfl = 0;
+		t->bulk_groups = 0;
 		memset(t->init, 0, (size_t)nv);
 		memset(t->touched, 0, (size_t)nv);
 		for (int v = 0; v < nv; v++)
@@ -1886,7 +1992,7 @@ static int run_cluster(interp *in)
 			c->pend[i].data = NULL;
 			c->pend[i].live = 0;
 		}
-		c->npend = c->nlive = c->nbars = c->nsinfl = 0;
+		c->npend = c->nlive = c->nbars = c->nsinfl = c->nbulk = 0;
 		for (int w = 0; w < c->nwg; w++)
 			c->wg[w].committed = 0, c->wg[w].ninfl = 0;
 	}

@@ -54,7 +54,7 @@ static const char *const gs_names[TINYC_GS_OP_COUNT] = {
 	"cp.async.commit", "cp.async.wait", "ldmatrix", "mma", "mbarrier.init",
 	"mbarrier.expect_tx", "mbarrier.arrive", "mbarrier.wait", "tma.load", "fence", "comment",
 	"wgmma.fence", "wgmma", "wgmma.commit", "wgmma.wait", "setmaxnreg", "syncwarp",
-	"tma.prefetch",
+	"tma.prefetch", "tma.store", "bulk.commit", "bulk.wait",
 };
 
 static const char *const special_names[TINYC_GSP_COUNT] = {
@@ -437,6 +437,22 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		break;
 	case TINYC_GS_TMAP_PREFETCH:
 		tinyc_buf_printf(out, "tma.prefetch %s", vname(k, s->src.var));
+		break;
+	case TINYC_GS_TMA_STORE:
+		tinyc_buf_printf(out, "tma.store.%dd %s(", s->n, vname(k, s->dst.var));
+		for (int i = 0; i < s->n; i++) {
+			if (i)
+				tinyc_buf_puts(out, ", ");
+			tinyc_gpu_print_expr(k, s->coord[i], out);
+		}
+		tinyc_buf_puts(out, ") <- ");
+		print_ref(k, &s->src, out);
+		break;
+	case TINYC_GS_BULK_COMMIT:
+		tinyc_buf_puts(out, "bulk.commit");
+		break;
+	case TINYC_GS_BULK_WAIT:
+		tinyc_buf_printf(out, "bulk.wait.read %d", s->n);
 		break;
 	case TINYC_GS_COMMENT:
 		tinyc_buf_printf(out, "// %s", s->text ? s->text : "");

@@ -546,6 +546,28 @@ static void vstmt(vstate *st, const tinyc_gstmt *s, int ctl)
 			verr(st, "TMA needs sm_90", NULL, NULL);
 		break;
 	}
+	case TINYC_GS_TMA_STORE: {
+		const tinyc_gvar *t = vvar(st, s->dst.var, "tma.store");
+		const tinyc_gvar *src = vref(st, &s->src, "tma.store", NULL);
+		for (int i = 0; i < s->n; i++)
+			vexpr(st, s->coord[i]);
+		if (src && src->kind != TINYC_GV_SHARED)
+			verr(st, "tma.store source must be shared: ", src->name, NULL);
+		if (t && t->kind != TINYC_GV_PARAM_TMAP)
+			verr(st, "tma.store destination must be a tensor map: ", t->name, NULL);
+		if (t && t->kind == TINYC_GV_PARAM_TMAP && t->tmap && t->tmap->rank != s->n)
+			verr(st, "tma.store rank differs from its tensor map's: ", t->name, NULL);
+		if (st->m->arch_major < 9)
+			verr(st, "TMA needs sm_90", NULL, NULL);
+		break;
+	}
+	case TINYC_GS_BULK_COMMIT:
+	case TINYC_GS_BULK_WAIT:
+		if (s->op == TINYC_GS_BULK_WAIT && (s->n < 0 || s->n > 8))
+			verr(st, "cp.async.bulk.wait_group count out of range", NULL, NULL);
+		if (st->m->arch_major < 9)
+			verr(st, "bulk groups need sm_90", NULL, NULL);
+		break;
 	case TINYC_GS_SYNCWARP:
 		if (ctl > 1)
 			verr(st, "syncwarp under a lane-dependent branch or loop", NULL, NULL);

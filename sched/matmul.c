@@ -255,6 +255,24 @@ static double optin_limit(const tinyc_device_info *dev)
 							       : dev->smem_per_block;
 }
 
+/* The TMA-store epilogue on wgmma tiles t (options record: TINYC_TMA_STORE): each
+ * consumer warp's staging buffer becomes two (else one) 2 KB buffers in the 128-byte
+ * swizzled layout of a 64 x 16 box, 1024-byte aligned, where shared memory holds them.
+ * Not for swap-AB (unstaged), 3xTF32 or unstaged plans. */
+static void wgmma_tma_store(const tinyc_device_info *dev, tinyc_mm_tiles *t)
+{
+	if (t->swap || t->tf32x3 || t->no_stage)
+		return;
+	int64_t warps = 4 * (int64_t)t->consumers;
+	int64_t base = t->smem - warps * 16 * 144 + 1024;	/* the padded buffers out, slack in */
+	for (int nb = 2; nb >= 1; nb--)
+		if ((double)(base + warps * 2048 * nb) <= optin_limit(dev) - 1024) {
+			t->tma_store = nb;
+			t->smem = base + warps * 2048 * nb;
+			return;
+		}
+}
+
 /* The options record's wgmma knobs on t (diagnostics and tuning): the instruction N
  * (a divisor of bn that is a multiple of 64) and the raster group (1..64). */
 static void wgmma_knobs(const tinyc_sched_options *o, tinyc_mm_tiles *t)
@@ -990,7 +1008,7 @@ static int add_plan(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 	else
 		snprintf(p.desc, sizeof(p.desc),
 			 "matmul wgmma [%d,%d,%d] stages %d %s%s, 1+%d warpgroups%s, m64n%d%s, "
-			 "smem %" PRId64 " B, persistent %d CTAs%s",
+			 "smem %" PRId64 " B, persistent %d CTAs%s%s",
 			 tp->bm, tp->bn, tp->bk, tp->stages,
 			 tp->a_nhwc ? "A nhwc cp.async, B packed"
 			 : tp->pack_a && tp->pack_b ? "tma, A B packed" : tp->pack_a ? "tma, A packed"
@@ -998,7 +1016,8 @@ static int add_plan(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel *k,
 			 : tp->a_tma && tp->b_tma ? "tma" : tp->a_tma || tp->b_tma ? "tma+copy" : "copy",
 			 tp->swap ? ", swap-AB W^T x X^T" : "",
 			 tp->consumers, tp->pingpong ? " pingpong" : "", tp->wgn, tp->tf32x3 ? "k8 3xTF32" : "k16",
-			 tp->smem, tp->grid, tp->cluster > 1 ? ", cluster 2x1" : "");
+			 tp->smem, tp->grid, tp->cluster > 1 ? ", cluster 2x1" : "",
+			 tp->tma_store ? (tp->tma_store > 1 ? ", TMA store x2" : ", TMA store") : "");
 	if (tp->tail_split > 1) {
 		size_t n = strlen(p.desc);
 		snprintf(p.desc + n, sizeof(p.desc) - n, ", stream-K tail %d x %d (%.3g rounds)",
@@ -1093,6 +1112,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	t.no_stage = o->no_stage || swp;	/* swapped outputs: contiguous along the rows */
 	t.no_pair = o->no_pair;
 	t.pdl = t.variant == TINYC_MM_WGMMA && (o->pdl == 1 || (o->pdl < 0 && t.bm == 64));
+	if (t.variant == TINYC_MM_WGMMA && o->tma_store == 1)
+		wgmma_tma_store(&s->dev, &t);
 	t.index_dtype = idx;
 	t.split = split > 1 ? split : 0;
 	t.swap = swp;

@@ -169,6 +169,9 @@ typedef struct tinyc_mm_tiles {
 	int no_pair;			/* no paired epilogue stores (options record: TINYC_NO_PAIR) */
 	int pdl;			/* wgmma: programmatic dependent launch (options record:
 					 * TINYC_PDL) */
+	int tma_store;			/* wgmma: a staged 16-bit output leaves by TMA stores
+					 * through this many 2 KB buffers per consumer warp (1, 2;
+					 * options record: TINYC_TMA_STORE); 0: 16-byte stores */
 	int tf32x3;			/* wgmma on fp32 operands: 3xTF32 (codegen/tf32_wgmma.c;
 					 * K-major TMA operands, BK 32, lo stages beside the ring) */
 	int split;			/* split-K (> 1): the tiles are those of the split problem

@@ -81,7 +81,7 @@ typedef struct tinyc_plan {
 	tinyc_dtype index_dtype;	/* int when every extent is known and small, else long */
 	double est_us;		/* estimated time, microseconds */
 	double eff;		/* the efficiency factor of the estimate */
-	char desc[160];		/* one-line description for the dump */
+	char desc[200];		/* one-line description for the dump */
 	void *ext;		/* kind-specific data (matmul tiles, stages...), or NULL */
 	void (*ext_free)(void *ext);	/* frees ext */
 } tinyc_plan;

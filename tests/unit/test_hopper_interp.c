@@ -17,7 +17,8 @@
  *     over a cluster (DSMEM), swap-AB wgmma (the weight as the transposed A, the tokens as
  *     a narrow N; split-K and the cluster sum), 3xTF32 wgmma, the wgmma attention with P from registers on
  *     causal, unmasked and GQA attention, T not a multiple of 64, NHWC convolutions, the
- *     small models); each case also checks that the plan really is the template's.
+ *     small models, the TMA-store epilogue); each case also checks that the plan really
+ *     is the template's.
  * The sanitizer build runs a subset of the template cases (TINYC_SANITIZED).
  */
 #include <criterion/criterion.h>
@@ -472,7 +473,8 @@ static int holds(const tinyc_gstmt *s, tinyc_gs_op op)
 }
 
 /* What a module's kernels use. */
-enum { F_WGMMA = 1, F_TMA = 2, F_CLUSTER = 4, F_MULTICAST = 8, F_REMOTE = 16, F_AREG = 32, F_SWAP = 64 };
+enum { F_WGMMA = 1, F_TMA = 2, F_CLUSTER = 4, F_MULTICAST = 8, F_REMOTE = 16, F_AREG = 32, F_SWAP = 64,
+       F_TMA_STORE = 128 };
 
 /* Whether tree s holds a statement for which pred holds. */
 static int holds_if(const tinyc_gkernel *k, const tinyc_gstmt *s, int (*pred)(const tinyc_gkernel *, const tinyc_gstmt *))
@@ -525,6 +527,7 @@ static int features(const tinyc_gpu_module *gm)
 		f |= holds_if(k, k->body, is_remote) ? F_REMOTE : 0;
 		f |= holds_if(k, k->body, is_areg) ? F_AREG : 0;
 		f |= holds_if(k, k->body, is_swapped) ? F_SWAP : 0;
+		f |= holds(k->body, TINYC_GS_TMA_STORE) ? F_TMA_STORE : 0;
 	}
 	return f;
 }
@@ -753,6 +756,54 @@ Test(patched, missing_wgmma_fence_is_an_error, .timeout = 300)
 	expect_failure(drop_wgmma_fence, 1, (const char *[]){"since the warpgroup's last wgmma.fence"});
 }
 
+static int drop_bulk_wait(tinyc_gkernel *k, tinyc_gstmt *s)
+{
+	return s->op == TINYC_GS_BULK_WAIT ? drop(k, s) : 0;
+}
+
+/* The last bulk wait only (the consumer's, after its tiles). */
+static int drop_final_bulk_wait(tinyc_gkernel *k, tinyc_gstmt *s)
+{
+	(void)k;
+	if (s->op != TINYC_GS_BLOCK)
+		return 0;
+	for (int i = 1; i < s->nstmts; i++) {	/* lane 0's wait right after the tile loop */
+		const tinyc_gstmt *c = s->stmts[i];
+		if (s->stmts[i - 1]->op == TINYC_GS_FOR && c->op == TINYC_GS_IF && c->body &&
+		    c->body->op == TINYC_GS_BLOCK && c->body->nstmts == 1 &&
+		    c->body->stmts[0]->op == TINYC_GS_BULK_WAIT)
+			return drop(k, c->body->stmts[0]);
+	}
+	return 0;
+}
+
+/* The TMA-store epilogue (TINYC_TMA_STORE=1, 128 x 256 tiles: three whole 64-column
+ * slabs a warp through two buffers, then 8 columns by 16-byte stores) patched by fn fails
+ * with a diagnostic holding want. */
+static void expect_store_failure(int (*fn)(tinyc_gkernel *, tinyc_gstmt *), const char *want)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	cr_assert_eq(run_graph(ctx, MM, "M=130,N=200,K=72",
+			       "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1 TINYC_MATMUL_TILE=128x256x64x4",
+			       F_WGMMA | F_TMA_STORE, fn, 0), -1);
+	const char *msg = tinyc_ctx_diag(ctx, 0)->msg;
+	cr_expect(strstr(msg, want) != NULL, "want \"%s\" in: %s", want, msg);
+	tinyc_ctx_free(ctx);
+}
+
+/* No bulk waits: the third slab overwrites the buffer the first slab's TMA store still
+ * reads. */
+Test(patched, missing_bulk_wait_is_a_race, .timeout = 300)
+{
+	expect_store_failure(drop_bulk_wait, "race: write of stage[");
+}
+
+/* No wait after the last tile: the kernel would end while a TMA store reads shared memory. */
+Test(patched, missing_final_bulk_wait_is_an_error, .timeout = 300)
+{
+	expect_store_failure(drop_final_bulk_wait, "ends with a TMA store that still reads stage");
+}
+
 /* A's K-major tiles described as MN-major, the tensor maps without their swizzle: the
  * tensor cores would read other elements, and so does the interpreter: wrong results. */
 Test(patched, wrong_layout_or_swizzle_gives_wrong_results, .timeout = 300)
@@ -800,6 +851,17 @@ static const tcase matmul_cases[] = {
 	{MM, "M=200,N=136,K=72", "TINYC_MATMUL=wgmma TINYC_MATMUL_TILE=128x128x64x4 TINYC_WGMMA_PP=0", WG, 0, 1},
 	{MM, "M=136,N=264,K=72", "TINYC_MATMUL=wgmma TINYC_MATMUL_TILE=128x256x64x3 TINYC_WGMMA_PP=0", WG, 0, 0},
 	{MM, "M=100,N=104,K=600", "TINYC_MATMUL=wgmma TINYC_MATMUL_TILE=64x64x64x7", WG, 0, 0},
+	/* the TMA-store epilogue: cooperative and pingpong, 3 consumers, a fitted width
+	 * (its last 40 columns by 16-byte stores), the batch (rank-3 map), rows past M */
+	{EPI "bias_relu.uop", "M=130,N=200,K=72", "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1 TINYC_MATMUL_TILE=128x256x64x4",
+	 WG | F_TMA_STORE, 0, 1},
+	{MM, "M=200,N=136,K=72", "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1 TINYC_MATMUL_TILE=128x128x64x4 TINYC_WGMMA_PP=1",
+	 WG | F_TMA_STORE, 0, 0},
+	{MM, "M=200,N=200,K=64", "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1 TINYC_MATMUL_TILE=192x192x64x4", WG | F_TMA_STORE, 0, 0},
+	{MM, "M=200,N=464,K=64", "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1 TINYC_MATMUL_TILE=128x232x64x4", WG | F_TMA_STORE, 0, 0},
+	{EPI "batched.uop", "B=3,M=70,N=136,K=75", "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1", WG | F_TMA_STORE, 0, 0},
+	{EPI "gelu_tanh.uop", "M=200,N=136,K=72", "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1 TINYC_WGMMA_CLUSTER=2",
+	 WG | F_TMA_STORE | F_CLUSTER, 0, 0},
 	/* the producer's threads copy both operands into the swizzled layout (no packing) */
 	{MM, "M=130,N=77,K=75", "TINYC_MATMUL=wgmma TINYC_WGMMA_PACK=0 TINYC_MATMUL_TILE=128x128x64x4", F_WGMMA, 0, 0},
 };
