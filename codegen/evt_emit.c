@@ -827,25 +827,30 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 	int nord = tinyc_evt_visit_order(g, order);
 	tinyc_mmk_append(b, body, tinyc_gs_comment(k, "epilogue: the epilogue graph on the accumulator "
 						       "in registers"));
+	/* the prelude (hoisted: a block spliced in before the main loop at the end) */
+	tinyc_gstmt *pro = f->hoist ? tinyc_gs_block(k) : body;
+	if (f->hoist)
+		tinyc_mmk_append(b, pro, tinyc_gs_comment(k, "the epilogue's coordinates and loads, "
+							      "before the main loop"));
 	/* global rows and columns of the thread's values, and their tail tests */
 	for (int a = 0; a < f->tr; a++) {
 		char name[16];
 		snprintf(name, sizeof(name), "gm%d", a);
-		E.row[a] = tinyc_mmk_let(b, body, name, tinyc_gx_binary(k, TINYC_GX_ADD, b->m0,
+		E.row[a] = tinyc_mmk_let(b, pro, name, tinyc_gx_binary(k, TINYC_GX_ADD, b->m0,
 				tinyc_gx_binary(k, TINYC_GX_ADD, f->row_base, tinyc_gx_int(k, b->it, f->row_off[a]))));
 		if (b->t->pred_m) {
 			snprintf(name, sizeof(name), "im%d", a);
-			E.inrow[a] = tinyc_mmk_let(b, body, name, tinyc_gx_binary(k, TINYC_GX_LT, E.row[a], b->M));
+			E.inrow[a] = tinyc_mmk_let(b, pro, name, tinyc_gx_binary(k, TINYC_GX_LT, E.row[a], b->M));
 		}
 	}
 	for (int c = 0; c < f->tc; c++) {
 		char name[16];
 		snprintf(name, sizeof(name), "gn%d", c);
-		E.col[c] = tinyc_mmk_let(b, body, name, tinyc_gx_binary(k, TINYC_GX_ADD, b->n0,
+		E.col[c] = tinyc_mmk_let(b, pro, name, tinyc_gx_binary(k, TINYC_GX_ADD, b->n0,
 				tinyc_gx_binary(k, TINYC_GX_ADD, f->col_base, tinyc_gx_int(k, b->it, f->col_off[c]))));
 		if (b->t->pred_n) {
 			snprintf(name, sizeof(name), "in%d", c);
-			E.incol[c] = tinyc_mmk_let(b, body, name, tinyc_gx_binary(k, TINYC_GX_LT, E.col[c], b->N));
+			E.incol[c] = tinyc_mmk_let(b, pro, name, tinyc_gx_binary(k, TINYC_GX_LT, E.col[c], b->N));
 		}
 	}
 	/* broadcasts loaded once, reduction partials at the identity */
@@ -862,8 +867,8 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 				b->error = 1;
 				break;
 			}
-			tinyc_mmk_append(b, body, tinyc_gs_decl(k, E.vec[i], NULL));
-			preload_vector(&E, body, nd, E.vec[i], along_m);
+			tinyc_mmk_append(b, pro, tinyc_gs_decl(k, E.vec[i], NULL));
+			preload_vector(&E, pro, nd, E.vec[i], along_m);
 		} else if (nd->kind == TINYC_EVT_SCALAR_BCAST && nd->has_tensor) {
 			int param = tinyc_mmk_param(b, nd->t.buf, 0);
 			snprintf(name, sizeof(name), "sc%d", i);
@@ -872,7 +877,7 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 				b->error = 1;
 				break;
 			}
-			tinyc_mmk_append(b, body, tinyc_gs_decl(k, E.vec[i],
+			tinyc_mmk_append(b, pro, tinyc_gs_decl(k, E.vec[i],
 				tinyc_gx_load(k, param, address(b, &nd->t.lay, NULL, NULL), NULL)));
 		} else if (tinyc_evt_is_reduction(nd->kind)) {
 			int n = nd->kind == TINYC_EVT_ROW_RED ? f->tc : nd->kind == TINYC_EVT_COL_RED ? f->tr : 1;
@@ -924,6 +929,9 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 	for (int i = 0; i < g->n && !b->error; i++)
 		if (tinyc_evt_is_reduction(g->nodes[i].kind))
 			finish_reduction(&E, body, i);
+	for (int i = 0; f->hoist && i < pro->nstmts && !b->error; i++)
+		if (tinyc_gs_insert(k, body, f->hoist_at + i, pro->stmts[i]) < 0)
+			b->error = 1;
 	free(E.vec), free(E.val), free(order), free(E.pair), free(E.pair_param), free(E.pair_lo);
 	if (b->error)
 		return tinyc_error(b->ctx, "CodegenError", "kernel %s: the epilogue could not be emitted",

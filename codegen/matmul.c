@@ -1216,8 +1216,10 @@ static int wgmma_epilogue(wgmma_ring *w, tinyc_gstmt *ctile)
 	tinyc_gexpr *wit = PP ? bin(b, TINYC_GX_MOD, b->warp, I(b, 4)) : bin(b, TINYC_GX_SUB, b->warp, I(b, 4));
 	if (w->tail)	/* a stream-K tail: its units' partials summed by the last warps */
 		return tinyc_streamk_epilogue(b, &f, ctile, w->tail, w->slot, w->part, wit);
-	if (!b->fix)	/* the plain epilogue: its staged output by TMA stores (a knob) */
+	if (!b->fix) {	/* the plain epilogue (knobs): the loads before the main loop, TMA stores */
+		f.hoist = t->epi_preload, f.hoist_at = w->hoist_at;
 		f.tma_bufs = t->tma_store;
+	}
 	if (tinyc_evt_emit_epilogue(b, &f, ctile) < 0)
 		return -1;
 	/* split-K summed here */
@@ -1268,6 +1270,7 @@ static tinyc_gstmt *wgmma_consumer(wgmma_ring *w)
 		tinyc_mmk_append(b, ctile, tinyc_gs_if(k, bin(b, TINYC_GX_GE, add(b, NT, cw), I(b, 1)), wt, NULL));
 	}
 	w->cw = cw, w->g = g, w->t4 = t4;
+	w->hoist_at = ctile->nstmts;	/* where the epilogue's prelude may go */
 	if (w->tf32)
 		tinyc_tf32wg_kloop(w, ctile);
 	else

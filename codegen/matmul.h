@@ -80,6 +80,10 @@ typedef struct tinyc_mm_frag {
 	int stage_stride;		/* rows between the slabs of a / 2 and a / 2 + 1 */
 	tinyc_gexpr *stage_warp;	/* the warp's staging buffer, 0 .. stage_warps - 1 */
 	int stage_warps;		/* warps that run the epilogue */
+	int hoist;			/* the prelude (coordinates, broadcast and scalar loads)
+					 * inserted into the epilogue's block at index hoist_at
+					 * (before the main loop: its loads overlap it) */
+	int hoist_at;
 	int tma_bufs;			/* > 0: an aligned staged output leaves by TMA stores of
 					 * whole 16 x 64 slabs, through this many 2 KB buffers a
 					 * warp (128-byte swizzled, 1024-byte aligned); the

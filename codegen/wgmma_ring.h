@@ -32,6 +32,7 @@ typedef struct wgmma_ring {
 	tinyc_gexpr *rank;		/* clusters: the CTA's rank in its pair, else NULL */
 	tinyc_gexpr *is0;		/* thread 0 of the CTA */
 	tinyc_gexpr *cw, *g, *t4;	/* consumer index; the lane's row group, column pair */
+	int hoist_at;			/* index in the consumer's tile block of its main loop */
 	int tf32;			/* 3xTF32 (fp32 operands): the producer splits */
 	int alo, blo;			/* tf32: the lo parts of the ring's stages (shared) */
 	int ready;			/* tf32: ready[s], the stage's split is done (shared) */

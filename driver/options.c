@@ -74,6 +74,9 @@ static void read_knobs(tinyc_sched_options *o)
 	o->pdl = env_int("TINYC_PDL", o->pdl);
 	if (o->pdl < -1 || o->pdl > 1)
 		o->pdl = -1;
+	o->epi_preload = env_int("TINYC_EPI_PRELOAD", o->epi_preload);
+	if (o->epi_preload < -1 || o->epi_preload > 1)
+		o->epi_preload = -1;
 	o->tma_store = env_int("TINYC_TMA_STORE", o->tma_store);
 	if (o->tma_store < -1 || o->tma_store > 1)
 		o->tma_store = -1;

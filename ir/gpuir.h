@@ -555,6 +555,8 @@ tinyc_gstmt *tinyc_gs_wgmma_wait(tinyc_gkernel *k, int pending, int acc);
 tinyc_gstmt *tinyc_gs_setmaxnreg(tinyc_gkernel *k, int inc, int regs);
 /* __syncwarp() (warp-uniform control only). */
 tinyc_gstmt *tinyc_gs_syncwarp(tinyc_gkernel *k);
+/* Insert s into block at index at (0..nstmts).  0 or -1. */
+int tinyc_gs_insert(tinyc_gkernel *k, tinyc_gstmt *block, int at, tinyc_gstmt *s);
 /* prefetch.tensormap of tensor map parameter `tmap` (sm_90). */
 tinyc_gstmt *tinyc_gs_tmap_prefetch(tinyc_gkernel *k, int tmap);
 /* TMA: store the box at coords[0..rank) (innermost first, int) of tensor map `tmap` from

@@ -885,6 +885,15 @@ int tinyc_gs_append(tinyc_gkernel *k, tinyc_gstmt *block, tinyc_gstmt *s)
 	return 0;
 }
 
+int tinyc_gs_insert(tinyc_gkernel *k, tinyc_gstmt *block, int at, tinyc_gstmt *s)
+{
+	if (!block || at < 0 || at > block->nstmts || tinyc_gs_append(k, block, s) < 0)
+		return -1;
+	memmove(block->stmts + at + 1, block->stmts + at, sizeof(*block->stmts) * (size_t)(block->nstmts - 1 - at));
+	block->stmts[at] = s;
+	return 0;
+}
+
 tinyc_gstmt *tinyc_gs_for(tinyc_gkernel *k, int var, tinyc_gexpr *init, tinyc_gexpr *cond,
 			  tinyc_gexpr *step, int unroll, tinyc_gstmt *body)
 {

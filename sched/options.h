@@ -78,6 +78,10 @@ typedef struct tinyc_sched_options {
 					 * 64-row tiles (H100, session 14: 1000^3 9.01 -> 8.54
 					 * us, 64 x 4096 x 4096 9.48 -> 9.08; 128-row tiles
 					 * 1-2% slower) */
+	int epi_preload;		/* TINYC_EPI_PRELOAD: the wgmma epilogue's coordinates and
+					 * broadcast loads (the bias) issued before the tile's
+					 * main loop, not after it; 1 on, 0 off, -1 the default
+					 * (off) */
 	int tma_store;			/* TINYC_TMA_STORE: the wgmma epilogue writes its staged
 					 * 16-bit output by TMA stores of each warp's 16 x 64
 					 * slabs (cp.async.bulk.tensor from 128-byte swizzled

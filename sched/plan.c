@@ -74,7 +74,7 @@ void tinyc_sched_options_defaults(tinyc_sched_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->wgmma_pp = o->wgmma_pack = o->wgmma_cluster = o->wgmma_fit = -1;
-	o->attn_softmax = o->attn_wgmma = o->pdl = o->tma_store = -1;
+	o->attn_softmax = o->attn_wgmma = o->pdl = o->tma_store = o->epi_preload = -1;
 	o->wgmma_swap = 1;	/* measured faster at decode M = 8-32 (docs/matmul-results.md) */
 }
 
@@ -126,6 +126,8 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 		tinyc_buf_printf(out, " wgmma_swap %d,", o->wgmma_swap);
 	if (o->pdl >= 0)	/* printed only when set */
 		tinyc_buf_puts(out, o->pdl ? " pdl on," : " pdl off,");
+	if (o->epi_preload >= 0)	/* printed only when set */
+		tinyc_buf_puts(out, o->epi_preload ? " epi_preload on," : " epi_preload off,");
 	if (o->tma_store >= 0)	/* printed only when set */
 		tinyc_buf_puts(out, o->tma_store ? " tma_store on," : " tma_store off,");
 	tinyc_buf_printf(out, " stage %s, pair %s\n", o->no_stage ? "off" : "on",

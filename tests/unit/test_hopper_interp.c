@@ -862,6 +862,10 @@ static const tcase matmul_cases[] = {
 	{EPI "batched.uop", "B=3,M=70,N=136,K=75", "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1", WG | F_TMA_STORE, 0, 0},
 	{EPI "gelu_tanh.uop", "M=200,N=136,K=72", "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1 TINYC_WGMMA_CLUSTER=2",
 	 WG | F_TMA_STORE | F_CLUSTER, 0, 0},
+	/* the epilogue's loads before the main loop (TINYC_EPI_PRELOAD), a row and a column
+	 * broadcast */
+	{EPI "beta_c_alpha_aux.uop", "M=130,N=136,K=200", "TINYC_MATMUL=wgmma TINYC_EPI_PRELOAD=1", WG, 0, 1},
+	{EPI "col_bias.uop", "M=200,N=136,K=72", "TINYC_MATMUL=wgmma TINYC_EPI_PRELOAD=1 TINYC_TMA_STORE=1", WG, 0, 0},
 	/* the producer's threads copy both operands into the swizzled layout (no packing) */
 	{MM, "M=130,N=77,K=75", "TINYC_MATMUL=wgmma TINYC_WGMMA_PACK=0 TINYC_MATMUL_TILE=128x128x64x4", F_WGMMA, 0, 0},
 };
