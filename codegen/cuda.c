@@ -937,9 +937,14 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		cexpr(p, s->value);
 		tinyc_buf_puts(o, "), tinyc_done = 0;\n");
 		cindent(p, depth + 1);
-		tinyc_buf_printf(o, "do { asm volatile(\"{ .reg .pred P; mbarrier.%s.parity.shared::cta.b64 P, [%%1], %%2; "
-				 "selp.u32 %%0, 1, 0, P; }\\n\" : \"=r\"(tinyc_done) : \"r\"(tinyc_bar), \"r\"(tinyc_par) : "
-				 "\"memory\"); } while (!tinyc_done);\n", sm90 ? "try_wait" : "test_wait");
+		if (sm90 && p->k->wait_hint)	/* suspended up to the hint between tries */
+			tinyc_buf_printf(o, "do { asm volatile(\"{ .reg .pred P; mbarrier.try_wait.parity.shared::cta.b64 P, "
+					 "[%%1], %%2, %%3; selp.u32 %%0, 1, 0, P; }\\n\" : \"=r\"(tinyc_done) : \"r\"(tinyc_bar), "
+					 "\"r\"(tinyc_par), \"r\"(%du) : \"memory\"); } while (!tinyc_done);\n", p->k->wait_hint);
+		else
+			tinyc_buf_printf(o, "do { asm volatile(\"{ .reg .pred P; mbarrier.%s.parity.shared::cta.b64 P, [%%1], %%2; "
+					 "selp.u32 %%0, 1, 0, P; }\\n\" : \"=r\"(tinyc_done) : \"r\"(tinyc_bar), \"r\"(tinyc_par) : "
+					 "\"memory\"); } while (!tinyc_done);\n", sm90 ? "try_wait" : "test_wait");
 		cindent(p, depth);
 		tinyc_buf_puts(o, "}\n");
 		return;

@@ -1333,6 +1333,7 @@ static int build_wgmma(tinyc_mmk *b, const char *name)
 	grid -= grid % CL;
 	k->cluster_x = CL > 1 ? CL : 0;
 	k->pdl = t->pdl;	/* waits after the ring's set-up (wgmma_ring_init) */
+	k->wait_hint = t->wait_hint;
 	if (b->fix && b->fix->dsmem) {	/* one tile a CTA, a tile's k ranges a cluster */
 		if (CL > 1 || t->pingpong || C != 1 || w.ntiles % b->fix->split)
 			return tinyc_error(b->ctx, "CodegenError", "matmul %s: split-K over a cluster "

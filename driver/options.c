@@ -74,6 +74,9 @@ static void read_knobs(tinyc_sched_options *o)
 	o->pdl = env_int("TINYC_PDL", o->pdl);
 	if (o->pdl < -1 || o->pdl > 1)
 		o->pdl = -1;
+	o->wait_hint = env_int("TINYC_WAIT_HINT", 0);
+	if (o->wait_hint < 0 || o->wait_hint > 1000000000)
+		o->wait_hint = 0;
 	o->epi_preload = env_int("TINYC_EPI_PRELOAD", o->epi_preload);
 	if (o->epi_preload < -1 || o->epi_preload > 1)
 		o->epi_preload = -1;

@@ -349,6 +349,9 @@ typedef struct tinyc_gkernel {
 					 * its set-up and lets the next one launch (fence
 					 * grid.launch); the runtime launches it with
 					 * programmatic stream serialization */
+	int wait_hint;			/* sm_90: each mbarrier try_wait may suspend the thread
+					 * up to this many ns (its suspendTimeHint) before it
+					 * tries again; 0: the hardware's own limit */
 	tinyc_dtype index_dtype;	/* type of index arithmetic: int or long */
 	char *comment;			/* what the kernel computes (dumped above it), or NULL */
 	int first_var_scratch;		/* builder bookkeeping: next suffix for unique names */

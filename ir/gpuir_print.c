@@ -617,6 +617,8 @@ void tinyc_gpu_print(const tinyc_gpu_module *m, tinyc_buf *out)
 			tinyc_buf_printf(out, "  cluster (%d, 1, 1)\n", k->cluster_x);
 		if (k->pdl)
 			tinyc_buf_puts(out, "  pdl\n");
+		if (k->wait_hint)
+			tinyc_buf_printf(out, "  wait_hint %d ns\n", k->wait_hint);
 		for (int v = 0; v < k->nvar; v++) {
 			const tinyc_gvar *x = &k->vars[v];
 			if (x->kind != TINYC_GV_SHARED)

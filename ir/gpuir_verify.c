@@ -613,6 +613,8 @@ int tinyc_gpu_verify(tinyc_ctx *ctx, const tinyc_gpu_module *m, int64_t smem_lim
 			verr(&st, "block extents out of range", NULL, NULL);
 		for (int d = 0; d < 3; d++)
 			vgrid(&st, k->grid[d]);
+		if (k->wait_hint < 0 || (k->wait_hint && m->arch_major < 9))
+			verr(&st, "an mbarrier wait hint needs sm_90 and a positive value", NULL, NULL);
 		if (k->pdl && m->arch_major < 9)
 			verr(&st, "programmatic dependent launch (pdl) needs sm_90 or later", NULL, NULL);
 		if (tinyc_gk_static_smem(k) > 48 * 1024)	/* CUDA's limit on static arrays */

@@ -1113,6 +1113,7 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	t.no_pair = o->no_pair;
 	t.pdl = t.variant == TINYC_MM_WGMMA && (o->pdl == 1 || (o->pdl < 0 && t.bm == 64));
 	t.epi_preload = t.variant == TINYC_MM_WGMMA && o->epi_preload == 1;
+	t.wait_hint = t.variant == TINYC_MM_WGMMA ? o->wait_hint : 0;
 	if (t.variant == TINYC_MM_WGMMA && o->tma_store == 1)
 		wgmma_tma_store(&s->dev, &t);
 	t.index_dtype = idx;

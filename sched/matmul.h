@@ -169,6 +169,8 @@ typedef struct tinyc_mm_tiles {
 	int no_pair;			/* no paired epilogue stores (options record: TINYC_NO_PAIR) */
 	int pdl;			/* wgmma: programmatic dependent launch (options record:
 					 * TINYC_PDL) */
+	int wait_hint;			/* wgmma: the kernel's mbarrier wait hint in ns (options
+					 * record: TINYC_WAIT_HINT), 0 none */
 	int epi_preload;		/* wgmma: the epilogue's broadcast loads before the main
 					 * loop (options record: TINYC_EPI_PRELOAD) */
 	int tma_store;			/* wgmma: a staged 16-bit output leaves by TMA stores

@@ -78,6 +78,10 @@ typedef struct tinyc_sched_options {
 					 * 64-row tiles (H100, session 14: 1000^3 9.01 -> 8.54
 					 * us, 64 x 4096 x 4096 9.48 -> 9.08; 128-row tiles
 					 * 1-2% slower) */
+	int wait_hint;			/* TINYC_WAIT_HINT: ns the wgmma matmul kernels' mbarrier
+					 * waits may suspend a thread before it tries again
+					 * (try_wait's suspendTimeHint; CUTLASS passes 10^7);
+					 * 0 (the default) none: the hardware's own limit */
 	int epi_preload;		/* TINYC_EPI_PRELOAD: the wgmma epilogue's coordinates and
 					 * broadcast loads (the bias) issued before the tile's
 					 * main loop, not after it; 1 on, 0 off, -1 the default

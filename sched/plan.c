@@ -126,6 +126,8 @@ void tinyc_sched_options_print(const tinyc_sched_options *o, tinyc_buf *out)
 		tinyc_buf_printf(out, " wgmma_swap %d,", o->wgmma_swap);
 	if (o->pdl >= 0)	/* printed only when set */
 		tinyc_buf_puts(out, o->pdl ? " pdl on," : " pdl off,");
+	if (o->wait_hint)	/* printed only when set */
+		tinyc_buf_printf(out, " wait_hint %d ns,", o->wait_hint);
 	if (o->epi_preload >= 0)	/* printed only when set */
 		tinyc_buf_puts(out, o->epi_preload ? " epi_preload on," : " epi_preload off,");
 	if (o->tma_store >= 0)	/* printed only when set */
