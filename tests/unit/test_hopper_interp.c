@@ -697,12 +697,15 @@ Test(patched, baseline_passes, .timeout = 300)
 	tinyc_ctx_free(ctx);
 }
 
-/* The patched matmul (7 k tiles, 4 stages) fails on the interpreter, its first diagnostic
- * holding every string of want[0..n) (a string "a|b": a or b). */
-static void expect_failure(int (*fn)(tinyc_gkernel *, tinyc_gstmt *), int n, const char *const *want)
+/* The matmul at bind under env (its plan with features feats) patched by fn fails on the
+ * interpreter, its first diagnostic holding every string of want[0..n) (a string "a|b": a
+ * or b). */
+static void expect_failure_at(const char *bind, const char *env, int feats,
+			      int (*fn)(tinyc_gkernel *, tinyc_gstmt *),
+			      int n, const char *const *want)
 {
 	tinyc_ctx *ctx = tinyc_ctx_alloc();
-	cr_assert_eq(run_graph(ctx, MM, "M=130,N=72,K=400", NULL, F_WGMMA, fn, 0), -1);
+	cr_assert_eq(run_graph(ctx, MM, bind, env, feats, fn, 0), -1);
 	const char *msg = tinyc_ctx_diag(ctx, 0)->msg;
 	for (int i = 0; i < n; i++) {
 		char alt[128];
@@ -714,6 +717,12 @@ static void expect_failure(int (*fn)(tinyc_gkernel *, tinyc_gstmt *), int n, con
 		cr_expect(found, "want \"%s\" in: %s", want[i], msg);
 	}
 	tinyc_ctx_free(ctx);
+}
+
+/* The default matmul (7 k tiles, 4 stages) patched by fn fails (see expect_failure_at). */
+static void expect_failure(int (*fn)(tinyc_gkernel *, tinyc_gstmt *), int n, const char *const *want)
+{
+	expect_failure_at("M=130,N=72,K=400", NULL, F_WGMMA, fn, n, want);
 }
 
 /* The consumers read the stage without waiting for it: a race on the unlanded tiles. */
@@ -782,13 +791,8 @@ static int drop_final_bulk_wait(tinyc_gkernel *k, tinyc_gstmt *s)
  * with a diagnostic holding want. */
 static void expect_store_failure(int (*fn)(tinyc_gkernel *, tinyc_gstmt *), const char *want)
 {
-	tinyc_ctx *ctx = tinyc_ctx_alloc();
-	cr_assert_eq(run_graph(ctx, MM, "M=130,N=200,K=72",
-			       "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1 TINYC_MATMUL_TILE=128x256x64x4",
-			       F_WGMMA | F_TMA_STORE, fn, 0), -1);
-	const char *msg = tinyc_ctx_diag(ctx, 0)->msg;
-	cr_expect(strstr(msg, want) != NULL, "want \"%s\" in: %s", want, msg);
-	tinyc_ctx_free(ctx);
+	expect_failure_at("M=130,N=200,K=72", "TINYC_MATMUL=wgmma TINYC_TMA_STORE=1 TINYC_MATMUL_TILE=128x256x64x4",
+			  F_WGMMA | F_TMA_STORE, fn, 1, &want);
 }
 
 /* No bulk waits: the third slab overwrites the buffer the first slab's TMA store still
