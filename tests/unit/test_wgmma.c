@@ -669,6 +669,67 @@ Test(wgmma_gpuir, verifier_checks_operand_alignment)
 	tinyc_ctx_free(ctx);
 }
 
+/* Whether a diagnostic of ctx holds text. */
+static int diag_holds(tinyc_ctx *ctx, const char *text)
+{
+	for (int i = 0; i < tinyc_ctx_diag_count(ctx); i++)
+		if (strstr(tinyc_ctx_diag(ctx, i)->msg, text))
+			return 1;
+	return 0;
+}
+
+/* TMA stores and bulk groups: the verifier names a source outside shared memory, a
+ * destination that is no tensor map, a rank other than the map's, a wait count out of
+ * range and, for sm_80, the missing TMA. */
+Test(wgmma_gpuir, verifier_checks_tma_stores)
+{
+	tinyc_ctx *ctx = tinyc_ctx_alloc();
+	tinyc_gpu_module *gm = tinyc_gpu_module_alloc(ctx);
+	snprintf(gm->target, sizeof(gm->target), "sm_90a");
+	gm->arch_major = 9;
+	tinyc_gbuf yb = {.name = "Y", .role = TINYC_GB_OUTPUT, .dtype = TINYC_HALF, .rank = 1,
+			 .shape = {{64 * 64, -1}}};
+	cr_assert(tinyc_gpu_add_buf(gm, &yb) >= 0);
+	tinyc_gkernel *k = tinyc_gk_alloc(gm, "k");
+	k->block[0] = 32;
+	tinyc_gtmap d;
+	memset(&d, 0, sizeof(d));
+	d.buf = 0, d.dtype = TINYC_HALF, d.rank = 2, d.swizzle = 128;
+	d.box[0] = 64, d.box[1] = 16;
+	for (int i = 0; i < 2; i++) {
+		d.dim[i] = tinyc_gx_int(k, TINYC_LONG, 64);
+		d.stride[i] = tinyc_gx_int(k, TINYC_LONG, i ? 64 : 1);
+	}
+	d.offset = tinyc_gx_int(k, TINYC_LONG, 0);
+	int tm = tinyc_gk_param_tmap_desc(k, "tm", &d);
+	int sh = tinyc_gk_shared(k, "sh", TINYC_UINT, 512, 1024, 0);
+	int ra = tinyc_gk_reg_array(k, "ra", TINYC_UINT, 4);
+	cr_assert(tm >= 0 && sh >= 0 && ra >= 0);
+	tinyc_gexpr *c2[2] = {tinyc_gx_int(k, TINYC_INT, 0), tinyc_gx_int(k, TINYC_INT, 0)};
+	tinyc_gexpr *z = tinyc_gx_int(k, TINYC_INT, 0);
+	tinyc_gs_append(k, k->body, tinyc_gs_decl(k, ra, tinyc_gx_int(k, TINYC_UINT, 0)));
+	tinyc_gs_append(k, k->body, tinyc_gs_tma_store(k, tm, 2, c2, sh, z));	/* fine */
+	tinyc_gs_append(k, k->body, tinyc_gs_tma_store(k, tm, 2, c2, ra, z));	/* from registers */
+	tinyc_gs_append(k, k->body, tinyc_gs_tma_store(k, sh, 2, c2, sh, z));	/* to no map */
+	tinyc_gs_append(k, k->body, tinyc_gs_tma_store(k, tm, 1, c2, sh, z));	/* rank 1 */
+	tinyc_gs_append(k, k->body, tinyc_gs_bulk_commit(k));
+	tinyc_gs_append(k, k->body, tinyc_gs_bulk_wait(k, 9));
+	cr_assert_eq(tinyc_gpu_verify(ctx, gm, 0), -1);
+	cr_assert(diag_holds(ctx, "tma.store source must be shared: ra"));
+	cr_assert(diag_holds(ctx, "tma.store destination must be a tensor map: sh"));
+	cr_assert(diag_holds(ctx, "tma.store rank differs from its tensor map's: tm"));
+	cr_assert(diag_holds(ctx, "cp.async.bulk.wait_group count out of range"));
+	cr_assert(!diag_holds(ctx, "TMA needs sm_90"));
+	tinyc_ctx_clear_diags(ctx);
+	snprintf(gm->target, sizeof(gm->target), "sm_80");
+	gm->arch_major = 8;
+	cr_assert_eq(tinyc_gpu_verify(ctx, gm, 0), -1);
+	cr_assert(diag_holds(ctx, "TMA needs sm_90"));
+	cr_assert(diag_holds(ctx, "bulk groups need sm_90"));
+	tinyc_gpu_module_free(gm);
+	tinyc_ctx_free(ctx);
+}
+
 Test(wgmma_gpuir, weight_stored_n_by_k_is_k_major)
 {
 	unsetenv("TINYC_MATMUL");
