@@ -914,8 +914,9 @@ int tinyc_evt_emit_epilogue(tinyc_mmk *b, const tinyc_mm_frag *f, tinyc_gstmt *b
 		E.tmap = tinyc_mmk_out_tmap(b, nd->t.buf, nd->t.dtype, &nd->t.lay, 16, g->batched);
 	}
 	if (E.stage_node >= 0) {
+		/* (the TMA buffers in the dynamic segment: 16 warps' pairs pass static memory's 48 KB) */
 		E.stg = E.tma ? tinyc_gk_shared(k, "stage", TINYC_UINT, (int64_t)f->stage_warps * 512 * E.tma,
-						1024, 0)
+						1024, 1)
 			      : tinyc_gk_shared(k, "stage", TINYC_UINT,
 						(int64_t)f->stage_warps * 16 * STAGE_ROW_WORDS, 16, 0);
 		if (E.stg < 0)
