@@ -928,7 +928,7 @@ static int tma_box(interp *in, ithread *t, const tinyc_gstmt *s, int map_var, co
 		return ierr(in, t, "tensor map %s has no buffer", mv->name);
 	const tinyc_gvar *sv = &k->vars[sref->var];
 	b->esz = tinyc_dtype_size(tm->dtype);
-	if (sv->kind != TINYC_GV_SHARED || tinyc_dtype_size(sv->dtype) * sv->count < b->esz)
+	if (sv->kind != TINYC_GV_SHARED)
 		return ierr(in, t, "%s: %s is not a shared array", what, sv->name);
 	b->sh = ref_addr(in, t, sref, what);
 	if (b->sh < 0)

@@ -1114,11 +1114,11 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	t.pdl = t.variant == TINYC_MM_WGMMA && (o->pdl == 1 || (o->pdl < 0 && t.bm == 64));
 	t.epi_preload = t.variant == TINYC_MM_WGMMA && o->epi_preload == 1;
 	t.wait_hint = t.variant == TINYC_MM_WGMMA ? o->wait_hint : 0;
-	if (t.variant == TINYC_MM_WGMMA && o->tma_store == 1)
-		wgmma_tma_store(&s->dev, &t);
 	t.index_dtype = idx;
 	t.split = split > 1 ? split : 0;
 	t.swap = swp;
+	if (t.variant == TINYC_MM_WGMMA && o->tma_store == 1)
+		wgmma_tma_store(&s->dev, &t);
 	/* the mma and wgmma templates can sum their own partials (codegen/splitk.c); not by
 	 * default: on an H100 the last warps' sums made the kernel 2.9 us slower at 8 x 4096 x
 	 * 4096 (12.86 us graph replay) than the partials' kernel plus the reduction kernel
