@@ -260,6 +260,8 @@ def plan_short(desc):
     sk = re.search(r"split-K (\d+)", rest)
     if sk:
         out += ", split-K %s" % sk.group(1)
+    if "TMA store" in rest:
+        out += ", TMA store"
     return out
 
 
