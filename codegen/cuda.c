@@ -484,6 +484,16 @@ static void csmem_addr(cprint *p, const tinyc_gref *r)
 	tinyc_buf_putc(p->out, ')');
 }
 
+/* The box coordinates of a TMA statement as asm operands: `, "r"((int)(c))` each. */
+static void tma_coords(cprint *p, const tinyc_gstmt *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		tinyc_buf_puts(p->out, ", \"r\"((int)(");
+		cexpr(p, s->coord[i]);
+		tinyc_buf_puts(p->out, "))");
+	}
+}
+
 /* The last operands of an asm statement whose operand list is open at "r"(: the shared
  * address of r, then value as an unsigned; closes the statement. */
 static void csmem_value_tail(cprint *p, const tinyc_gref *r, const tinyc_gexpr *value)
@@ -960,11 +970,7 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		tinyc_buf_puts(o, ";\\n\" :: \"r\"(");
 		csmem_addr(p, &s->dst);
 		tinyc_buf_printf(o, "), \"l\"(&%s)", cvar(p, s->src.var));
-		for (int i = 0; i < s->n; i++) {
-			tinyc_buf_puts(o, ", \"r\"((int)(");
-			cexpr(p, s->coord[i]);
-			tinyc_buf_puts(o, "))");
-		}
+		tma_coords(p, s);
 		tinyc_buf_puts(o, ", \"r\"(");
 		csmem_addr(p, &s->src2);
 		if (s->flag)
@@ -977,11 +983,7 @@ static void cstmt(cprint *p, const tinyc_gstmt *s, int depth)
 		for (int i = 0; i < s->n; i++)
 			tinyc_buf_printf(o, "%s%%%d", i ? ", " : "", i + 1);
 		tinyc_buf_printf(o, "}], [%%%d];\\n\" :: \"l\"(&%s)", s->n + 1, cvar(p, s->dst.var));
-		for (int i = 0; i < s->n; i++) {
-			tinyc_buf_puts(o, ", \"r\"((int)(");
-			cexpr(p, s->coord[i]);
-			tinyc_buf_puts(o, "))");
-		}
+		tma_coords(p, s);
 		tinyc_buf_puts(o, ", \"r\"(");
 		csmem_addr(p, &s->src);
 		tinyc_buf_puts(o, ") : \"memory\");\n");

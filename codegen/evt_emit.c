@@ -286,6 +286,16 @@ static int stageable(const tinyc_mmk *b, const tinyc_mm_frag *f, const tinyc_evt
 	return off % 8 == 0 && rs % 8 == 0 && ls % 8 == 0 && (!b->t->pred_n || n % 8 == 0);
 }
 
+/* tma: the first word of the warp's buffer cur_buf. */
+static tinyc_gexpr *tma_buffer(epi *E)
+{
+	tinyc_gkernel *k = E->b->k;
+	tinyc_dtype it = E->b->it;
+	return tinyc_gx_binary(k, TINYC_GX_ADD,
+		tinyc_gx_binary(k, TINYC_GX_MUL, E->f->stage_warp, tinyc_gx_int(k, it, 512 * E->tma)),
+		tinyc_gx_int(k, it, 512 * E->cur_buf));
+}
+
 /* The index of word `word` of row `row` (0..15) in the warp's staging buffer (tma: in
  * buffer cur_buf, the 16-byte chunk w / 4 of row r at (w / 4) ^ (r % 8): TMA's 128-byte
  * swizzle, which also keeps the pair stores free of bank conflicts). */
@@ -294,9 +304,7 @@ static tinyc_gexpr *stage_index(epi *E, tinyc_gexpr *row, tinyc_gexpr *word)
 	tinyc_gkernel *k = E->b->k;
 	tinyc_dtype it = E->b->it;
 	if (E->tma) {
-		tinyc_gexpr *base = tinyc_gx_binary(k, TINYC_GX_ADD,
-			tinyc_gx_binary(k, TINYC_GX_MUL, E->f->stage_warp, tinyc_gx_int(k, it, 512 * E->tma)),
-			tinyc_gx_int(k, it, 512 * E->cur_buf));
+		tinyc_gexpr *base = tma_buffer(E);
 		tinyc_gexpr *chunk = tinyc_gx_binary(k, TINYC_GX_XOR,
 			tinyc_gx_binary(k, TINYC_GX_DIV, word, tinyc_gx_int(k, it, 4)),
 			tinyc_gx_binary(k, TINYC_GX_MOD, row, tinyc_gx_int(k, it, 8)));
@@ -679,6 +687,14 @@ static void staged_rows(epi *E, tinyc_gstmt *body, int s, int q, int cols, tinyc
 		}
 }
 
+/* `if (lane == 0) blk` appended to body. */
+static void lane0(tinyc_mmk *b, tinyc_gstmt *body, tinyc_gstmt *blk)
+{
+	tinyc_gkernel *k = b->k;
+	tinyc_mmk_append(b, body, tinyc_gs_if(k, tinyc_gx_binary(k, TINYC_GX_EQ, b->lane, tinyc_gx_int(k, b->it, 0)),
+					      blk, NULL));
+}
+
 /* Lane 0 waits until at most `pending` of its TMA stores still read their staging
  * buffers; then the warp's lanes may write them. */
 static void tma_wait(epi *E, tinyc_gstmt *body, int pending)
@@ -687,8 +703,7 @@ static void tma_wait(epi *E, tinyc_gstmt *body, int pending)
 	tinyc_gkernel *k = b->k;
 	tinyc_gstmt *w = tinyc_gs_block(k);
 	tinyc_mmk_append(b, w, tinyc_gs_bulk_wait(k, pending));
-	tinyc_mmk_append(b, body, tinyc_gs_if(k, tinyc_gx_binary(k, TINYC_GX_EQ,
-		tinyc_gx_cast(k, b->it, tinyc_gx_special(k, TINYC_GSP_LANE)), tinyc_gx_int(k, b->it, 0)), w, NULL));
+	lane0(b, body, w);
 	tinyc_mmk_append(b, body, tinyc_gs_syncwarp(k));
 }
 
@@ -708,14 +723,10 @@ static void tma_store(epi *E, tinyc_gstmt *body, int s, int q)
 	crd[1] = tinyc_gx_binary(k, TINYC_GX_ADD, b->m0, tinyc_gx_binary(k, TINYC_GX_ADD, f->warp_row0,
 		tinyc_gx_int(k, it, (int64_t)s * f->stage_stride)));
 	crd[2] = b->l;
-	tinyc_gexpr *src = tinyc_gx_binary(k, TINYC_GX_ADD,
-		tinyc_gx_binary(k, TINYC_GX_MUL, f->stage_warp, tinyc_gx_int(k, it, 512 * E->tma)),
-		tinyc_gx_int(k, it, 512 * E->cur_buf));
 	tinyc_gstmt *st = tinyc_gs_block(k);
-	tinyc_mmk_append(b, st, tinyc_gs_tma_store(k, E->tmap, E->g->batched ? 3 : 2, crd, E->stg, src));
+	tinyc_mmk_append(b, st, tinyc_gs_tma_store(k, E->tmap, E->g->batched ? 3 : 2, crd, E->stg, tma_buffer(E)));
 	tinyc_mmk_append(b, st, tinyc_gs_bulk_commit(k));
-	tinyc_mmk_append(b, body, tinyc_gs_if(k, tinyc_gx_binary(k, TINYC_GX_EQ,
-		tinyc_gx_cast(k, it, tinyc_gx_special(k, TINYC_GSP_LANE)), tinyc_gx_int(k, it, 0)), st, NULL));
+	lane0(b, body, st);
 	b->bulk = 1;
 }
 

@@ -327,6 +327,22 @@ static ival convert(tinyc_dtype from, tinyc_dtype to, ival v)
 
 static ival eval(interp *in, ithread *t, const tinyc_gexpr *e);
 
+/* Array arr (n elements of `size` bytes used, *cap allocated) with room for one more:
+ * doubled from 16 when full.  The array (arr or its reallocation), or NULL (reported). */
+static void *grow(interp *in, const ithread *t, void *arr, int n, int *cap, size_t size)
+{
+	if (n < *cap)
+		return arr;
+	int nc = *cap ? 2 * *cap : 16;
+	void *na = realloc(arr, size * (size_t)nc);
+	if (!na) {
+		ierr(in, t, "out of memory");
+		return NULL;
+	}
+	*cap = nc;
+	return na;
+}
+
 /* The shared byte address of element idx of SHARED variable v. */
 static int64_t sh_addr(const interp *in, int v, int64_t idx)
 {
@@ -860,15 +876,10 @@ static pend *pend_add(interp *in, ithread *t, cta *c, int var, int64_t lo, int64
 			ierr(in, t, "more than 65535 TMA loads in flight");
 			return NULL;
 		}
-		if (c->npend == c->cappend) {
-			int nc = c->cappend ? 2 * c->cappend : 16;
-			pend *np = realloc(c->pend, sizeof(*np) * (size_t)nc);
-			if (!np) {
-				ierr(in, t, "out of memory");
-				return NULL;
-			}
-			c->pend = np, c->cappend = nc;
-		}
+		pend *np = grow(in, t, c->pend, c->npend, &c->cappend, sizeof(*np));
+		if (!np)
+			return NULL;
+		c->pend = np;
 		c->npend++;
 	}
 	pend *p = &c->pend[slot];
@@ -1039,15 +1050,10 @@ static void exec_tma_store(interp *in, ithread *t, const tinyc_gstmt *s)
 		for (int j = 0; r && j < b.esz; j++)
 			g[at * b.esz + j] = c->sm[swizzle(b.sh + e * b.esz + j, b.tm->swizzle)];
 	}
-	if (c->nbulk == c->capbulk) {
-		int nc = c->capbulk ? 2 * c->capbulk : 16;
-		bread *nb = realloc(c->bulk, sizeof(*nb) * (size_t)nc);
-		if (!nb) {
-			ierr(in, t, "out of memory");
-			return;
-		}
-		c->bulk = nb, c->capbulk = nc;
-	}
+	bread *nb = grow(in, t, c->bulk, c->nbulk, &c->capbulk, sizeof(*nb));
+	if (!nb)
+		return;
+	c->bulk = nb;
 	c->bulk[c->nbulk++] = (bread){b.sh, b.sh + b.bytes, t->linear, -1, s->src.var};
 }
 
@@ -1176,15 +1182,10 @@ static void exec_simple(interp *in, ithread *t, const tinyc_gstmt *s)
 		}
 		mbar *b = mbar_at(c, a);
 		if (!b) {
-			if (c->nbars == c->capbars) {
-				int nc = c->capbars ? 2 * c->capbars : 16;
-				mbar *nb = realloc(c->bars, sizeof(*nb) * (size_t)nc);
-				if (!nb) {
-					ierr(in, t, "out of memory");
-					return;
-				}
-				c->bars = nb, c->capbars = nc;
-			}
+			mbar *nb = grow(in, t, c->bars, c->nbars, &c->capbars, sizeof(*nb));
+			if (!nb)
+				return;
+			c->bars = nb;
 			b = &c->bars[c->nbars++];
 		}
 		b->addr = a, b->count = b->pending = s->n, b->tx = 0, b->phase = 0;
@@ -1614,13 +1615,10 @@ static int wg_read(interp *in, ithread *t, int v, uint64_t desc, int kmajor, int
  * its accumulators, else A's fragment). */
 static int infl_reg(interp *in, ithread *t, int v, int64_t lo, int64_t hi, int64_t g, int acc)
 {
-	if (t->ninfl == t->capinfl) {
-		int nc = t->capinfl ? 2 * t->capinfl : 8;
-		rinfl *n = realloc(t->infl, sizeof(*n) * (size_t)nc);
-		if (!n)
-			return ierr(in, t, "out of memory");
-		t->infl = n, t->capinfl = nc;
-	}
+	rinfl *n = grow(in, t, t->infl, t->ninfl, &t->capinfl, sizeof(*n));
+	if (!n)
+		return -1;
+	t->infl = n;
 	t->infl[t->ninfl++] = (rinfl){v, lo, hi, g, acc};
 	return 0;
 }
@@ -1629,13 +1627,10 @@ static int infl_reg(interp *in, ithread *t, int v, int64_t lo, int64_t hi, int64
 static int infl_shared(interp *in, ithread *t, cta *c, wgstate *w, int v, int64_t lo, int64_t hi,
 		       int64_t g)
 {
-	if (w->ninfl == w->capinfl) {
-		int nc = w->capinfl ? 2 * w->capinfl : 8;
-		sinfl *n = realloc(w->infl, sizeof(*n) * (size_t)nc);
-		if (!n)
-			return ierr(in, t, "out of memory");
-		w->infl = n, w->capinfl = nc;
-	}
+	sinfl *n = grow(in, t, w->infl, w->ninfl, &w->capinfl, sizeof(*n));
+	if (!n)
+		return -1;
+	w->infl = n;
 	w->infl[w->ninfl++] = (sinfl){lo, hi, g, v};
 	c->nsinfl++;
 	return 0;

@@ -251,6 +251,16 @@ static void print_ref(const tinyc_gkernel *k, const tinyc_gref *r, tinyc_buf *ou
 	}
 }
 
+/* The box coordinates of a TMA statement, comma-separated. */
+static void print_coords(const tinyc_gkernel *k, const tinyc_gstmt *s, tinyc_buf *out)
+{
+	for (int i = 0; i < s->n; i++) {
+		if (i)
+			tinyc_buf_puts(out, ", ");
+		tinyc_gpu_print_expr(k, s->coord[i], out);
+	}
+}
+
 static const char *atomic_name(tinyc_gatomic a)
 {
 	return a == TINYC_GA_ADD ? "add" : a == TINYC_GA_MAX ? "max" : "min";
@@ -422,11 +432,7 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		tinyc_buf_printf(out, "tma.load.%dd ", s->n);
 		print_ref(k, &s->dst, out);
 		tinyc_buf_printf(out, " <- %s(", vname(k, s->src.var));
-		for (int i = 0; i < s->n; i++) {
-			if (i)
-				tinyc_buf_puts(out, ", ");
-			tinyc_gpu_print_expr(k, s->coord[i], out);
-		}
+		print_coords(k, s, out);
 		tinyc_buf_puts(out, ") mbarrier ");
 		print_ref(k, &s->src2, out);
 		if (s->flag)
@@ -440,11 +446,7 @@ static void print_stmt(const tinyc_gkernel *k, const tinyc_gstmt *s, int depth, 
 		break;
 	case TINYC_GS_TMA_STORE:
 		tinyc_buf_printf(out, "tma.store.%dd %s(", s->n, vname(k, s->dst.var));
-		for (int i = 0; i < s->n; i++) {
-			if (i)
-				tinyc_buf_puts(out, ", ");
-			tinyc_gpu_print_expr(k, s->coord[i], out);
-		}
+		print_coords(k, s, out);
 		tinyc_buf_puts(out, ") <- ");
 		print_ref(k, &s->src, out);
 		break;

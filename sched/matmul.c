@@ -255,6 +255,11 @@ static double optin_limit(const tinyc_device_info *dev)
 							       : dev->smem_per_block;
 }
 
+/* Shared bytes of a consumer warp's epilogue staging: 16 rows of 64 halves + 16 bytes
+ * (codegen/evt_emit.c STAGE_ROW_WORDS); with TMA stores, 2 KB buffers instead. */
+#define WARP_STAGE_BYTES (16 * 144)
+#define WARP_TMA_STAGE_BYTES 2048
+
 /* The TMA-store epilogue on wgmma tiles t (options record: TINYC_TMA_STORE): each
  * consumer warp's staging buffer becomes two (else one) 2 KB buffers in the 128-byte
  * swizzled layout of a 64 x 16 box, 1024-byte aligned, where shared memory holds them.
@@ -264,11 +269,11 @@ static void wgmma_tma_store(const tinyc_device_info *dev, tinyc_mm_tiles *t)
 	if (t->swap || t->tf32x3 || t->no_stage)
 		return;
 	int64_t warps = 4 * (int64_t)t->consumers;
-	int64_t base = t->smem - warps * 16 * 144 + 1024;	/* the padded buffers out, slack in */
+	int64_t base = t->smem - warps * WARP_STAGE_BYTES + 1024;	/* the padded buffers out, slack in */
 	for (int nb = 2; nb >= 1; nb--)
-		if ((double)(base + warps * 2048 * nb) <= optin_limit(dev) - 1024) {
+		if ((double)(base + warps * WARP_TMA_STAGE_BYTES * nb) <= optin_limit(dev) - 1024) {
 			t->tma_store = nb;
-			t->smem = base + warps * 2048 * nb;
+			t->smem = base + warps * WARP_TMA_STAGE_BYTES * nb;
 			return;
 		}
 }
@@ -367,7 +372,7 @@ static int wgmma_tiles(const tinyc_mm_problem *prob, const tinyc_device_info *de
 	/* the ring, its barriers, the epilogue's staging buffers (16 rows of 64 halves + 16
 	 * bytes per consumer warp) */
 	t->smem = (int64_t)stages * (bm + tinyc_wgmma_stage_n(t)) * bk * 2 + 2 * 8 * stages +
-		  (narrow ? 0 : (int64_t)4 * t->consumers * 16 * 144);
+		  (narrow ? 0 : (int64_t)4 * t->consumers * WARP_STAGE_BYTES);
 	if (t->tf32x3)	/* fp32 hi and lo stages, the ready barriers */
 		t->smem += (int64_t)stages * (bm + bn) * bk * 6 + 8 * stages;
 	if ((double)t->smem > optin_limit(dev) - 1024 || t->threads > dev->max_threads_per_block)
