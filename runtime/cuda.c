@@ -529,6 +529,8 @@ static int launch_on(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim
 					     (int)dyn_smem_bytes));
 		k->dyn_smem_optin = (int)dyn_smem_bytes;
 	}
+	unsigned gx = at_least_1(grid.x), gy = at_least_1(grid.y), gz = at_least_1(grid.z);
+	unsigned bx = at_least_1(block.x), by = at_least_1(block.y), bz = at_least_1(block.z);
 	if (k->pdl && cu->LaunchKernelEx) {
 		CUlaunchAttribute at;
 		memset(&at, 0, sizeof(at));
@@ -536,16 +538,13 @@ static int launch_on(tinyc_cuda *cu, tinyc_kernel *k, tinyc_dim3 grid, tinyc_dim
 		at.value.programmaticStreamSerializationAllowed = 1;
 		CUlaunchConfig c;
 		memset(&c, 0, sizeof(c));
-		c.gridDimX = at_least_1(grid.x), c.gridDimY = at_least_1(grid.y), c.gridDimZ = at_least_1(grid.z);
-		c.blockDimX = at_least_1(block.x), c.blockDimY = at_least_1(block.y);
-		c.blockDimZ = at_least_1(block.z);
+		c.gridDimX = gx, c.gridDimY = gy, c.gridDimZ = gz;
+		c.blockDimX = bx, c.blockDimY = by, c.blockDimZ = bz;
 		c.sharedMemBytes = dyn_smem_bytes, c.hStream = stream, c.attrs = &at, c.numAttrs = 1;
 		CUresult r = cu->LaunchKernelEx(&c, k->fn, args, NULL);
 		return r == CUDA_SUCCESS ? 0 : cuda_fail(cu, "cuLaunchKernelEx", r, NULL);
 	}
-	CHECK(cu, LaunchKernel, (k->fn, at_least_1(grid.x), at_least_1(grid.y), at_least_1(grid.z),
-				 at_least_1(block.x), at_least_1(block.y), at_least_1(block.z),
-				 dyn_smem_bytes, stream, args, NULL));
+	CHECK(cu, LaunchKernel, (k->fn, gx, gy, gz, bx, by, bz, dyn_smem_bytes, stream, args, NULL));
 	return 0;
 }
 
