@@ -306,6 +306,7 @@ int tinyc_gpu_kernel_plan(tinyc_ctx *ctx, const tinyc_gpu_module *gm, int i, con
 		wk->block[d] = (unsigned)k->block[d];
 	}
 	wk->smem = (unsigned)k->dyn_smem;
+	wk->pdl = k->pdl;
 	if (!wk->grid[0] || !wk->grid[1] || !wk->grid[2])
 		return 0;
 	if (!(wk->params = tinyc_calloc(ctx, (size_t)k->nparam + 1, sizeof(*wk->params))))

@@ -656,8 +656,12 @@ static int dev_zero(device *d, tinyc_devptr p, uint64_t n)
 /* Load kernel k's image: a CUDA module, or a fake op ("fake:OP"). */
 static int dev_load(device *d, const tinyc_wkernel *k, const tinyc_blob *img, loaded *out)
 {
-	if (d->cu)
-		return (out->k = tinyc_cuda_kernel_load(d->cu, img, k->name)) ? 0 : -1;
+	if (d->cu) {
+		if (!(out->k = tinyc_cuda_kernel_load(d->cu, img, k->name)))
+			return -1;
+		tinyc_kernel_set_pdl(out->k, k->pdl);
+		return 0;
+	}
 	static const char *const ops[] = {"fma", "fault", "crash", "hang"};
 	for (int i = 0; i < 4; i++)
 		if (img->size == 5 + strlen(ops[i]) && !memcmp(img->data, "fake:", 5) &&

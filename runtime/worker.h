@@ -77,6 +77,7 @@ typedef struct tinyc_wkernel {
 	unsigned grid[3];	/* grid extents (all > 0) */
 	unsigned block[3];	/* block extents */
 	unsigned smem;		/* dynamic shared memory, bytes */
+	int pdl;		/* launched with programmatic stream serialization */
 	int nparam;		/* parameters */
 	tinyc_wparam *params;	/* nparam parameters (borrowed) */
 	const tinyc_blob *image;	/* CUBIN or PTX (borrowed); the fake device: "fake:OP" */
