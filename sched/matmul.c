@@ -1117,7 +1117,8 @@ static int add_candidate(tinyc_ctx *ctx, const tinyc_schedule *s, tinyc_skernel 
 	t.no_stage = o->no_stage || swp;	/* swapped outputs: contiguous along the rows */
 	t.no_pair = o->no_pair;
 	t.pdl = t.variant == TINYC_MM_WGMMA && (o->pdl == 1 || (o->pdl < 0 && t.bm == 64));
-	t.epi_preload = t.variant == TINYC_MM_WGMMA && (o->epi_preload == 1 || (o->epi_preload < 0 && !swp));
+	t.epi_preload = t.variant == TINYC_MM_WGMMA &&
+			(o->epi_preload == 1 || (o->epi_preload < 0 && !swp));
 	t.wait_hint = t.variant == TINYC_MM_WGMMA ? o->wait_hint : 0;
 	t.index_dtype = idx;
 	t.split = split > 1 ? split : 0;

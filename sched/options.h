@@ -85,7 +85,9 @@ typedef struct tinyc_sched_options {
 	int epi_preload;		/* TINYC_EPI_PRELOAD: the wgmma epilogue's coordinates and
 					 * broadcast loads (the bias) issued before the tile's
 					 * main loop, not after it; 1 on, 0 off, -1 the default
-					 * (on: 4% at 1000^3 on the H100, neutral elsewhere) */
+					 * (on for the unswapped plans: 4% at 1000^3 on the
+					 * H100, neutral elsewhere; off for swap-AB, whose wgmma
+					 * ptxas may then serialise) */
 	int tma_store;			/* TINYC_TMA_STORE: the wgmma epilogue writes its staged
 					 * 16-bit output by TMA stores of each warp's 16 x 64
 					 * slabs (cp.async.bulk.tensor from 128-byte swizzled
